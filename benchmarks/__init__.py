@@ -1,0 +1,1 @@
+"""Runnable benchmarks of m3 (retrieval quality and performance)."""

@@ -1,0 +1,1 @@
+"""Actors: one per concern, each owning its connections (pykka threads)."""

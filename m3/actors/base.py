@@ -1,0 +1,159 @@
+"""Actor plumbing: envelopes with reply handles, a dispatching base actor, statistics.
+
+Every message travels in an :class:`Envelope` with an optional
+:class:`Reply`. Callers never block on pykka futures: the actor calls
+``reply.set_result`` or ``reply.set_exception`` and the reply wakes its
+waiter (a trio task through its token, or a thread through an event).
+
+Failure policy: an exception while handling a request goes back to the
+caller and the actor carries on. An exception while handling an event (no
+caller) crashes the actor; its :class:`~m3.actors.supervisor.ActorHandle`
+restarts it with backoff and re-delivers the messages still queued.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import pykka
+
+from m3.errors import M3Error, Timeout
+from m3.protocols.base import Message
+
+log = logging.getLogger(__name__)
+
+
+class Reply(Protocol):
+    """Where an actor sends the answer to one request. Called once, from the actor's thread."""
+
+    def set_result(self, value: Any) -> None: ...
+
+    def set_exception(self, exc: BaseException) -> None: ...
+
+
+class ThreadReply:
+    """A reply a plain thread can wait for (CLI helpers, benchmarks, actor-to-actor asks)."""
+
+    def __init__(self) -> None:
+        self._done = threading.Event()
+        self._value: Any = None
+        self._exc: BaseException | None = None
+
+    def set_result(self, value: Any) -> None:
+        self._value = value
+        self._done.set()
+
+    def set_exception(self, exc: BaseException) -> None:
+        self._exc = exc
+        self._done.set()
+
+    def wait(self, timeout: float) -> Any:
+        if not self._done.wait(timeout):
+            raise Timeout(f"no answer within {timeout:g} s")
+        if self._exc is not None:
+            raise self._exc
+        return self._value
+
+
+@dataclass(frozen=True)
+class Envelope:
+    message: Message
+    reply: Reply | None = None
+
+
+@dataclass
+class ActorStats:
+    """Counters written only by the actor's own thread; others only read them."""
+
+    handled: int = 0
+    failed: int = 0
+    restarts: int = 0
+    started_at: float = field(default_factory=time.monotonic)
+
+
+class M3Actor(pykka.ThreadingActor):
+    """Base actor: dispatches envelopes by message type to ``handlers()``.
+
+    Subclasses return a mapping from message class to a bound method taking
+    the message and returning the reply value.
+    """
+
+    # Daemon threads: a caller that dies without stop() must not hang the process.
+    # Committed work is safe regardless; uncommitted work was never acknowledged.
+    use_daemon_thread = True
+
+    def __init__(self, stats: ActorStats, on_crash: Callable[[list[Envelope]], None] | None = None):
+        super().__init__()
+        self.stats = stats
+        self._on_crash = on_crash
+        self._dispatch: dict[type[Message], Callable[[Any], Any]] = {}
+
+    def handlers(self) -> dict[type[Message], Callable[[Any], Any]]:
+        raise NotImplementedError
+
+    def on_start(self) -> None:
+        try:
+            self.setup()
+            self._dispatch = self.handlers()
+        except Exception as exc:
+            # pykka does not call on_failure for on_start errors; do it so the handle restarts us.
+            self.on_failure(type(exc), exc, exc.__traceback__)
+            raise
+
+    def setup(self) -> None:
+        """Open what the actor owns; runs in the actor's thread before any message."""
+
+    def on_receive(self, message: Any) -> Any:
+        if not isinstance(message, Envelope):
+            log.warning("%s ignored a message that is not an Envelope: %r", type(self).__name__, message)
+            return None
+        self.receive(message)
+        return None
+
+    def receive(self, env: Envelope) -> None:
+        """Handle one envelope; overridden by actors that defer replies (the Writer)."""
+        try:
+            result = self.handle(env.message)
+        except Exception as exc:
+            self.stats.failed += 1
+            if env.reply is None:
+                raise  # no caller: crash, the supervisor restarts us
+            if not isinstance(exc, M3Error):
+                log.exception("%s failed on %s", type(self).__name__, type(env.message).__name__)
+            env.reply.set_exception(exc)
+            return
+        self.stats.handled += 1
+        if env.reply is not None:
+            env.reply.set_result(result)
+
+    def handle(self, message: Message) -> Any:
+        handler = self._dispatch.get(type(message))
+        if handler is None:
+            raise TypeError(f"{type(self).__name__} cannot handle {type(message).__name__}")
+        return handler(message)
+
+    def inbox_empty(self) -> bool:
+        return bool(self.actor_inbox.empty())
+
+    def on_failure(self, exception_type: Any, exception_value: Any, traceback: Any) -> None:
+        log.error("%s crashed: %r", type(self).__name__, exception_value)
+        leftover: list[Envelope] = []
+        while not self.actor_inbox.empty():
+            item = self.actor_inbox.get_nowait()
+            inner = getattr(item, "message", None)
+            if isinstance(inner, Envelope):
+                leftover.append(inner)
+        self.release()
+        if self._on_crash is not None:
+            self._on_crash(leftover)
+
+    def on_stop(self) -> None:
+        self.release()
+
+    def release(self) -> None:
+        """Close what the actor owns (connections). Must be safe to call twice."""

@@ -1,0 +1,134 @@
+"""Score fusion and MMR diversity for memory search (pure functions).
+
+Each candidate gets signals in 0..1:
+
+- ``dense``: cosine similarity of query and memory vectors (0 when the memory
+  has no vector yet, or when the cosine is negative);
+- ``bm25``: BM25 of the content divided by the best BM25 in the candidate
+  pool, so the strongest keyword match scores 1 and a non-match 0;
+- ``title``: share of query terms found in the title;
+- ``importance``, ``recency`` (half-life decay of the valid time), ``access``
+  (log of the read count), ``pin``.
+
+The fused score is the weighted mean of the signals. A missing signal is 0,
+never the maximum, so nothing outranks a real match for lack of evidence.
+MMR then reorders the pool for diversity; the score returned stays the
+fused relevance.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from m3.protocols.messages import SearchWeights
+
+SIGNALS = ("dense", "bm25", "title", "importance", "recency", "access", "pin")
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+@dataclass
+class Candidate:
+    id: str
+    row: Any
+    cosine: float | None = None
+    bm25: float = 0.0
+    vector: npt.NDArray[np.float32] | None = None
+    signals: dict[str, float] = field(default_factory=dict)
+    score: float = 0.0
+
+
+def fuse(cands: list[Candidate], terms: list[str], weights: SearchWeights, now: datetime) -> None:
+    """Fill ``signals`` and ``score`` of every candidate in place."""
+    best_bm25 = max((c.bm25 for c in cands), default=0.0)
+    wanted = set(terms)
+    w = weight_map(weights)
+    total = sum(w.values()) or 1.0
+    for c in cands:
+        row = c.row
+        c.signals = {
+            "dense": max(0.0, c.cosine) if c.cosine is not None else 0.0,
+            "bm25": c.bm25 / best_bm25 if best_bm25 > 0 else 0.0,
+            "title": _title_overlap(row["title"], wanted),
+            "importance": float(row["importance"]),
+            "recency": _recency(row["valid_from"], now, weights.recency_half_life_days),
+            "access": min(1.0, math.log1p(row["access_count"]) / math.log1p(100)),
+            "pin": 1.0 if row["pinned"] else 0.0,
+        }
+        c.score = sum(w[name] * c.signals[name] for name in SIGNALS) / total
+
+
+def weight_map(weights: SearchWeights) -> dict[str, float]:
+    return {name: float(getattr(weights, name)) for name in SIGNALS}
+
+
+def explain(c: Candidate, weights: SearchWeights, rank: int, relevance_rank: int) -> dict[str, Any]:
+    w = weight_map(weights)
+    total = sum(w.values()) or 1.0
+    return {
+        "signals": {
+            name: {"value": round(c.signals[name], 6), "weight": w[name],
+                   "contribution": round(w[name] * c.signals[name] / total, 6)}
+            for name in SIGNALS
+        },
+        "cosine": None if c.cosine is None else round(c.cosine, 6),
+        "bm25_raw": round(c.bm25, 6),
+        "score": round(c.score, 6),
+        "relevance_rank": relevance_rank,
+        "mmr_rank": rank,
+        "formula": "score = sum(weight * value) / sum(weights); order = MMR(lambda) over the pool",
+    }
+
+
+def _title_overlap(title: str | None, wanted: set[str]) -> float:
+    if not title or not wanted:
+        return 0.0
+    words = {t.lower() for t in _WORD.findall(title)}
+    return len(words & wanted) / len(wanted)
+
+
+def _recency(valid_from: datetime, now: datetime, half_life_days: float) -> float:
+    age_days = max(0.0, (now - valid_from).total_seconds() / 86400.0)
+    if half_life_days <= 0:
+        return 0.0
+    return float(0.5 ** (age_days / half_life_days))
+
+
+def mmr(cands: list[Candidate], k: int, lam: float) -> list[Candidate]:
+    """Maximal marginal relevance: pick k items trading relevance against similarity to those picked.
+
+    Similarity between two memories is the cosine of their vectors, or the
+    word-set Jaccard when either has no vector yet.
+    """
+    pool = sorted(cands, key=lambda c: c.score, reverse=True)[: max(k * 4, 20)]
+    if lam >= 1.0 or len(pool) <= 1:
+        return pool[:k]
+    chosen: list[Candidate] = []
+    max_sim = [0.0] * len(pool)
+    words = [None] * len(pool)  # type: list[set[str] | None]
+    remaining = list(range(len(pool)))
+    while remaining and len(chosen) < k:
+        best = max(remaining, key=lambda i: lam * pool[i].score - (1 - lam) * max_sim[i])
+        remaining.remove(best)
+        picked = pool[best]
+        chosen.append(picked)
+        for i in remaining:
+            max_sim[i] = max(max_sim[i], _similarity(pool[i], picked, words, i, best))
+    return chosen
+
+
+def _similarity(a: Candidate, b: Candidate, words: list[set[str] | None], ia: int, ib: int) -> float:
+    if a.vector is not None and b.vector is not None:
+        return max(0.0, float(a.vector @ b.vector))
+    for idx, cand in ((ia, a), (ib, b)):
+        if words[idx] is None:
+            words[idx] = {t.lower() for t in _WORD.findall(cand.row["content"])}
+    wa, wb = words[ia] or set(), words[ib] or set()
+    union = wa | wb
+    return len(wa & wb) / len(union) if union else 0.0

@@ -1,0 +1,243 @@
+"""The Searcher: every read of memories and the chat log.
+
+It owns a read connection and an in-memory vector index of the active
+model. Before each search it loads vectors added since it last looked
+(one indexed query, which also picks up other processes' writes), so a
+search sent after a write's reply sees that write. Each request runs in one
+read transaction: one consistent snapshot, released right after.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Connection, RowMapping, and_, select
+
+from m3.actors import ranking
+from m3.actors.base import M3Actor
+from m3.actors.supervisor import ActorHandle
+from m3.actors.vector_index import VectorIndex
+from m3.embed.base import Embedder
+from m3.errors import EmbedderUnavailable
+from m3.protocols.base import Message
+from m3.protocols.messages import (
+    EmbeddingStats,
+    Flush,
+    GetGraph,
+    GetHistory,
+    GetMemory,
+    MemoriesErased,
+    SearchChat,
+    SearchMemories,
+    SearchWeights,
+    TouchMemories,
+    VerifyMemories,
+)
+from m3.store import fulltext, vectors
+from m3.store import memories as rows
+from m3.store.engine import StoreOptions, open_engine
+from m3.store.filters import isolation_clause, search_clause
+from m3.store.schema import chatlog
+from m3.store.schema import memories as m
+
+log = logging.getLogger(__name__)
+
+
+class Searcher(M3Actor):
+    def __init__(self, options: StoreOptions, *, embedder: Embedder, weights: SearchWeights, candidates: int,
+                 writer: ActorHandle | None, **base: Any):
+        super().__init__(**base)
+        self._options = options
+        self._embedder = embedder
+        self._weights = weights
+        self._candidates = candidates
+        self._writer = writer
+        self._index = VectorIndex()
+        self._conn: Connection | None = None
+        #: The current search's query vector; set per request by _dense_hits.
+        self._query_vec: Any = None
+
+    def setup(self) -> None:
+        self._engine = open_engine(self._options, "reader")
+        self._conn = self._engine.connect()
+
+    def release(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+            self._engine.dispose()
+
+    def handlers(self) -> dict[type[Message], Callable[[Any], Any]]:
+        return {
+            SearchMemories: self.search, GetMemory: self.get, GetHistory: self.history, GetGraph: self.graph,
+            VerifyMemories: self.verify, SearchChat: self.search_chat, EmbeddingStats: self.embedding_stats,
+            MemoriesErased: lambda msg: self._index.remove(msg.ids), Flush: lambda _msg: True,
+        }
+
+    def handle(self, message: Message) -> Any:
+        conn = self._conn
+        assert conn is not None
+        with conn.begin():
+            return super().handle(message)
+
+    @property
+    def conn(self) -> Connection:
+        assert self._conn is not None
+        return self._conn
+
+    # -- memory search -------------------------------------------------------------------------
+
+    def search(self, msg: SearchMemories) -> dict[str, Any]:
+        now = datetime.now(UTC)
+        clause = search_clause(msg.filter, now)
+        terms = fulltext.query_terms(msg.query)
+        n = max(self._candidates, msg.k)
+        hits = fulltext.memory_hits(self.conn, terms, clause, n)
+        dense = self._dense_hits(msg.query, n * 4)
+        found = rows.rows_by_ids(self.conn, list({h.id for h in hits} | {i for i, _ in dense}), clause)
+        dense_ok = [(i, s) for i, s in dense if i in found][:n]
+        if len(dense_ok) < n and len(dense) < len(self._index) and self._query_vec is not None:
+            dense_ok = self._dense_within(clause, n)
+            found.update(rows.rows_by_ids(self.conn, [i for i, _ in dense_ok if i not in found], clause))
+        cands = self._candidates_from(found, hits, dense_ok)
+        ranking.fuse(cands, terms, self._weights, msg.filter.as_of or now)
+        by_relevance = {c.id: r for r, c in enumerate(sorted(cands, key=lambda c: c.score, reverse=True), 1)}
+        chosen = ranking.mmr(cands, msg.k, self._weights.mmr_lambda)
+        items = [self._item(c, msg.explain, rank, by_relevance[c.id]) for rank, c in enumerate(chosen, 1)]
+        self._touch([c.id for c in chosen], now)
+        return {"count": len(items), "items": items, "query": msg.query}
+
+    def _dense_hits(self, query: str, n: int) -> list[tuple[str, float]]:
+        self._query_vec = None
+        self._refresh_vectors()
+        if len(self._index) == 0:
+            return []
+        try:
+            self._query_vec = self._embedder.embed([query])[0]
+        except EmbedderUnavailable as exc:
+            log.warning("searching by keyword only: %s", exc.message)
+            return []
+        return self._index.top(self._query_vec, n)
+
+    def _dense_within(self, clause: Any, n: int) -> list[tuple[str, float]]:
+        """Vector top-n restricted to rows matching ``clause`` (used when filters prune the global top)."""
+        allowed = [r[0] for r in self.conn.execute(select(m.c.id).where(clause).limit(500_000))]
+        assert self._query_vec is not None
+        return self._index.top(self._query_vec, n, allowed)
+
+    def _refresh_vectors(self) -> None:
+        model = self._embedder.model_id
+        while True:
+            last, ids, matrix = vectors.load_after(self.conn, model, self._index.last_seq)
+            if not ids:
+                return
+            self._index.add(ids, matrix)
+            self._index.last_seq = last
+
+    def _candidates_from(self, found: dict[str, RowMapping], hits: list[fulltext.KeywordHit],
+                         dense: list[tuple[str, float]]) -> list[ranking.Candidate]:
+        cands: dict[str, ranking.Candidate] = {}
+        for h in hits:
+            if h.id in found:
+                cands[h.id] = ranking.Candidate(id=h.id, row=found[h.id], bm25=h.bm25)
+        for memory_id, cosine in dense:
+            c = cands.setdefault(memory_id, ranking.Candidate(id=memory_id, row=found[memory_id]))
+            c.cosine = cosine
+        if self._query_vec is not None:
+            for c in cands.values():
+                c.vector = self._index.vector(c.id)
+                if c.cosine is None and c.vector is not None:
+                    c.cosine = float(c.vector @ self._query_vec)
+        return list(cands.values())
+
+    def _item(self, c: ranking.Candidate, explain: bool, rank: int, relevance_rank: int) -> dict[str, Any]:
+        row = c.row
+        item = {
+            "id": c.id, "content": row["content"], "title": row["title"], "type": row["type"],
+            "importance": row["importance"], "bm25_score": round(c.bm25, 6), "score": round(c.score, 6),
+            "agent_id": row["agent_id"], "conversation_id": row["conversation_id"], "metadata": row["metadata"],
+            "valid_from": row["valid_from"], "recorded_at": row["recorded_at"], "retired_at": row["retired_at"],
+        }
+        if explain:
+            item["explanation"] = ranking.explain(c, self._weights, rank, relevance_rank)
+        return item
+
+    def _touch(self, ids: list[str], at: datetime) -> None:
+        if ids and self._writer is not None:
+            self._writer.tell(TouchMemories(ids=tuple(ids), at=at))
+
+    # -- single memories -----------------------------------------------------------------------
+
+    def get(self, msg: GetMemory) -> dict[str, Any]:
+        memory_id = rows.resolve_id(self.conn, msg.id, msg.filter)
+        record = _public(rows.load(self.conn, memory_id))
+        self._touch([memory_id], datetime.now(UTC))
+        return record
+
+    def history(self, msg: GetHistory) -> dict[str, Any]:
+        memory_id = rows.resolve_id(self.conn, msg.id, msg.filter)
+        events = [_public(e) for e in rows.history(self.conn, memory_id)]
+        return {"id": memory_id, "versions": rows.version_chain(self.conn, memory_id), "events": events}
+
+    def graph(self, msg: GetGraph) -> dict[str, Any]:
+        start = rows.resolve_id(self.conn, msg.id, msg.filter)
+        visible = isolation_clause(msg.filter)
+        seen, frontier, edges = {start}, [start], {}
+        for _ in range(msg.depth):
+            found = rows.edges_of(self.conn, frontier)
+            frontier = []
+            for e in found:
+                edges[(e["from_id"], e["to_id"], e["type"])] = e
+                for end in (e["from_id"], e["to_id"]):
+                    if end not in seen:
+                        seen.add(end)
+                        frontier.append(end)
+            if not frontier:
+                break
+        nodes = rows.rows_by_ids(self.conn, sorted(seen), visible)
+        return {
+            "nodes": [{"id": r["id"], "title": r["title"], "type": r["type"], "current": r["retired_at"] is None}
+                      for r in nodes.values()],
+            "edges": [{"from_id": f, "to_id": t, "type": ty} for (f, t, ty) in edges
+                      if f in nodes and t in nodes],
+        }
+
+    def verify(self, msg: VerifyMemories) -> dict[str, Any]:
+        query = select(m.c.id, m.c.content, m.c.content_hash).where(isolation_clause(msg.filter))
+        if msg.id is not None:
+            query = query.where(m.c.id == rows.resolve_id(self.conn, msg.id, msg.filter))
+        checked, bad = 0, []
+        for memory_id, content, digest in self.conn.execute(query.order_by(m.c.seq)):
+            checked += 1
+            if rows.content_hash(content) != digest:
+                bad.append(memory_id)
+        return {"checked": checked, "ok": checked - len(bad), "mismatched": bad}
+
+    # -- chat log and statistics ---------------------------------------------------------------
+
+    def search_chat(self, msg: SearchChat) -> dict[str, Any]:
+        terms = fulltext.query_terms(msg.query)
+        conds = [chatlog.c[name] == getattr(msg, name) for name in ("conversation_id", "role", "agent_id")
+                 if getattr(msg, name) is not None]
+        hits = fulltext.chat_hits(self.conn, terms, and_(*conds) if conds else True, msg.k)
+        best = max((s for _, s in hits), default=0.0)
+        items = [{
+            "id": row.id, "conversation_id": row.conversation_id, "role": row.role, "content": row.content,
+            "turn": row.turn, "at": row.at, "agent_id": row.agent_id, "bm25_score": round(score, 6),
+            "score": round(score / best, 6) if best > 0 else 0.0,
+        } for row, score in hits]
+        return {"count": len(items), "items": items, "query": msg.query}
+
+    def embedding_stats(self, msg: EmbeddingStats) -> dict[str, Any]:
+        return {
+            "vectors_by_model": vectors.counts_by_model(self.conn),
+            "pending": vectors.count_missing(self.conn, msg.model),
+            "memories": rows.count_current(self.conn),
+        }
+
+
+def _public(row: RowMapping) -> dict[str, Any]:
+    return {k: v for k, v in row.items() if k != "seq"}

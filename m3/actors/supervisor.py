@@ -1,0 +1,160 @@
+"""Supervision: a stable handle per actor that restarts it with backoff.
+
+Callers hold an :class:`ActorHandle`, never a raw actor reference. When the
+actor crashes, the handle starts a fresh one after a backoff delay (a
+timer, not a sleep) and re-delivers the messages that were still queued;
+messages told meanwhile are buffered. A request whose caller is waiting is
+never dropped silently: it is re-delivered or answered with an error.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import pykka
+
+from m3.actors.base import ActorStats, Envelope, M3Actor, Reply, ThreadReply
+from m3.errors import Unavailable
+from m3.protocols.base import Message
+
+log = logging.getLogger(__name__)
+
+BACKOFF_FIRST_S = 0.05
+BACKOFF_MAX_S = 5.0
+#: A restart counts as "stable" (backoff resets) after running this long.
+STABLE_AFTER_S = 30.0
+#: Messages buffered while the actor is down; beyond this, callers get Unavailable.
+MAX_BUFFERED = 100_000
+
+
+class ActorHandle:
+    """Start, address, restart and stop one actor."""
+
+    def __init__(self, name: str, factory: type[M3Actor], *args: Any, **kwargs: Any):
+        self.name = name
+        self._factory = factory
+        self._args = args
+        self._kwargs = kwargs
+        self.stats = ActorStats()
+        self._lock = threading.Lock()
+        self._ref: pykka.ActorRef[M3Actor] | None = None
+        self._buffer: deque[Envelope] = deque()
+        self._stopping = False
+        self._backoff = BACKOFF_FIRST_S
+        self._timer: threading.Timer | None = None
+
+    def rebind(self, **kwargs: Any) -> None:
+        """Replace constructor arguments before ``start`` (to wire actors that address each other)."""
+        if self._ref is not None:
+            raise RuntimeError(f"the {self.name} actor is already started")
+        self._kwargs.update(kwargs)
+
+    def _build(self, stats: ActorStats, on_crash: Callable[[list[Envelope]], None]) -> pykka.ActorRef[M3Actor]:
+        """Construct and start the actor (pykka builds it in ``start``)."""
+        return self._factory.start(*self._args, stats=stats, on_crash=on_crash, **self._kwargs)
+
+    def start(self) -> ActorHandle:
+        with self._lock:
+            self._ref = self._build(self.stats, self._crashed)
+        return self
+
+    # -- sending -------------------------------------------------------------------------------
+
+    def tell(self, message: Message, reply: Reply | None = None) -> None:
+        """Queue ``message``; ``reply`` (if any) gets exactly one answer."""
+        env = Envelope(message, reply)
+        with self._lock:
+            ref = self._ref
+            if ref is None or not ref.is_alive():
+                self._buffer_or_refuse(env)
+                return
+        try:
+            ref.tell(env)
+        except pykka.ActorDeadError:
+            with self._lock:
+                self._buffer_or_refuse(env)
+
+    def ask(self, message: Message, timeout: float) -> Any:
+        """Send and wait in this thread. Not for trio code: use ``m3.actors.bridge.ask``."""
+        reply = ThreadReply()
+        self.tell(message, reply)
+        return reply.wait(timeout)
+
+    def _buffer_or_refuse(self, env: Envelope) -> None:
+        if self._stopping or len(self._buffer) >= MAX_BUFFERED:
+            if env.reply is not None:
+                env.reply.set_exception(Unavailable(f"the {self.name} actor is not running"))
+            return
+        self._buffer.append(env)
+
+    # -- restarting ----------------------------------------------------------------------------
+
+    def _crashed(self, leftover: list[Envelope]) -> None:
+        """Called from the dying actor's thread with the envelopes it had not handled."""
+        with self._lock:
+            self._buffer.extendleft(reversed(leftover))
+            if self._stopping:
+                self._fail_buffer()
+                return
+            ran_for = time.monotonic() - self.stats.started_at
+            if ran_for > STABLE_AFTER_S:
+                self._backoff = BACKOFF_FIRST_S
+            delay = self._backoff
+            self._backoff = min(self._backoff * 2, BACKOFF_MAX_S)
+            self._timer = threading.Timer(delay, self._restart)
+            self._timer.daemon = True
+            self._timer.start()
+        log.warning("restarting the %s actor in %.2f s", self.name, delay)
+
+    def _restart(self) -> None:
+        with self._lock:
+            if self._stopping:
+                self._fail_buffer()
+                return
+            self.stats.restarts += 1
+            self.stats.started_at = time.monotonic()
+            ref = self._build(self.stats, self._crashed)
+            self._ref = ref
+            pending = list(self._buffer)
+            self._buffer.clear()
+        for env in pending:
+            ref.tell(env)
+
+    def _fail_buffer(self) -> None:
+        while self._buffer:
+            env = self._buffer.popleft()
+            if env.reply is not None:
+                env.reply.set_exception(Unavailable(f"the {self.name} actor stopped"))
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop after the messages already queued are handled."""
+        with self._lock:
+            self._stopping = True
+            if self._timer is not None:
+                self._timer.cancel()
+            ref = self._ref
+            self._fail_buffer()
+        if ref is not None and ref.is_alive():
+            try:
+                ref.stop(block=True, timeout=timeout)
+            except (pykka.ActorDeadError, pykka.Timeout):
+                log.warning("the %s actor did not stop within %.0f s", self.name, timeout)
+
+    def is_alive(self) -> bool:
+        ref = self._ref
+        return ref is not None and ref.is_alive()
+
+    def statistics(self) -> dict[str, Any]:
+        ref = self._ref
+        depth = ref.actor_inbox.qsize() if ref is not None and ref.is_alive() else len(self._buffer)
+        return {
+            "actor": self.name, "alive": self.is_alive(), "queue_depth": int(depth),
+            "handled": self.stats.handled, "failed": self.stats.failed, "restarts": self.stats.restarts,
+        }

@@ -1,0 +1,95 @@
+"""Wiring: one store, its Writer, Searcher and Embedder, started and stopped together."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from m3.actors.embedder import EmbedderActor
+from m3.actors.searcher import Searcher
+from m3.actors.supersession import SupersessionPolicy
+from m3.actors.supervisor import ActorHandle
+from m3.actors.writer import Writer
+from m3.config import Config
+from m3.embed.base import Embedder
+from m3.embed.factory import create_embedder
+from m3.errors import M3Error
+from m3.protocols.messages import Flush, SearchWeights
+from m3.store.engine import StoreOptions, migrate, open_engine
+
+log = logging.getLogger(__name__)
+
+
+def store_options(config: Config) -> StoreOptions:
+    return StoreOptions(url=config.store_url, sqlite_synchronous=config["store.sqlite_synchronous"],
+                        busy_timeout_ms=config["store.busy_timeout_ms"])
+
+
+def search_weights(config: Config) -> SearchWeights:
+    return SearchWeights(
+        dense=config["search.weight_dense"], bm25=config["search.weight_bm25"],
+        title=config["search.weight_title"], importance=config["search.weight_importance"],
+        recency=config["search.weight_recency"], access=config["search.weight_access"],
+        pin=config["search.weight_pin"], recency_half_life_days=config["search.recency_half_life_days"],
+        mmr_lambda=config["search.mmr_lambda"],
+    )
+
+
+class ActorSystem:
+    """The actors of one store. ``start`` migrates the store first; ``stop`` drains in a safe order."""
+
+    def __init__(self, config: Config, embedder: Embedder | None = None):
+        self.config = config
+        self.options = store_options(config)
+        self.embedder_backend = embedder or create_embedder(config)
+        self.ask_timeout: float = config["actors.ask_timeout_s"]
+        self.schema_revision = ""
+        self.writer: ActorHandle
+        self.searcher: ActorHandle
+        self.embedder: ActorHandle
+        self._started = False
+
+    def start(self) -> ActorSystem:
+        engine = open_engine(self.options, "writer")
+        try:
+            self.schema_revision = migrate(engine)
+        finally:
+            engine.dispose()
+        policy = SupersessionPolicy(threshold=self.config["supersede.threshold"],
+                                    exempt_types=frozenset(self.config["supersede.exempt_types"]))
+        # Handles exist before actors start so that each can address the others.
+        self.writer = ActorHandle("writer", Writer, self.options, max_batch=self.config["writer.max_batch"],
+                                  policy=policy, searcher=None, embedder=None)
+        self.searcher = ActorHandle("searcher", Searcher, self.options, embedder=self.embedder_backend,
+                                    weights=search_weights(self.config),
+                                    candidates=self.config["search.candidates"], writer=self.writer)
+        self.embedder = ActorHandle("embedder", EmbedderActor, self.options, embedder=self.embedder_backend,
+                                    writer=self.writer, max_batch=self.config["embed.max_batch"],
+                                    backend_name=self.config["embed.backend"])
+        self.writer.rebind(searcher=self.searcher, embedder=self.embedder)
+        for handle in (self.writer, self.searcher, self.embedder):
+            handle.start()
+        self._started = True
+        return self
+
+    def wait_embedded(self, timeout: float | None = None) -> None:
+        """Block until every memory written so far has its vector stored (tests, CLI shutdown)."""
+        limit = timeout if timeout is not None else self.ask_timeout
+        self.embedder.ask(Flush(), limit)
+        self.writer.ask(Flush(), limit)
+
+    def stop(self, drain_embeddings: bool = True) -> None:
+        if not self._started:
+            return
+        self._started = False
+        if drain_embeddings:
+            try:
+                self.wait_embedded(self.config["embed.drain_timeout_s"])
+            except M3Error as exc:
+                log.warning("stopping before every vector was computed (%s); the next start finishes", exc.message)
+        self.embedder.stop()
+        self.searcher.stop()
+        self.writer.stop()
+
+    def statistics(self) -> list[dict[str, Any]]:
+        return [h.statistics() for h in (self.writer, self.searcher, self.embedder)]

@@ -1,0 +1,221 @@
+"""The Writer: the one actor per store that changes memories.
+
+Group commit: write requests accumulate while more messages wait in the
+mailbox; when the mailbox is empty (or the batch is full) the batch runs in
+one transaction, each request inside its own savepoint so that one bad
+request fails alone. After the commit the Writer tells the other actors
+what changed, then answers every caller. An answer therefore always means
+"committed".
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection
+
+from m3.actors.base import Envelope, M3Actor
+from m3.actors.supersession import SupersessionPolicy, supersede_similar
+from m3.actors.supervisor import ActorHandle
+from m3.errors import M3Error, StoreError
+from m3.protocols.base import Message
+from m3.protocols.messages import (
+    DeleteMemory,
+    Flush,
+    LinkMemories,
+    MemoriesErased,
+    MemoriesWritten,
+    PinMemory,
+    StoreVectors,
+    SupersedeMemory,
+    TouchMemories,
+    UpdateMemory,
+    WriteChat,
+    WriteMemories,
+)
+from m3.store import chat as chat_rows
+from m3.store import memories as rows
+from m3.store.engine import StoreOptions, open_engine
+from m3.store.writes import MemoryWrites
+
+log = logging.getLogger(__name__)
+
+BATCHED = (WriteMemories, SupersedeMemory, UpdateMemory, DeleteMemory, PinMemory, LinkMemories,
+           WriteChat, StoreVectors, TouchMemories)
+
+
+@dataclass
+class Effects:
+    """What a transaction changed, told to other actors after it commits."""
+
+    embed_ids: list[str] = field(default_factory=list)
+    embed_texts: list[str] = field(default_factory=list)
+    erased: list[str] = field(default_factory=list)
+
+    def extend(self, other: Effects) -> None:
+        self.embed_ids += other.embed_ids
+        self.embed_texts += other.embed_texts
+        self.erased += other.erased
+
+
+class Clock:
+    """UTC time that never repeats or goes back within one Writer (orders bitemporal events)."""
+
+    def __init__(self, now: Callable[[], datetime] | None = None):
+        self._now = now or (lambda: datetime.now(UTC))
+        self._last = datetime.min.replace(tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        t = self._now()
+        if t <= self._last:
+            t = self._last + timedelta(microseconds=1)
+        self._last = t
+        return t
+
+
+class Writer(M3Actor):
+    def __init__(self, options: StoreOptions, *, max_batch: int, policy: SupersessionPolicy,
+                 searcher: ActorHandle | None, embedder: ActorHandle | None, **base: Any):
+        super().__init__(**base)
+        self._options = options
+        self._max_batch = max(1, max_batch)
+        self._policy = policy
+        self._searcher = searcher
+        self._embedder = embedder
+        self._pending: list[Envelope] = []
+        self._conn: Connection | None = None
+        self._clock = Clock()
+
+    def setup(self) -> None:
+        self._engine = open_engine(self._options, "writer")
+        self._conn = self._engine.connect()
+
+    def release(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+            self._engine.dispose()
+
+    def handlers(self) -> dict[type[Message], Callable[[Any], Any]]:
+        return {Flush: lambda _msg: True}
+
+    # -- group commit --------------------------------------------------------------------------
+
+    def receive(self, env: Envelope) -> None:
+        if isinstance(env.message, BATCHED):
+            self._pending.append(env)
+            if self.inbox_empty() or len(self._pending) >= self._max_batch:
+                self._flush()
+            return
+        self._flush()
+        super().receive(env)
+
+    def on_stop(self) -> None:
+        self._flush()
+        super().on_stop()
+
+    def _flush(self) -> None:
+        batch, self._pending = self._pending, []
+        if not batch:
+            return
+        try:
+            outcomes, effects = self._run(batch)
+        except Exception as exc:
+            if len(batch) == 1:
+                self._answer_all(batch, [_as_error(exc)])
+                return
+            log.warning("group commit of %d failed (%r); retrying one by one", len(batch), exc)
+            for env in batch:
+                self._pending = [env]
+                self._flush()
+            return
+        self._publish(effects)
+        self._answer_all(batch, outcomes)
+
+    def _run(self, batch: list[Envelope]) -> tuple[list[Any], Effects]:
+        conn = self._conn
+        assert conn is not None
+        outcomes: list[Any] = []
+        effects = Effects()
+        with conn.begin():
+            for env in batch:
+                try:
+                    with conn.begin_nested():
+                        result, fx = self._apply(conn, env.message)
+                except M3Error as exc:
+                    outcomes.append(exc)
+                    continue
+                outcomes.append(result)
+                effects.extend(fx)
+        return outcomes, effects
+
+    def _publish(self, fx: Effects) -> None:
+        if fx.embed_ids and self._embedder is not None:
+            self._embedder.tell(MemoriesWritten(ids=tuple(fx.embed_ids), texts=tuple(fx.embed_texts)))
+        if fx.erased and self._searcher is not None:
+            self._searcher.tell(MemoriesErased(ids=tuple(fx.erased)))
+
+    def _answer_all(self, batch: list[Envelope], outcomes: list[Any]) -> None:
+        for env, outcome in zip(batch, outcomes, strict=True):
+            if isinstance(outcome, BaseException):
+                self.stats.failed += 1
+                if env.reply is not None:
+                    env.reply.set_exception(outcome)
+                else:
+                    log.error("%s failed: %r", type(env.message).__name__, outcome)
+            else:
+                self.stats.handled += 1
+                if env.reply is not None:
+                    env.reply.set_result(outcome)
+
+    # -- applying one request ------------------------------------------------------------------
+
+    def _apply(self, conn: Connection, msg: Message) -> tuple[Any, Effects]:
+        ops = MemoryWrites(conn, self._clock)
+        fx = Effects()
+        if isinstance(msg, WriteMemories):
+            outcomes, fresh = ops.write(msg)
+            for memory_id, text in fresh:
+                fx.embed_ids.append(memory_id)
+                fx.embed_texts.append(text)
+            return outcomes, fx
+        if isinstance(msg, SupersedeMemory):
+            outcome, text = ops.supersede(msg)
+            fx.embed_ids.append(outcome.id)
+            fx.embed_texts.append(text)
+            return outcome, fx
+        if isinstance(msg, UpdateMemory):
+            record, text = ops.update(msg)
+            if text is not None:
+                fx.embed_ids.append(record["id"])
+                fx.embed_texts.append(text)
+            return record, fx
+        if isinstance(msg, DeleteMemory):
+            kind = ops.delete(msg)
+            if kind == "hard":
+                fx.erased.append(msg.id)
+            return kind, fx
+        if isinstance(msg, PinMemory):
+            return ops.pin(msg), fx
+        if isinstance(msg, LinkMemories):
+            return ops.link(msg), fx
+        if isinstance(msg, StoreVectors):
+            supersede_similar(conn, msg, self._policy, self._clock)
+            return None, fx
+        if isinstance(msg, TouchMemories):
+            rows.touch(conn, msg.ids, msg.at)
+            return None, fx
+        if isinstance(msg, WriteChat):
+            return chat_rows.append(conn, msg, self._clock()), fx
+        raise TypeError(f"Writer cannot apply {type(msg).__name__}")
+
+
+def _as_error(exc: Exception) -> M3Error:
+    if isinstance(exc, M3Error):
+        return exc
+    log.error("write failed", exc_info=exc)
+    return StoreError(f"the write failed: {exc}")

@@ -1,0 +1,256 @@
+"""Configuration: one TOML file plus ``M3_*`` environment variables.
+
+Every setting is declared once in :data:`SETTINGS` with its type, default
+and description. A value comes from, in rising precedence: the default,
+``m3_config.toml`` in the config root, the environment. :class:`Config`
+remembers where each value came from so that ``m3 config show --origin``
+can say it.
+
+Roots: ``M3_HOME`` (default ``~/.m3``) holds three roots, ``engine``
+(databases), ``config`` (``m3_config.toml``) and ``logs``. ``paths.engine``
+and ``paths.logs`` may be set in the file; the config root itself can only
+be moved by the environment (``M3_PATHS_CONFIG`` or ``M3_HOME``), because
+it is where the file is looked for.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from m3.errors import ConfigError
+
+Origin = Literal["default", "file", "env"]
+ValueType = type[str] | type[int] | type[float] | type[bool] | type[list]
+
+CONFIG_FILE_NAME = "m3_config.toml"
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One configuration key: ``section.name``, its type, default and meaning."""
+
+    key: str
+    type: ValueType
+    default: Any
+    description: str
+    secret: bool = False
+
+    @property
+    def env_var(self) -> str:
+        return "M3_" + self.key.upper().replace(".", "_")
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("paths.engine", str, "", "Directory of the databases; empty means $M3_HOME/engine."),
+    Setting("paths.config", str, "", "Directory of m3_config.toml; set only by environment."),
+    Setting("paths.logs", str, "", "Directory of log files; empty means $M3_HOME/logs."),
+    Setting("store.url", str, "", "SQLAlchemy URL of the store; empty means SQLite at <engine>/m3.db.", secret=True),
+    Setting("store.sqlite_synchronous", str, "NORMAL",
+            "SQLite synchronous mode. NORMAL survives a process crash; FULL also survives power loss."),
+    Setting("store.busy_timeout_ms", int, 10000, "How long a SQLite connection waits for another process's lock."),
+    Setting("writer.max_batch", int, 256, "Most writes committed in one group-commit transaction."),
+    Setting("embed.backend", str, "minilm", "Embedding backend: minilm (offline, in process)."),
+    Setting("embed.model", str, "all-MiniLM-L6-v2-int8", "Model id of the active embedding model."),
+    Setting("embed.threads", int, 0, "onnxruntime intra-op threads; 0 means the number of CPUs."),
+    Setting("embed.max_batch", int, 32, "Most texts embedded in one model call."),
+    Setting("embed.drain_timeout_s", float, 60.0,
+            "On shutdown, how long to keep embedding pending memories before leaving them for the next start."),
+    Setting("search.k", int, 8, "Default number of results."),
+    Setting("search.candidates", int, 100, "Candidates taken from each retrieval leg before fusion."),
+    Setting("search.weight_dense", float, 0.75, "Fusion weight of vector similarity."),
+    Setting("search.weight_bm25", float, 0.15, "Fusion weight of the BM25 keyword score (normalised per query)."),
+    Setting("search.weight_title", float, 0.04, "Fusion weight of the share of query words found in the title."),
+    Setting("search.weight_importance", float, 0.03, "Fusion weight of the memory's importance."),
+    Setting("search.weight_recency", float, 0.02, "Fusion weight of recency (exponential decay)."),
+    Setting("search.weight_access", float, 0.005, "Fusion weight of how often the memory was read."),
+    Setting("search.weight_pin", float, 0.005, "Fusion weight of being pinned."),
+    Setting("search.recency_half_life_days", float, 30.0, "Age at which the recency signal halves."),
+    Setting("search.mmr_lambda", float, 0.8, "MMR trade-off: 1 is pure relevance, 0 pure diversity."),
+    Setting("supersede.threshold", float, 0.92,
+            "Cosine above which a new memory supersedes a current one of the same type, agent and user."),
+    Setting("supersede.exempt_types", list, ["conversation", "event", "observation"],
+            "Memory types never superseded by similarity (a repeated event is not a correction)."),
+    Setting("limits.max_content_chars", int, 100_000, "Longest memory content accepted."),
+    Setting("limits.max_k", int, 200, "Largest k a search may ask for."),
+    Setting("identity.agent_id", str, "local", "Agent id used when a call names none."),
+    Setting("identity.user_id", str, "", "User id used when a call names none; empty means none."),
+    Setting("isolation.enforce", bool, False,
+            "When true, scope=agent memories are visible only to their own agent."),
+    Setting("actors.ask_timeout_s", float, 30.0, "Longest time a caller waits for an actor's answer."),
+)
+
+_BY_KEY: dict[str, Setting] = {s.key: s for s in SETTINGS}
+
+
+def setting(key: str) -> Setting:
+    """The declaration of ``key``; :class:`ConfigError` when unknown."""
+    try:
+        return _BY_KEY[key]
+    except KeyError:
+        raise ConfigError(f"unknown setting {key!r}",
+                          hint="Run `m3 config show` to list every setting.") from None
+
+
+def parse_value(s: Setting, raw: Any) -> Any:
+    """Convert ``raw`` (from TOML or an environment string) to the setting's type."""
+    try:
+        if s.type is bool:
+            if isinstance(raw, bool):
+                return raw
+            text = str(raw).strip().lower()
+            if text in {"1", "true", "yes", "on"}:
+                return True
+            if text in {"0", "false", "no", "off"}:
+                return False
+            raise ValueError(raw)
+        if s.type is list:
+            if isinstance(raw, list):
+                return [str(v) for v in raw]
+            return [part.strip() for part in str(raw).split(",") if part.strip()]
+        if s.type is int and isinstance(raw, bool):
+            raise ValueError(raw)
+        return s.type(raw)
+    except (TypeError, ValueError):
+        raise ConfigError(
+            f"setting {s.key} expects {s.type.__name__}, got {raw!r}",
+            hint=f"Give a {s.type.__name__} value for {s.key}.",
+        ) from None
+
+
+def home_dir(env: Mapping[str, str]) -> Path:
+    return Path(env.get("M3_HOME") or Path.home() / ".m3").expanduser()
+
+
+def config_root(env: Mapping[str, str]) -> Path:
+    explicit = env.get("M3_PATHS_CONFIG")
+    return Path(explicit).expanduser() if explicit else home_dir(env) / "config"
+
+
+class Config:
+    """Resolved settings with their origins. Immutable once built."""
+
+    def __init__(self, values: dict[str, Any], origins: dict[str, Origin], home: Path, file: Path):
+        self._values = values
+        self._origins = origins
+        self.home = home
+        self.file = file
+
+    def get(self, key: str) -> Any:
+        setting(key)
+        return self._values[key]
+
+    def __getitem__(self, key: str) -> Any:
+        return self.get(key)
+
+    def origin(self, key: str) -> Origin:
+        setting(key)
+        return self._origins[key]
+
+    @property
+    def engine_root(self) -> Path:
+        return Path(self._values["paths.engine"]).expanduser() if self._values["paths.engine"] else self.home / "engine"
+
+    @property
+    def logs_root(self) -> Path:
+        return Path(self._values["paths.logs"]).expanduser() if self._values["paths.logs"] else self.home / "logs"
+
+    @property
+    def config_root(self) -> Path:
+        return self.file.parent
+
+    @property
+    def store_url(self) -> str:
+        url: str = self._values["store.url"]
+        return url or f"sqlite:///{self.engine_root / 'm3.db'}"
+
+    def with_overrides(self, **overrides: Any) -> Config:
+        """A copy with some values replaced (origin ``env``); keys use ``_`` for ``.``."""
+        values = dict(self._values)
+        origins = dict(self._origins)
+        for name, raw in overrides.items():
+            s = setting(name.replace("__", "."))
+            values[s.key] = parse_value(s, raw)
+            origins[s.key] = "env"
+        return Config(values, origins, self.home, self.file)
+
+    def rows(self, *, reveal_secrets: bool = False) -> list[dict[str, Any]]:
+        """Every setting as ``{key, value, origin, env, description}`` in declaration order."""
+        out = []
+        for s in SETTINGS:
+            value = self._values[s.key]
+            if s.secret and value and not reveal_secrets:
+                value = "<set, hidden>"
+            out.append({"key": s.key, "value": value, "origin": self._origins[s.key],
+                        "env": s.env_var, "description": s.description})
+        return out
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        with path.open("rb") as fh:
+            data = tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}",
+                          hint="Fix the file or remove it to fall back to defaults.") from None
+    flat: dict[str, Any] = {}
+    for section, table in data.items():
+        if not isinstance(table, dict):
+            raise ConfigError(f"{path}: top-level key {section!r} must be a [section]",
+                              hint="Settings are written as `[section]` then `name = value`.")
+        for name, raw in table.items():
+            flat[f"{section}.{name}"] = raw
+    return flat
+
+
+def load_config(env: Mapping[str, str] | None = None) -> Config:
+    """Resolve every setting from defaults, the config file and ``env`` (default ``os.environ``)."""
+    env = os.environ if env is None else env
+    file = config_root(env) / CONFIG_FILE_NAME
+    from_file = _read_file(file)
+    values: dict[str, Any] = {}
+    origins: dict[str, Origin] = {}
+    for key in from_file:
+        s = setting(key)
+        if s.key == "paths.config":
+            raise ConfigError("paths.config cannot be set in the file that it locates",
+                              hint="Set M3_PATHS_CONFIG or M3_HOME in the environment instead.")
+    for s in SETTINGS:
+        if s.env_var in env:
+            values[s.key], origins[s.key] = parse_value(s, env[s.env_var]), "env"
+        elif s.key in from_file:
+            values[s.key], origins[s.key] = parse_value(s, from_file[s.key]), "file"
+        else:
+            values[s.key], origins[s.key] = s.default, "default"
+    values["paths.config"] = str(file.parent)
+    return Config(values, origins, home_dir(env), file)
+
+
+def set_in_file(config: Config, key: str, raw: str) -> Any:
+    """Write ``key = raw`` into the config file, keeping its comments; return the parsed value."""
+    import tomlkit
+
+    s = setting(key)
+    if s.key == "paths.config":
+        raise ConfigError("paths.config cannot be set in the file that it locates",
+                          hint="Set M3_PATHS_CONFIG or M3_HOME in the environment instead.")
+    value = parse_value(s, raw)
+    path = config.file
+    doc = tomlkit.parse(path.read_text(encoding="utf-8")) if path.exists() else tomlkit.document()
+    section, name = s.key.split(".", 1)
+    table = doc.get(section)
+    if table is None:
+        table = tomlkit.table()
+        doc[section] = table
+    table[name] = value
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".toml.tmp")
+    tmp.write_text(tomlkit.dumps(doc), encoding="utf-8")
+    os.replace(tmp, path)
+    return value

@@ -1,0 +1,88 @@
+"""The contract every embedding backend implements, and helpers they share.
+
+A backend turns texts into unit-length float32 vectors of a fixed dimension.
+Vectors are only comparable with vectors carrying the same ``model_id``; the
+store records the id and the dimension next to every vector.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from m3.errors import InvalidArgument
+
+__all__ = ["Embedder", "length_batches"]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """A text embedding backend.
+
+    Implementations must be safe to call from several threads at once.
+    """
+
+    @property
+    def model_id(self) -> str:
+        """Stable tag stored with every vector, e.g. ``"all-MiniLM-L6-v2-int8"``.
+
+        Two vectors are comparable only when their model ids are equal.
+        """
+        ...
+
+    @property
+    def dim(self) -> int:
+        """Length of every vector this backend returns."""
+        ...
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Embed ``texts``, keeping their order.
+
+        Returns a C-contiguous float32 array of shape ``(len(texts), dim)``
+        whose rows are L2-normalised (or all zeros where a backend documents
+        that it cannot embed a text). No row contains NaN. An empty input
+        gives shape ``(0, dim)``.
+
+        Raises:
+            InvalidArgument: ``texts`` is a bare ``str`` or holds a non-string.
+            EmbedderUnavailable: the backend cannot run (missing package,
+                missing or corrupt model file, unreachable server).
+        """
+        ...
+
+
+def length_batches(
+    texts: Sequence[str],
+    max_batch: int,
+    *,
+    lengths: Sequence[int] | None = None,
+) -> Iterator[list[int]]:
+    """Group the indices of ``texts`` into batches of similar length.
+
+    Padding a batch to its longest member wastes work on every shorter
+    member, so indices are ordered by length (longest first, ties in input
+    order) and cut into groups of at most ``max_batch``. Every index appears
+    in exactly one group; callers scatter results back by index.
+
+    Args:
+        texts: The texts to batch.
+        max_batch: Largest group size, at least 1.
+        lengths: Length of each text in the unit the backend pads in (token
+            counts, typically); defaults to character counts.
+
+    Raises:
+        InvalidArgument: ``max_batch`` is below 1, or ``lengths`` does not
+            have one entry per text.
+    """
+    if isinstance(max_batch, bool) or max_batch < 1:
+        raise InvalidArgument(f"max_batch must be a positive integer, got {max_batch!r}")
+    if lengths is None:
+        lengths = [len(text) for text in texts]
+    elif len(lengths) != len(texts):
+        raise InvalidArgument(f"got {len(lengths)} lengths for {len(texts)} texts")
+    order = sorted(range(len(texts)), key=lambda i: -lengths[i])
+    for start in range(0, len(order), max_batch):
+        yield order[start : start + max_batch]

@@ -1,0 +1,130 @@
+"""One exception tree for m3.
+
+Every error a caller can see is an :class:`M3Error` with a stable ``code``
+(snake_case, never renamed once released), a human ``message`` and a
+``hint`` that says what to do next. The gateway translates these once into
+MCP tool errors, CLI ``{"error": {...}}`` documents and HTTP responses; no
+other layer formats errors.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class M3Error(Exception):
+    """Base of every error m3 reports to a caller."""
+
+    code: ClassVar[str] = "internal_error"
+    default_hint: ClassVar[str] = "This is a bug in m3; please report it with the log file."
+    #: True when the caller (a model or a user) can fix the call and retry.
+    fixable: ClassVar[bool] = False
+
+    def __init__(self, message: str, *, hint: str | None = None, details: dict[str, Any] | None = None):
+        super().__init__(message)
+        self.message = message
+        self.hint = hint or self.default_hint
+        self.details = details or {}
+
+    def to_dict(self) -> dict[str, Any]:
+        """The wire form: ``{"code", "message", "hint"}`` plus ``details`` when present."""
+        body: dict[str, Any] = {"code": self.code, "message": self.message, "hint": self.hint}
+        if self.details:
+            body["details"] = self.details
+        return body
+
+
+class InvalidArgument(M3Error):
+    code = "invalid_argument"
+    default_hint = "Check the argument against the tool's schema and call again."
+    fixable = True
+
+
+class UnknownMemoryType(InvalidArgument):
+    code = "unknown_memory_type"
+    default_hint = "Use one of the memory types listed in details.allowed."
+
+
+class ContentTooLarge(InvalidArgument):
+    code = "content_too_large"
+    default_hint = "Split the content into several memories or raise limits.max_content_chars."
+
+
+class InvalidTime(InvalidArgument):
+    code = "invalid_time"
+    default_hint = "Give an ISO-8601 time such as 2026-11-30T12:00:00Z."
+
+
+class NotFound(M3Error):
+    code = "not_found"
+    default_hint = "Check the id; memory_search or memory_get with an 8-character prefix can find it."
+    fixable = True
+
+
+class AmbiguousId(InvalidArgument):
+    code = "ambiguous_id"
+    default_hint = "The prefix matches several ids; give more characters or the full id."
+
+
+class UnknownTool(InvalidArgument):
+    code = "unknown_tool"
+    default_hint = "Call m3_index or tools_list_domains to see the tool names."
+
+
+class UnknownDomain(InvalidArgument):
+    code = "unknown_domain"
+    default_hint = "Call tools_list_domains to see the domains."
+
+
+class ConfirmationRequired(InvalidArgument):
+    code = "confirmation_required"
+    default_hint = "Hard deletion is permanent; repeat the call with confirm=true if that is intended."
+
+
+class Conflict(M3Error):
+    code = "conflict"
+    default_hint = "The record changed since you read it; read it again and retry."
+    fixable = True
+
+
+class ConfigError(M3Error):
+    code = "config_error"
+    default_hint = "Run `m3 config show --origin` to see every setting and where it came from."
+    fixable = True
+
+
+class Unavailable(M3Error):
+    code = "unavailable"
+    default_hint = "A component of m3 is restarting or overloaded; retry in a moment."
+
+
+class Timeout(Unavailable):
+    code = "timeout"
+    default_hint = "m3 did not answer in time; retry, and check `m3 embedder status` if it persists."
+
+
+class EmbedderUnavailable(Unavailable):
+    code = "embedder_unavailable"
+    default_hint = "Check the embedder configuration with `m3 embedder status`."
+
+
+class StoreError(M3Error):
+    code = "store_error"
+    default_hint = "Check that the database is reachable and writable; see the log file for details."
+
+
+class IntegrityError(M3Error):
+    code = "integrity_error"
+    default_hint = "The stored content does not match its hash; restore it from history or a backup."
+
+
+def all_error_classes() -> list[type[M3Error]]:
+    """Every error class, base first; used to generate docs/errors.md."""
+    seen: list[type[M3Error]] = []
+    stack: list[type[M3Error]] = [M3Error]
+    while stack:
+        cls = stack.pop(0)
+        if cls not in seen:
+            seen.append(cls)
+            stack.extend(cls.__subclasses__())
+    return seen

@@ -1,0 +1,192 @@
+"""The command line: ``m3 <domain> <tool> --arg value …`` for every tool, plus admin commands.
+
+Contract (docs/cli.md): stdout carries exactly one JSON document; logs and
+progress go to stderr; an error is ``{"error": {"code", "message", "hint"}}``
+on stderr with exit status 1, or 2 for a usage error. ``--json-file -``
+reads the arguments as a JSON object from stdin. Bare ``m3`` serves MCP on
+stdio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
+
+from m3 import __version__
+from m3.config import Config, load_config
+from m3.errors import InvalidArgument, M3Error
+from m3.gateway.commands import ADMIN_COMMANDS, AdminCommand
+from m3.gateway.registry import Registry, Tool, default_registry
+
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+
+
+class UsageError(Exception):
+    """A command line that does not parse; exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def emit(document: Any) -> None:
+    indent = 2 if sys.stdout.isatty() else None
+    sys.stdout.write(json.dumps(document, ensure_ascii=False, indent=indent, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def emit_error(body: dict[str, Any]) -> None:
+    sys.stderr.write(json.dumps({"error": body}, ensure_ascii=False) + "\n")
+    sys.stderr.flush()
+
+
+# --- parser construction ------------------------------------------------------------------------
+
+def build_parser(registry: Registry) -> argparse.ArgumentParser:
+    parser = _Parser(prog="m3", description="m3: memory and coordination for AI agents. "
+                     "Bare `m3` serves MCP on stdio.")
+    parser.add_argument("--version", action="version", version=f"m3 {__version__}")
+    commands = parser.add_subparsers(dest="domain", metavar="<domain>", parser_class=_Parser)
+    domains = registry.domains()
+    for name in sorted(set(domains) | {c.domain for c in ADMIN_COMMANDS}):
+        sub = commands.add_parser(name, help=_domain_help(name, domains.get(name, [])))
+        actions = sub.add_subparsers(dest="command", metavar="<command>", parser_class=_Parser)
+        actions.required = True
+        for tool in domains.get(name, []):
+            _add_tool(actions, tool)
+        for admin in ADMIN_COMMANDS:
+            if admin.domain == name:
+                admin_parser = actions.add_parser(admin.name, help=admin.help, description=admin.help)
+                admin.configure(admin_parser)
+                admin_parser.set_defaults(admin=admin)
+    return parser
+
+
+def _domain_help(name: str, tools: list[Tool]) -> str:
+    return f"{len(tools)} tools" if tools else "administration"
+
+
+def _add_tool(actions: Any, tool: Tool) -> None:
+    spec = tool.spec
+    aliases = [spec.short_name] if spec.short_name != spec.name else []
+    p = actions.add_parser(spec.name, aliases=aliases, help=spec.description.split(". ")[0],
+                           description=spec.description)
+    for field_name, info in spec.args.model_fields.items():
+        flags = [f"--{field_name}"]
+        if "_" in field_name:
+            flags.append(f"--{field_name.replace('_', '-')}")
+        kind = _field_kind(tool.input_schema["properties"][field_name])
+        helptext = (info.description or "") + (" (JSON)" if kind == "json" else "")
+        if kind == "bool":
+            p.add_argument(*flags, dest=field_name, nargs="?", const="true", default=None, metavar="BOOL",
+                           help=helptext)
+        else:
+            p.add_argument(*flags, dest=field_name, default=None, metavar=kind.upper(), help=helptext)
+    p.add_argument("--json-file", dest="json_file", default=None, metavar="PATH",
+                   help="Read the arguments as a JSON object from PATH, or from stdin with -.")
+    p.set_defaults(tool=tool)
+
+
+def _field_kind(schema: dict[str, Any]) -> str:
+    types = {schema.get("type")} | {s.get("type") for s in schema.get("anyOf", [])}
+    if types & {"object", "array"}:
+        return "json"
+    if "boolean" in types:
+        return "bool"
+    return "value"
+
+
+def tool_arguments(tool: Tool, ns: argparse.Namespace) -> dict[str, Any]:
+    """Arguments from ``--json-file`` overlaid with the flags given."""
+    args: dict[str, Any] = {}
+    if ns.json_file is not None:
+        args.update(_read_json_file(ns.json_file))
+    for field_name in tool.spec.args.model_fields:
+        raw = getattr(ns, field_name)
+        if raw is None:
+            continue
+        kind = _field_kind(tool.input_schema["properties"][field_name])
+        if kind == "json":
+            try:
+                args[field_name] = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise InvalidArgument(f"--{field_name} is not valid JSON: {exc.msg}",
+                                      hint="Quote the JSON for the shell, e.g. --metadata '{\"k\": 1}'.") from None
+        else:
+            args[field_name] = raw
+    return args
+
+
+def _read_json_file(path: str) -> dict[str, Any]:
+    try:
+        text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()  # noqa: SIM115
+    except OSError as exc:
+        raise InvalidArgument(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidArgument(f"--json-file {path} is not valid JSON: {exc.msg} (line {exc.lineno})") from None
+    if not isinstance(data, dict):
+        raise InvalidArgument("--json-file must hold a JSON object of arguments")
+    return data
+
+
+# --- running ------------------------------------------------------------------------------------
+
+def run_tool(config: Config, tool: Tool, args: dict[str, Any]) -> dict[str, Any]:
+    """Start m3, run one tool, print the result, then stop (finishing pending embeddings)."""
+    import trio
+
+    from m3.gateway.runtime import running
+    from m3.gateway.service import CallContext
+
+    ctx = CallContext(agent_id=config["identity.agent_id"] or None, user_id=config["identity.user_id"] or None)
+    with running(config) as svc:
+        result: dict[str, Any] = trio.run(svc.call, tool.spec.name, args, ctx)
+        emit(result)  # before shutdown: the caller has its answer while embeddings finish
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        config = load_config()
+        from m3.gateway.runtime import setup_logging
+
+        setup_logging(config)
+        if argv in ([], ["mcp"]):
+            argv = ["mcp", "serve"]
+        registry = default_registry()
+        ns = build_parser(registry).parse_args(argv)
+        if ns.domain is None:
+            raise UsageError("m3: give a domain and a command, e.g. `m3 memory write --content …`")
+        admin: AdminCommand | None = getattr(ns, "admin", None)
+        if admin is not None:
+            return _run_admin(admin.run, config, ns)
+        tool: Tool = ns.tool
+        run_tool(config, tool, tool_arguments(tool, ns))
+        return 0
+    except UsageError as exc:
+        emit_error({"code": "usage_error", "message": str(exc), "hint": "Run `m3 --help` or `m3 <domain> --help`."})
+        return EXIT_USAGE
+    except M3Error as exc:
+        emit_error(exc.to_dict())
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130
+
+
+def _run_admin(run: Callable[[Config, argparse.Namespace], Any], config: Config, ns: argparse.Namespace) -> int:
+    document = run(config, ns)
+    if document is not None:
+        emit(document)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,153 @@
+"""The MCP surface (official SDK, low-level ``Server``) over the tool registry.
+
+Six tools are listed at start (the specs marked ``startup``); ``m3_call``
+reaches every other tool and ``tools_load_domain`` adds a domain's tools to
+the list and notifies the client (``notifications/tools/list_changed``).
+Errors a model can fix come back as tool results with ``isError`` and an
+``{"error": {"code", "message", "hint"}}`` body; only a call naming no known
+tool at all is a protocol error. Runs on trio.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import replace
+from collections.abc import Callable
+from typing import Any
+
+import mcp_types as types
+from mcp.server import Server, ServerRequestContext
+from mcp.server.lowlevel import NotificationOptions
+from mcp.server.models import InitializationOptions
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.shared.exceptions import MCPError
+
+from m3 import __version__
+from m3.config import Config
+from m3.errors import M3Error, UnknownTool
+from m3.gateway.registry import Tool
+from m3.gateway.service import CallContext, Service
+
+log = logging.getLogger(__name__)
+
+INSTRUCTIONS = (
+    "m3 is your long-term memory, shared with other agents. Search it (memory_search) before answering "
+    "questions about the user, the project or past decisions; store what should outlast this session "
+    "(memory_write); correct facts with memory_supersede. m3_index lists every further tool, reachable "
+    "through m3_call."
+)
+
+IdentityFn = Callable[[ServerRequestContext[Any]], CallContext]
+
+
+class M3Server(Server[Any]):
+    """A low-level server whose default initialisation advertises ``tools.listChanged``.
+
+    The SDK's in-memory and HTTP transports build the options without
+    arguments, which would advertise ``listChanged: false``.
+    """
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(tools_changed=True), experimental_capabilities, extensions
+        )
+
+
+def mcp_tool(tool: Tool) -> types.Tool:
+    spec = tool.spec
+    return types.Tool(
+        name=spec.name, description=spec.description, input_schema=tool.input_schema,
+        output_schema=tool.output_schema,
+        annotations=types.ToolAnnotations(read_only_hint=spec.read_only, destructive_hint=spec.destructive),
+    )
+
+
+def success(result: dict[str, Any]) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps(result, ensure_ascii=False))],
+                                structured_content=result)
+
+
+def failure(error: M3Error) -> types.CallToolResult:
+    body = {"error": error.to_dict()}
+    return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps(body, ensure_ascii=False))],
+                                structured_content=body, is_error=True)
+
+
+def build_server(service: Service, identity: IdentityFn) -> M3Server:
+    """An MCP server over ``service``; ``identity`` says who each request acts as."""
+    registry = service.registry
+    listed: dict[str, Tool] = {t.spec.name: t for t in registry.startup()}
+    bus = InMemorySubscriptionBus()
+
+    async def list_tools(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+                         ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[mcp_tool(t) for t in listed.values()])
+
+    async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+        try:
+            registry.get(params.name)
+        except UnknownTool as exc:
+            raise MCPError(code=types.INVALID_PARAMS, message=f"{exc.message}. {exc.hint}") from None
+
+        async def load_domain(domain: str) -> list[str]:
+            added = [t.spec.name for t in registry.domain(domain) if t.spec.name not in listed]
+            for t in registry.domain(domain):
+                listed[t.spec.name] = t
+            if added:
+                await ctx.session.send_tool_list_changed()
+                await bus.publish(ToolsListChanged())
+            return added
+
+        try:
+            call_ctx = replace(identity(ctx), load_domain=load_domain)
+            return success(await service.call(params.name, params.arguments, call_ctx))
+        except M3Error as exc:
+            return failure(exc)
+        except Exception:  # never let an internal message escape as a protocol error
+            log.exception("MCP call %s failed", params.name)
+            return failure(M3Error(f"{params.name} failed unexpectedly"))
+
+    def input_schema(name: str) -> dict[str, Any] | None:
+        try:
+            return registry.get(name).input_schema
+        except UnknownTool:
+            return None
+
+    return M3Server(
+        "m3", version=__version__, instructions=INSTRUCTIONS, get_tool_input_schema=input_schema,
+        on_list_tools=list_tools, on_call_tool=call_tool, on_subscriptions_listen=ListenHandler(bus),
+    )
+
+
+def local_identity(config: Config) -> IdentityFn:
+    """stdio and in-process callers act as the configured agent."""
+    agent = config["identity.agent_id"] or None
+    user = config["identity.user_id"] or None
+
+    def identity(_ctx: ServerRequestContext[Any]) -> CallContext:
+        return CallContext(agent_id=agent, user_id=user, surface="mcp")
+
+    return identity
+
+
+def serve_stdio(config: Config) -> None:
+    """Serve MCP on stdin/stdout until the client closes stdin."""
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    from m3.gateway.runtime import running
+
+    with running(config) as service:
+        server = build_server(service, local_identity(config))
+
+        async def main() -> None:
+            async with stdio_server() as (read, write):
+                await server.run(read, write, server.create_initialization_options())
+
+        anyio.run(main, backend="trio")

@@ -1,0 +1,107 @@
+"""The service every surface calls: validate arguments, run the tool, translate errors.
+
+MCP, the CLI, ``m3_call`` and HTTP all go through :meth:`Service.call`, so
+validation and error translation happen once, here. Whatever goes wrong
+leaves as an :class:`~m3.errors.M3Error`; surfaces only render it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from m3.actors import bridge
+from m3.actors.supervisor import ActorHandle
+from m3.actors.system import ActorSystem
+from m3.config import Config
+from m3.errors import (
+    ContentTooLarge,
+    InvalidArgument,
+    InvalidTime,
+    M3Error,
+    UnknownMemoryType,
+)
+from m3.gateway.registry import Registry, Tool
+from m3.protocols.base import Message
+from m3.protocols.messages import MemoryFilter
+
+log = logging.getLogger(__name__)
+
+_CODED_VALIDATION: dict[str, type[M3Error]] = {
+    "unknown_memory_type": UnknownMemoryType,
+    "invalid_time": InvalidTime,
+    "content_too_large": ContentTooLarge,
+}
+
+
+@dataclass(frozen=True)
+class CallContext:
+    """Who is calling and through what.
+
+    ``bound`` is true when the identity comes from a credential (a bearer
+    token): then arguments naming another agent are refused.
+    """
+
+    agent_id: str | None
+    user_id: str | None = None
+    surface: str = "cli"
+    bound: bool = False
+    #: Set by the MCP surface: registers a domain's tools in the session and notifies the client.
+    load_domain: Callable[[str], Awaitable[list[str]]] | None = field(default=None, compare=False)
+    depth: int = 0
+
+
+class Service:
+    def __init__(self, config: Config, system: ActorSystem, registry: Registry):
+        self.config = config
+        self.system = system
+        self.registry = registry
+        self.timeout: float = config["actors.ask_timeout_s"]
+
+    async def call(self, name: str, raw_args: dict[str, Any] | None, ctx: CallContext) -> dict[str, Any]:
+        """Run tool ``name`` with JSON arguments; return its JSON result. Raises M3Error only."""
+        tool = self.registry.get(name)
+        args = validate_args(tool, raw_args or {})
+        try:
+            result = await tool.handler(self, args, ctx)
+        except M3Error:
+            raise
+        except Exception as exc:
+            log.exception("tool %s failed", name)
+            raise M3Error(f"{name} failed unexpectedly: {type(exc).__name__}") from exc
+        return result.model_dump(mode="json")
+
+    async def ask(self, handle: ActorHandle, message: Message) -> Any:
+        return await bridge.ask(handle, message, self.timeout)
+
+    def read_filter(self, ctx: CallContext, **fields: Any) -> MemoryFilter:
+        """A filter for reads by ``ctx``'s agent, with isolation as configured."""
+        return MemoryFilter(reader_agent_id=ctx.agent_id, enforce_isolation=self.config["isolation.enforce"],
+                            **fields)
+
+
+def validate_args(tool: Tool, raw: dict[str, Any]) -> Any:
+    """Build the tool's argument model, turning pydantic errors into coded M3 errors."""
+    if not isinstance(raw, dict):
+        raise InvalidArgument(f"{tool.spec.name} arguments must be a JSON object")
+    try:
+        return tool.spec.args.model_validate(raw)
+    except ValidationError as exc:
+        raise translate_validation(tool.spec.name, exc) from None
+
+
+def translate_validation(tool_name: str, exc: ValidationError) -> M3Error:
+    problems = [{"field": ".".join(str(p) for p in e["loc"]) or "(arguments)", "problem": e["msg"]}
+                for e in exc.errors(include_url=False, include_input=False)]
+    first = exc.errors(include_url=False)[0]
+    cls = _CODED_VALIDATION.get(first["type"], InvalidArgument)
+    details: dict[str, Any] = {"errors": problems}
+    ctx = first.get("ctx") or {}
+    if "allowed" in ctx:
+        details["allowed"] = ctx["allowed"]
+    summary = "; ".join(f"{p['field']}: {p['problem']}" for p in problems[:5])
+    return cls(f"invalid arguments for {tool_name}: {summary}", details=details)

@@ -1,0 +1,57 @@
+"""Base classes for messages and tool declarations.
+
+Messages between actors and the arguments and results of tools are frozen
+pydantic models: once built they cannot change, so handing one to another
+thread shares nothing mutable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel, ConfigDict
+
+
+class Message(BaseModel):
+    """A frozen, typed value passed between actors."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=False)
+
+
+class ToolArgs(BaseModel):
+    """Arguments of a tool. Unknown fields are errors, so a typo never passes silently."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ToolResult(BaseModel):
+    """Result of a tool, serialised as one JSON object."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """The single declaration of a tool.
+
+    The MCP tool, the CLI command ``m3 <domain> <name>``, ``m3_call`` and the
+    generated docs all derive from this one object.
+    """
+
+    name: str
+    domain: str
+    args: type[ToolArgs]
+    result: type[ToolResult]
+    description: str
+    destructive: bool = False
+    #: Registered with MCP at start-up; the rest are reached via m3_call or tools_load_domain.
+    startup: bool = False
+    #: Does not change any state (MCP readOnlyHint).
+    read_only: bool = False
+    examples: tuple[str, ...] = field(default=())
+
+    @property
+    def short_name(self) -> str:
+        """The CLI alias without the domain prefix: ``memory_write`` -> ``write``."""
+        prefix = self.domain + "_"
+        return self.name[len(prefix):] if self.name.startswith(prefix) else self.name

@@ -1,0 +1,344 @@
+"""Arguments, results and declarations of the ``memory`` domain tools."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from m3.protocols.base import ToolArgs, ToolResult, ToolSpec
+from m3.protocols.fields import (
+    Identifier,
+    Importance,
+    MemoryId,
+    MemoryType,
+    RelationType,
+    Scope,
+    Text,
+    Timestamp,
+)
+
+
+class MemoryRecord(ToolResult):
+    """A memory as stored, with both time axes."""
+
+    id: str
+    type: str
+    title: str | None
+    content: str
+    metadata: dict[str, Any]
+    scope: Scope
+    agent_id: str | None
+    user_id: str | None
+    importance: float
+    pinned: bool
+    expires_at: Timestamp | None
+    content_hash: str
+    access_count: int
+    last_accessed_at: Timestamp | None
+    conversation_id: str | None
+    source: str | None
+    valid_from: Timestamp
+    valid_to: Timestamp | None
+    recorded_at: Timestamp
+    retired_at: Timestamp | None
+    retire_reason: str | None
+    superseded_by: str | None
+
+
+# --- memory_write -------------------------------------------------------------------------------
+
+class MemoryWriteArgs(ToolArgs):
+    content: Text = Field(description="The memory, stored exactly as given.")
+    type: MemoryType = Field("note", description="What kind of memory this is.")
+    title: str | None = Field(None, max_length=500, description="A short label; matched as its own search signal.")
+    metadata: dict[str, Any] = Field(default_factory=dict, description="Any JSON object kept with the memory.")
+    scope: Scope = Field("agent", description="agent: this agent's own; user: shared for one user; org: everyone.")
+    agent_id: Identifier | None = Field(None, description="Owner agent; defaults to the calling agent.")
+    user_id: Identifier | None = Field(None, description="The person this memory is about or for.")
+    importance: Importance = Field(0.5, description="0..1; raises the memory in search.")
+    pinned: bool = Field(False, description="Pinned memories get a small search boost and never decay.")
+    expires_at: Timestamp | None = Field(None, description="After this time the memory is no longer returned.")
+    valid_from: Timestamp | None = Field(None, description="When the fact became true in the world; default now.")
+    conversation_id: Identifier | None = Field(None, description="Conversation or session this came from.")
+    source: str | None = Field(None, max_length=500, description="Where the memory came from (file, URL, tool).")
+
+
+class MemoryWriteResult(ToolResult):
+    id: str
+    created: bool = Field(description="False when an identical current memory existed; its id is returned.")
+    content_hash: str
+    recorded_at: Timestamp
+    embedding: Literal["pending", "ready"]
+
+
+MEMORY_WRITE = ToolSpec(
+    name="memory_write", domain="memory", args=MemoryWriteArgs, result=MemoryWriteResult, startup=True,
+    description=(
+        "Store a memory that should outlast this session: a fact, decision, preference, note or piece of "
+        "conversation. Use it whenever you learn something the user or another agent will want later. "
+        "Content is kept exactly as given and is searchable by keyword at once and by meaning within about a "
+        "second. Writing a new version of a fact (same type and agent, nearly the same text) retires the old one "
+        "automatically; history keeps both."
+    ),
+)
+
+
+# --- memory_search ------------------------------------------------------------------------------
+
+class MemorySearchArgs(ToolArgs):
+    query: Text = Field(description="What you are looking for, in natural language or keywords.")
+    k: int | None = Field(None, ge=1, description="How many results; default 8.")
+    type: MemoryType | None = Field(None, description="Only memories of this type.")
+    agent_id: Identifier | None = Field(None, description="Only memories owned by this agent.")
+    user_id: Identifier | None = Field(None, description="Only memories about this user.")
+    scope: Scope | None = Field(None, description="Only memories of this scope.")
+    conversation_id: Identifier | None = Field(None, description="Only memories from this conversation.")
+    as_of: Timestamp | None = Field(None, description="Search the store as it was at this time (time travel).")
+    explain: bool = Field(False, description="Return every ranking signal and its weight per item.")
+
+
+class SearchItem(ToolResult):
+    id: str
+    content: str
+    title: str | None
+    type: str
+    importance: float
+    bm25_score: float = Field(description="Raw BM25 keyword score of the content; 0 when no query word matches.")
+    score: float = Field(description="Fused relevance in 0..1; the value to grade results by.")
+    agent_id: str | None
+    conversation_id: str | None
+    metadata: dict[str, Any]
+    valid_from: Timestamp
+    recorded_at: Timestamp
+    retired_at: Timestamp | None
+    explanation: dict[str, Any] | None = Field(
+        None, exclude_if=lambda v: v is None, description="Every ranking signal with its weight (explain=true)."
+    )
+
+
+class MemorySearchResult(ToolResult):
+    count: int
+    items: list[SearchItem]
+    query: str
+    grade_with: str = Field(description="The item field that orders relevance (always 'score').")
+
+
+MEMORY_SEARCH = ToolSpec(
+    name="memory_search", domain="memory", args=MemorySearchArgs, result=MemorySearchResult, startup=True,
+    read_only=True,
+    description=(
+        "Find memories relevant to a question before answering it, or before storing something that might "
+        "already be known. Hybrid search: meaning (local embeddings) plus keywords (BM25), then diversity. "
+        "Filter by type, agent, user, scope or conversation; use as_of to see what was known at a past time; "
+        "explain=true shows how each score was made."
+    ),
+)
+
+
+# --- memory_get ---------------------------------------------------------------------------------
+
+class MemoryGetArgs(ToolArgs):
+    id: MemoryId
+
+
+MEMORY_GET = ToolSpec(
+    name="memory_get", domain="memory", args=MemoryGetArgs, result=MemoryRecord, startup=True, read_only=True,
+    description=(
+        "Read one memory in full by its id or a unique 8-character prefix of it, including retired versions. "
+        "Use it after memory_search when you need the metadata, validity times or history links."
+    ),
+)
+
+
+# --- memory_supersede ---------------------------------------------------------------------------
+
+class MemorySupersedeArgs(ToolArgs):
+    id: MemoryId = Field(description="The memory that is no longer true.")
+    content: Text = Field(description="The corrected memory.")
+    title: str | None = Field(None, max_length=500, description="Defaults to the old title.")
+    type: MemoryType | None = Field(None, description="Defaults to the old type.")
+    importance: Importance | None = Field(None, description="Defaults to the old importance.")
+    metadata: dict[str, Any] | None = Field(None, description="Defaults to the old metadata.")
+    valid_from: Timestamp | None = Field(None, description="When the new version became true; default now.")
+    reason: str | None = Field(None, max_length=1000, description="Why it changed; kept in history.")
+
+
+class MemorySupersedeResult(ToolResult):
+    id: str = Field(description="The new current memory.")
+    superseded_id: str
+    recorded_at: Timestamp
+
+
+MEMORY_SUPERSEDE = ToolSpec(
+    name="memory_supersede", domain="memory", args=MemorySupersedeArgs, result=MemorySupersedeResult,
+    startup=True,
+    description=(
+        "Replace a memory that is no longer true with a corrected one. The old version is closed, not erased: "
+        "it stays in history and as_of searches, linked to the new one by 'supersedes'. Use it when the user "
+        "changes a decision or a fact changes."
+    ),
+)
+
+
+# --- memory_update ------------------------------------------------------------------------------
+
+class MemoryUpdateArgs(ToolArgs):
+    id: MemoryId
+    content: Text | None = None
+    title: str | None = Field(None, max_length=500)
+    metadata: dict[str, Any] | None = None
+    importance: Importance | None = None
+    expires_at: Timestamp | None = None
+    reason: str | None = Field(None, max_length=1000, description="Why it changed; kept in history.")
+
+
+MEMORY_UPDATE = ToolSpec(
+    name="memory_update", domain="memory", args=MemoryUpdateArgs, result=MemoryRecord,
+    description=(
+        "Fix a memory in place: a typo, a better title, new metadata or importance. The previous values are kept "
+        "in memory_history. For a fact that changed in the world, use memory_supersede instead."
+    ),
+)
+
+
+# --- memory_delete ------------------------------------------------------------------------------
+
+class MemoryDeleteArgs(ToolArgs):
+    id: MemoryId
+    hard: bool = Field(False, description="Erase the row and its history for good.")
+    confirm: bool = Field(False, description="Must be true for a hard delete.")
+    reason: str | None = Field(None, max_length=1000)
+
+
+class MemoryDeleteResult(ToolResult):
+    id: str
+    deleted: Literal["soft", "hard"]
+
+
+MEMORY_DELETE = ToolSpec(
+    name="memory_delete", domain="memory", args=MemoryDeleteArgs, result=MemoryDeleteResult, destructive=True,
+    description=(
+        "Retire a memory that is wrong or unwanted. By default it is soft-deleted: hidden from search but kept "
+        "in history and as_of queries. hard=true with confirm=true erases it permanently."
+    ),
+)
+
+
+# --- pin / unpin --------------------------------------------------------------------------------
+
+class MemoryPinArgs(ToolArgs):
+    id: MemoryId
+
+
+class MemoryPinResult(ToolResult):
+    id: str
+    pinned: bool
+
+
+MEMORY_PIN = ToolSpec(
+    name="memory_pin", domain="memory", args=MemoryPinArgs, result=MemoryPinResult,
+    description="Pin a memory that must stay prominent (a standing instruction, a key decision).",
+)
+MEMORY_UNPIN = ToolSpec(
+    name="memory_unpin", domain="memory", args=MemoryPinArgs, result=MemoryPinResult,
+    description="Remove the pin from a memory.",
+)
+
+
+# --- history / link / graph / verify ------------------------------------------------------------
+
+class MemoryHistoryArgs(ToolArgs):
+    id: MemoryId
+
+
+class HistoryEvent(ToolResult):
+    memory_id: str
+    event: str
+    actor: str | None
+    at: Timestamp
+    details: dict[str, Any]
+
+
+class MemoryHistoryResult(ToolResult):
+    id: str
+    versions: list[str] = Field(description="The supersession chain, oldest first, this memory included.")
+    events: list[HistoryEvent]
+
+
+MEMORY_HISTORY = ToolSpec(
+    name="memory_history", domain="memory", args=MemoryHistoryArgs, result=MemoryHistoryResult, read_only=True,
+    description=(
+        "Show everything that happened to a memory: creation, updates with previous values, pins, supersession "
+        "and deletion, each with who did it and when, plus its chain of versions."
+    ),
+)
+
+
+class MemoryLinkArgs(ToolArgs):
+    from_id: MemoryId
+    to_id: MemoryId
+    type: RelationType = "related"
+
+
+class MemoryLinkResult(ToolResult):
+    from_id: str
+    to_id: str
+    type: str
+    created: bool
+
+
+MEMORY_LINK = ToolSpec(
+    name="memory_link", domain="memory", args=MemoryLinkArgs, result=MemoryLinkResult,
+    description="Record a typed relationship between two memories (related, contradicts, derived_from, …).",
+)
+
+
+class MemoryGraphArgs(ToolArgs):
+    id: MemoryId
+    depth: int = Field(1, ge=1, le=3)
+
+
+class GraphNode(ToolResult):
+    id: str
+    title: str | None
+    type: str
+    current: bool
+
+
+class GraphEdge(ToolResult):
+    from_id: str
+    to_id: str
+    type: str
+
+
+class MemoryGraphResult(ToolResult):
+    nodes: list[GraphNode]
+    edges: list[GraphEdge]
+
+
+MEMORY_GRAPH = ToolSpec(
+    name="memory_graph", domain="memory", args=MemoryGraphArgs, result=MemoryGraphResult, read_only=True,
+    description="Show the memories linked to one memory, up to three hops away, with the link types.",
+)
+
+
+class MemoryVerifyArgs(ToolArgs):
+    id: MemoryId | None = Field(None, description="One memory; omit to check every memory.")
+
+
+class MemoryVerifyResult(ToolResult):
+    checked: int
+    ok: int
+    mismatched: list[str]
+
+
+MEMORY_VERIFY = ToolSpec(
+    name="memory_verify", domain="memory", args=MemoryVerifyArgs, result=MemoryVerifyResult, read_only=True,
+    description="Check that stored content still matches its SHA-256 hash (integrity), for one memory or all.",
+)
+
+MEMORY_TOOLS: tuple[ToolSpec, ...] = (
+    MEMORY_WRITE, MEMORY_SEARCH, MEMORY_GET, MEMORY_SUPERSEDE, MEMORY_UPDATE, MEMORY_DELETE, MEMORY_PIN,
+    MEMORY_UNPIN, MEMORY_HISTORY, MEMORY_LINK, MEMORY_GRAPH, MEMORY_VERIFY,
+)

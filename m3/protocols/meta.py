@@ -1,0 +1,111 @@
+"""Tools about the tools (``tools`` domain) and the embedder status."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from m3.protocols.base import ToolArgs, ToolResult, ToolSpec
+
+
+class M3CallArgs(ToolArgs):
+    tool: str = Field(min_length=1, description="Name of any m3 tool, e.g. memory_pin.")
+    args: dict[str, Any] = Field(default_factory=dict, description="The tool's arguments as a JSON object.")
+
+
+class M3CallResult(ToolResult):
+    tool: str
+    result: dict[str, Any]
+
+
+M3_CALL = ToolSpec(
+    name="m3_call", domain="tools", args=M3CallArgs, result=M3CallResult, startup=True,
+    description=(
+        "Call any m3 tool by name, including the ones not loaded into this session (pins, history, links, "
+        "graph, chat log, embedder status …). Call m3_index first to see the names and their arguments."
+    ),
+)
+
+
+class M3IndexArgs(ToolArgs):
+    domain: str | None = Field(None, description="Only this domain.")
+
+
+class ToolEntry(ToolResult):
+    name: str
+    domain: str
+    description: str
+    destructive: bool
+    arguments: dict[str, Any]
+
+
+class M3IndexResult(ToolResult):
+    tools: list[ToolEntry]
+
+
+M3_INDEX = ToolSpec(
+    name="m3_index", domain="tools", args=M3IndexArgs, result=M3IndexResult, read_only=True,
+    description="List every m3 tool with its description and argument schema, to use with m3_call.",
+)
+
+
+class ToolsListDomainsArgs(ToolArgs):
+    pass
+
+
+class DomainEntry(ToolResult):
+    domain: str
+    tools: list[str]
+
+
+class ToolsListDomainsResult(ToolResult):
+    domains: list[DomainEntry]
+
+
+TOOLS_LIST_DOMAINS = ToolSpec(
+    name="tools_list_domains", domain="tools", args=ToolsListDomainsArgs, result=ToolsListDomainsResult,
+    read_only=True,
+    description="List the tool domains (memory, chatlog, tools, embedder …) and the tools in each.",
+)
+
+
+class ToolsLoadDomainArgs(ToolArgs):
+    domain: str = Field(min_length=1)
+
+
+class ToolsLoadDomainResult(ToolResult):
+    domain: str
+    registered: list[str] = Field(description="Tools newly added to this session's tool list.")
+
+
+TOOLS_LOAD_DOMAIN = ToolSpec(
+    name="tools_load_domain", domain="tools", args=ToolsLoadDomainArgs, result=ToolsLoadDomainResult,
+    description=(
+        "Add every tool of a domain to this session's tool list (the client is notified), when you will use "
+        "them often; otherwise m3_call reaches them without loading."
+    ),
+)
+
+
+class EmbedderStatusArgs(ToolArgs):
+    pass
+
+
+class EmbedderStatusResult(ToolResult):
+    backend: str
+    model: str
+    dim: int
+    loaded: bool
+    pending: int = Field(description="Current memories without a vector of the active model.")
+    vectors_by_model: dict[str, int]
+    memories: int
+
+
+EMBEDDER_STATUS = ToolSpec(
+    name="embedder_status", domain="embedder", args=EmbedderStatusArgs, result=EmbedderStatusResult,
+    read_only=True,
+    description="Show the embedding backend and model, how many memories have vectors, and how many wait.",
+)
+
+META_TOOLS: tuple[ToolSpec, ...] = (M3_CALL, M3_INDEX, TOOLS_LIST_DOMAINS, TOOLS_LOAD_DOMAIN, EMBEDDER_STATUS)

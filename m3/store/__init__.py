@@ -1,0 +1,1 @@
+"""The store: SQLAlchemy Core schema, migrations and queries for SQLite and PostgreSQL."""

@@ -1,0 +1,115 @@
+"""Opening the store: engines per actor, SQLite pragmas, migrations on open.
+
+Each actor opens its own engine (``open_engine``), so no connection is ever
+shared between threads. ``migrate`` brings the schema to the newest
+revision and is safe to run from several processes at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from sqlalchemy import Engine, create_engine, event, inspect, make_url, text
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.pool import NullPool
+
+from m3.errors import ConfigError, StoreError
+
+log = logging.getLogger(__name__)
+
+Role = Literal["writer", "reader"]
+_migrate_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class StoreOptions:
+    """Connection settings taken from the configuration."""
+
+    url: str
+    sqlite_synchronous: str = "NORMAL"
+    busy_timeout_ms: int = 10_000
+
+
+def dialect_of(url: str) -> str:
+    return make_url(url).get_backend_name()
+
+
+def open_engine(options: StoreOptions, role: Role) -> Engine:
+    """An engine for one actor. Writers on SQLite begin with ``BEGIN IMMEDIATE``."""
+    url = make_url(options.url)
+    backend = url.get_backend_name()
+    if backend == "sqlite":
+        return _sqlite_engine(options, role)
+    if backend == "postgresql":
+        if url.drivername != "postgresql+psycopg":
+            raise ConfigError(
+                f"unsupported PostgreSQL driver {url.drivername!r}",
+                hint="Use a postgresql+psycopg:// URL (psycopg 3, installed by the [postgres] extra).",
+            )
+        return create_engine(url, pool_size=2, max_overflow=2, pool_pre_ping=True)
+    raise ConfigError(f"unsupported store backend {backend!r}", hint="Use a sqlite:/// or postgresql+psycopg:// URL.")
+
+
+def _sqlite_engine(options: StoreOptions, role: Role) -> Engine:
+    url = make_url(options.url)
+    if url.database and url.database != ":memory:":
+        Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    synchronous = options.sqlite_synchronous.upper()
+    if synchronous not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
+        raise ConfigError(f"store.sqlite_synchronous must be NORMAL or FULL, not {synchronous!r}")
+    # NullPool: the actor keeps its one connection open itself; no pool thread-affinity surprises.
+    engine = create_engine(url, poolclass=NullPool, connect_args={"check_same_thread": False})
+    begin = "BEGIN IMMEDIATE" if role == "writer" else "BEGIN"
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        # Let SQLAlchemy's "begin" event issue BEGIN, so writers can take the lock up front.
+        dbapi_conn.isolation_level = None
+        cur = dbapi_conn.cursor()
+        cur.execute(f"PRAGMA busy_timeout = {int(options.busy_timeout_ms)}")
+        cur.execute("PRAGMA journal_mode = WAL")
+        cur.execute(f"PRAGMA synchronous = {synchronous}")
+        cur.execute("PRAGMA foreign_keys = ON")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        conn.exec_driver_sql(begin)
+
+    return engine
+
+
+def migrate(engine: Engine) -> str:
+    """Apply every pending migration; return the schema revision now in place."""
+    from m3.store.migrations import HEAD
+
+    if current_revision(engine) == HEAD:
+        return HEAD
+    from alembic import command
+    from alembic.config import Config as AlembicConfig
+
+    cfg = AlembicConfig()
+    cfg.set_main_option("script_location", str(Path(__file__).parent / "migrations"))
+    with _migrate_lock:
+        try:
+            with engine.begin() as conn:
+                if conn.dialect.name == "postgresql":
+                    # Serialise concurrent first starts of several processes on one database.
+                    conn.execute(text("SELECT pg_advisory_xact_lock(7283711)"))
+                cfg.attributes["connection"] = conn
+                command.upgrade(cfg, "head")
+        except OperationalError as exc:
+            raise StoreError(f"cannot migrate the store: {exc.orig}") from exc
+    return current_revision(engine)
+
+
+def current_revision(engine: Engine) -> str:
+    with engine.connect() as conn:
+        if not inspect(conn).has_table("alembic_version"):
+            return ""
+        row = conn.execute(text("SELECT version_num FROM alembic_version")).first()
+    return str(row[0]) if row else ""

@@ -1,0 +1,49 @@
+"""Visibility rules as SQL: time travel, expiry, filters and isolation.
+
+Every read path builds its WHERE clause here, so that a filter or the
+isolation rule cannot be forgotten on one leg of retrieval.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import ColumnElement, and_, or_, true
+
+from m3.protocols.messages import MemoryFilter
+from m3.store.schema import memories as m
+
+
+def isolation_clause(flt: MemoryFilter) -> ColumnElement[bool]:
+    """With isolation enforced, ``scope=agent`` rows are visible only to their own agent."""
+    if not flt.enforce_isolation:
+        return true()
+    if flt.reader_agent_id is None:
+        return m.c.scope != "agent"
+    return or_(m.c.scope != "agent", m.c.agent_id == flt.reader_agent_id)
+
+
+def time_clause(flt: MemoryFilter, now: datetime) -> ColumnElement[bool]:
+    """Rows current at ``as_of`` (transaction time), or current now and not expired."""
+    if flt.as_of is not None:
+        t = flt.as_of
+        return and_(
+            m.c.recorded_at <= t,
+            or_(m.c.retired_at.is_(None), m.c.retired_at > t),
+            or_(m.c.expires_at.is_(None), m.c.expires_at > t),
+        )
+    return and_(m.c.retired_at.is_(None), or_(m.c.expires_at.is_(None), m.c.expires_at > now))
+
+
+def field_clauses(flt: MemoryFilter) -> list[ColumnElement[bool]]:
+    clauses: list[ColumnElement[bool]] = []
+    for name in ("type", "agent_id", "user_id", "scope", "conversation_id"):
+        value = getattr(flt, name)
+        if value is not None:
+            clauses.append(m.c[name] == value)
+    return clauses
+
+
+def search_clause(flt: MemoryFilter, now: datetime) -> ColumnElement[bool]:
+    """Everything a search may see: time, fields and isolation."""
+    return and_(time_clause(flt, now), isolation_clause(flt), *field_clauses(flt))

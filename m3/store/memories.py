@@ -1,0 +1,201 @@
+"""Row-level operations on memories, their history and their links.
+
+Functions take an open connection inside the caller's transaction and never
+commit: the Writer decides transaction boundaries (group commit).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, RowMapping, and_, delete, func, insert, or_, select, update
+
+from m3.errors import AmbiguousId, NotFound
+from m3.protocols.messages import MemoryFilter, NewMemory
+from m3.store.filters import isolation_clause
+from m3.store.schema import memories as m
+from m3.store.schema import memory_history as h
+from m3.store.schema import memory_relationships as r
+
+PREFIX_MIN = 8
+
+
+def content_hash(content: str) -> str:
+    """SHA-256 of the content's UTF-8 bytes, hex."""
+    return hashlib.sha256(content.encode("utf-8")).hexdigest()
+
+
+def new_id() -> str:
+    return str(uuid.uuid4())
+
+
+def resolve_id(conn: Connection, ref: str, flt: MemoryFilter | None = None) -> str:
+    """The full id for ``ref`` (a full id or a unique prefix of 8+ characters).
+
+    Raises NotFound or AmbiguousId. Rows hidden by isolation count as absent.
+    """
+    visible = isolation_clause(flt) if flt is not None else None
+    ref = ref.strip().lower()
+    query = select(m.c.id).where(m.c.id == ref)
+    if visible is not None:
+        query = query.where(visible)
+    if conn.execute(query).first():
+        return ref
+    if len(ref) < PREFIX_MIN:
+        raise NotFound(f"no memory with id {ref!r}", hint=f"Give the full id or at least {PREFIX_MIN} characters.")
+    query = select(m.c.id).where(m.c.id.startswith(ref, autoescape=True)).limit(6)
+    if visible is not None:
+        query = query.where(visible)
+    found = [row[0] for row in conn.execute(query)]
+    if not found:
+        raise NotFound(f"no memory with id or prefix {ref!r}")
+    if len(found) > 1:
+        raise AmbiguousId(f"prefix {ref!r} matches {len(found)} memories", details={"candidates": found[:5]})
+    return str(found[0])
+
+
+def load(conn: Connection, memory_id: str) -> RowMapping:
+    row = conn.execute(select(m).where(m.c.id == memory_id)).mappings().first()
+    if row is None:
+        raise NotFound(f"no memory with id {memory_id!r}")
+    return row
+
+
+def find_duplicate(conn: Connection, mem: NewMemory, digest: str) -> RowMapping | None:
+    """A current memory with the same content, type, owner and conversation, if any."""
+    query = select(m.c.id, m.c.content_hash, m.c.recorded_at).where(
+        m.c.content_hash == digest,
+        m.c.type == mem.type,
+        m.c.retired_at.is_(None),
+        _same(m.c.agent_id, mem.agent_id),
+        _same(m.c.user_id, mem.user_id),
+        _same(m.c.conversation_id, mem.conversation_id),
+    )
+    return conn.execute(query.limit(1)).mappings().first()
+
+
+def _same(column: Any, value: str | None) -> Any:
+    return column.is_(None) if value is None else column == value
+
+
+def insert_memory(conn: Connection, mem: NewMemory, *, memory_id: str, digest: str, now: datetime) -> None:
+    conn.execute(insert(m).values(
+        id=memory_id, type=mem.type, title=mem.title, content=mem.content, metadata=dict(mem.metadata),
+        scope=mem.scope, agent_id=mem.agent_id, user_id=mem.user_id, importance=mem.importance,
+        pinned=mem.pinned, expires_at=mem.expires_at, content_hash=digest, access_count=0,
+        last_accessed_at=None, conversation_id=mem.conversation_id, source=mem.source,
+        valid_from=mem.valid_from or now, valid_to=None, recorded_at=now, retired_at=None,
+        retire_reason=None, superseded_by=None,
+    ))
+
+
+def record_events(conn: Connection, events: Sequence[dict[str, Any]]) -> None:
+    """Append history rows: dicts of memory_id, event, actor, at, details."""
+    if events:
+        conn.execute(insert(h), [dict(e) for e in events])
+
+
+def event(memory_id: str, name: str, actor: str | None, at: datetime, **details: Any) -> dict[str, Any]:
+    return {"memory_id": memory_id, "event": name, "actor": actor, "at": at, "details": details}
+
+
+def retire(conn: Connection, memory_id: str, *, at: datetime, reason: str,
+           superseded_by: str | None = None, valid_to: datetime | None = None) -> bool:
+    """Close a current memory. False when it was already retired (someone else won)."""
+    values: dict[str, Any] = {"retired_at": at, "retire_reason": reason, "superseded_by": superseded_by}
+    if valid_to is not None:
+        values["valid_to"] = valid_to
+    result = conn.execute(update(m).where(m.c.id == memory_id, m.c.retired_at.is_(None)).values(**values))
+    return bool(result.rowcount)
+
+
+def update_fields(conn: Connection, memory_id: str, changes: dict[str, Any]) -> None:
+    if "content" in changes:
+        changes = {**changes, "content_hash": content_hash(changes["content"])}
+    conn.execute(update(m).where(m.c.id == memory_id).values(**changes))
+
+
+def hard_delete(conn: Connection, memory_id: str) -> None:
+    # History and links go with the row (ON DELETE CASCADE); relationships pointing here too.
+    conn.execute(delete(r).where(or_(r.c.from_id == memory_id, r.c.to_id == memory_id)))
+    conn.execute(delete(h).where(h.c.memory_id == memory_id))
+    conn.execute(update(m).where(m.c.superseded_by == memory_id).values(superseded_by=None))
+    conn.execute(delete(m).where(m.c.id == memory_id))
+
+
+def link(conn: Connection, from_id: str, to_id: str, rel_type: str, *, at: datetime, actor: str | None) -> bool:
+    """Add an edge; False when it already existed."""
+    exists = conn.execute(select(r.c.seq).where(
+        r.c.from_id == from_id, r.c.to_id == to_id, r.c.type == rel_type)).first()
+    if exists:
+        return False
+    conn.execute(insert(r).values(from_id=from_id, to_id=to_id, type=rel_type, created_at=at, created_by=actor))
+    return True
+
+
+def touch(conn: Connection, ids: Iterable[str], at: datetime) -> None:
+    conn.execute(
+        update(m).where(m.c.id.in_(list(ids)))
+        .values(access_count=m.c.access_count + 1, last_accessed_at=at)
+    )
+
+
+def history(conn: Connection, memory_id: str) -> list[RowMapping]:
+    return list(conn.execute(select(h).where(h.c.memory_id == memory_id).order_by(h.c.seq)).mappings())
+
+
+def version_chain(conn: Connection, memory_id: str) -> list[str]:
+    """The supersession chain through ``memory_id``, oldest first."""
+    chain = [memory_id]
+    current = memory_id
+    while True:  # walk back: who did this one supersede?
+        prev = conn.execute(select(m.c.id).where(m.c.superseded_by == current).limit(1)).first()
+        if prev is None or prev[0] in chain:
+            break
+        chain.insert(0, prev[0])
+        current = prev[0]
+    current = memory_id
+    while True:  # walk forward
+        nxt = conn.execute(select(m.c.superseded_by).where(m.c.id == current)).first()
+        if nxt is None or nxt[0] is None or nxt[0] in chain:
+            break
+        chain.append(nxt[0])
+        current = nxt[0]
+    return chain
+
+
+def edges_of(conn: Connection, ids: Sequence[str]) -> list[RowMapping]:
+    query = select(r.c.from_id, r.c.to_id, r.c.type).where(or_(r.c.from_id.in_(ids), r.c.to_id.in_(ids)))
+    return list(conn.execute(query.order_by(r.c.seq)).mappings())
+
+
+def count_current(conn: Connection) -> int:
+    return int(conn.execute(select(func.count()).select_from(m).where(m.c.retired_at.is_(None))).scalar_one())
+
+
+def rows_by_ids(conn: Connection, ids: Sequence[str], where: Any = None) -> dict[str, RowMapping]:
+    """Rows for ``ids`` that also satisfy ``where``; a dict keyed by id."""
+    out: dict[str, RowMapping] = {}
+    for start in range(0, len(ids), 500):
+        chunk = list(ids[start:start + 500])
+        query = select(m).where(m.c.id.in_(chunk))
+        if where is not None:
+            query = query.where(where)
+        for row in conn.execute(query).mappings():
+            out[row["id"]] = row
+    return out
+
+
+def same_owner_clause(row: RowMapping) -> Any:
+    """Current memories of the same type, agent and user as ``row`` (supersession candidates)."""
+    return and_(
+        m.c.type == row["type"],
+        _same(m.c.agent_id, row["agent_id"]),
+        _same(m.c.user_id, row["user_id"]),
+        m.c.retired_at.is_(None),
+        m.c.id != row["id"],
+    )

@@ -1,0 +1,89 @@
+"""Embedding vectors: storing them, loading them incrementally, counting them.
+
+Every vector carries its model id and dimension. Replacing a vector deletes
+and re-inserts it so that its ``seq`` grows and incremental loaders
+(``load_after``) see the change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from sqlalchemy import Connection, delete, func, insert, select
+
+from m3.store.schema import memories as m
+from m3.store.schema import memory_embeddings as e
+
+Matrix = npt.NDArray[np.float32]
+
+
+def store(conn: Connection, model: str, dim: int, ids: Sequence[str], vectors: Matrix, at: datetime) -> list[str]:
+    """Store one vector per id for ``model``; return the ids that still exist (others were deleted meanwhile)."""
+    existing = {row[0] for row in conn.execute(select(m.c.id).where(m.c.id.in_(list(ids))))}
+    keep = [i for i, memory_id in enumerate(ids) if memory_id in existing]
+    if not keep:
+        return []
+    kept_ids = [ids[i] for i in keep]
+    conn.execute(delete(e).where(e.c.model == model, e.c.memory_id.in_(kept_ids)))
+    conn.execute(insert(e), [
+        {"memory_id": ids[i], "model": model, "dim": dim, "vector": vectors[i], "created_at": at} for i in keep
+    ])
+    return kept_ids
+
+
+def load_after(conn: Connection, model: str, after_seq: int, limit: int = 20_000) -> tuple[int, list[str], Matrix]:
+    """Vectors of ``model`` with seq > ``after_seq``, oldest first: (last seq, ids, matrix)."""
+    rows = conn.execute(
+        select(e.c.seq, e.c.memory_id, e.c.dim, e.c.vector)
+        .where(e.c.model == model, e.c.seq > after_seq).order_by(e.c.seq).limit(limit)
+    ).all()
+    if not rows:
+        return after_seq, [], np.zeros((0, 0), dtype=np.float32)
+    dim = int(rows[0][2])
+    matrix = np.empty((len(rows), dim), dtype=np.float32)
+    for i, row in enumerate(rows):
+        matrix[i] = row[3]
+    return int(rows[-1][0]), [row[1] for row in rows], matrix
+
+
+def vectors_for(conn: Connection, model: str, where: Any, limit: int = 50_000) -> tuple[list[str], Matrix]:
+    """Vectors of ``model`` for memories matching ``where`` (a clause on memories)."""
+    rows = conn.execute(
+        select(e.c.memory_id, e.c.vector).join(m, m.c.id == e.c.memory_id)
+        .where(e.c.model == model, where).limit(limit)
+    ).all()
+    if not rows:
+        return [], np.zeros((0, 0), dtype=np.float32)
+    return [row[0] for row in rows], np.vstack([row[1] for row in rows]).astype(np.float32, copy=False)
+
+
+def counts_by_model(conn: Connection) -> dict[str, int]:
+    rows = conn.execute(select(e.c.model, func.count()).group_by(e.c.model)).all()
+    return {str(model): int(n) for model, n in rows}
+
+
+def missing(conn: Connection, model: str, after_seq: int, limit: int) -> list[tuple[int, str, str]]:
+    """Current memories after ``after_seq`` without a vector of ``model``: (seq, id, text), by seq."""
+    has_vector = select(e.c.memory_id).where(e.c.model == model, e.c.memory_id == m.c.id).exists()
+    rows = conn.execute(
+        select(m.c.seq, m.c.id, m.c.title, m.c.content)
+        .where(m.c.seq > after_seq, m.c.retired_at.is_(None), ~has_vector)
+        .order_by(m.c.seq).limit(limit)
+    ).all()
+    return [(int(row[0]), row[1], embed_text(row[2], row[3])) for row in rows]
+
+
+def count_missing(conn: Connection, model: str) -> int:
+    has_vector = select(e.c.memory_id).where(e.c.model == model, e.c.memory_id == m.c.id).exists()
+    return int(conn.execute(
+        select(func.count()).select_from(m).where(m.c.retired_at.is_(None), ~has_vector)
+    ).scalar_one())
+
+
+def embed_text(title: str | None, content: str) -> str:
+    """The text whose vector represents a memory: its title (if any) and content."""
+    return f"{title}\n{content}" if title else content

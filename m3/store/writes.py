@@ -1,0 +1,157 @@
+"""The Writer's operations on memories, each inside the caller's transaction.
+
+Every change records a history event with its actor and time. Nothing is
+overwritten without the previous values landing in history, and content
+always matches its SHA-256 hash.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, RowMapping
+
+from m3.errors import InvalidArgument
+from m3.protocols.messages import (
+    DeleteMemory,
+    LinkMemories,
+    NewMemory,
+    PinMemory,
+    SupersedeMemory,
+    UpdateMemory,
+    WriteMemories,
+    WriteOutcome,
+)
+from m3.store import memories as rows
+from m3.store.vectors import embed_text
+
+UPDATABLE = ("content", "title", "metadata", "importance", "expires_at")
+
+
+class MemoryWrites:
+    """Memory mutations bound to one connection and the Writer's clock."""
+
+    def __init__(self, conn: Connection, clock: Callable[[], datetime]):
+        self.conn = conn
+        self.clock = clock
+
+    def write(self, msg: WriteMemories) -> tuple[list[WriteOutcome], list[tuple[str, str]]]:
+        """Insert each memory unless an identical current one exists; return outcomes and (id, text) to embed."""
+        outcomes: list[WriteOutcome] = []
+        fresh: list[tuple[str, str]] = []
+        for mem in msg.memories:
+            digest = rows.content_hash(mem.content)
+            dup = rows.find_duplicate(self.conn, mem, digest)
+            if dup is not None:
+                outcomes.append(WriteOutcome(id=dup["id"], created=False, content_hash=digest,
+                                             recorded_at=dup["recorded_at"]))
+                continue
+            memory_id, now = rows.new_id(), self.clock()
+            rows.insert_memory(self.conn, mem, memory_id=memory_id, digest=digest, now=now)
+            rows.record_events(self.conn, [rows.event(memory_id, "created", msg.actor, now, type=mem.type)])
+            outcomes.append(WriteOutcome(id=memory_id, created=True, content_hash=digest, recorded_at=now))
+            fresh.append((memory_id, embed_text(mem.title, mem.content)))
+        return outcomes, fresh
+
+    def supersede(self, msg: SupersedeMemory) -> tuple[WriteOutcome, str]:
+        old = rows.load(self.conn, msg.old_id)
+        if old["retired_at"] is not None:
+            raise InvalidArgument(
+                f"memory {old['id']} is already retired ({old['retire_reason']})",
+                hint="Supersede the current version; memory_history lists the chain.",
+                details={"superseded_by": old["superseded_by"]},
+            )
+        now = self.clock()
+        new = NewMemory(
+            type=msg.type or old["type"], content=msg.content,
+            title=msg.title if msg.title is not None else old["title"],
+            metadata=msg.metadata if msg.metadata is not None else old["metadata"],
+            scope=old["scope"], agent_id=old["agent_id"], user_id=old["user_id"],
+            importance=msg.importance if msg.importance is not None else old["importance"],
+            pinned=old["pinned"], expires_at=old["expires_at"], valid_from=msg.valid_from or now,
+            conversation_id=old["conversation_id"], source=old["source"],
+        )
+        new_id, digest = rows.new_id(), rows.content_hash(msg.content)
+        rows.insert_memory(self.conn, new, memory_id=new_id, digest=digest, now=now)
+        self.close_superseded(old, new_id, now, valid_to=new.valid_from or now, actor=msg.actor, reason=msg.reason,
+                              how="explicit")
+        rows.record_events(self.conn, [rows.event(new_id, "created", msg.actor, now, type=new.type,
+                                                  supersedes=old["id"])])
+        return (WriteOutcome(id=new_id, created=True, content_hash=digest, recorded_at=now),
+                embed_text(new.title, new.content))
+
+    def close_superseded(self, old: RowMapping, new_id: str, now: datetime, *, valid_to: datetime,
+                         actor: str | None, reason: str | None, how: str, **details: Any) -> bool:
+        """Retire ``old`` in favour of ``new_id`` and link them; False if it was retired already."""
+        if not rows.retire(self.conn, old["id"], at=now, reason="superseded", superseded_by=new_id,
+                           valid_to=valid_to):
+            return False
+        rows.link(self.conn, new_id, old["id"], "supersedes", at=now, actor=actor)
+        rows.record_events(self.conn, [rows.event(old["id"], "superseded", actor, now, by=new_id, how=how,
+                                                  reason=reason, **details)])
+        return True
+
+    def update(self, msg: UpdateMemory) -> tuple[RowMapping, str | None]:
+        """Apply changes in place; history keeps the previous values. Returns the row and text to re-embed."""
+        unknown = set(msg.changes) - set(UPDATABLE)
+        if unknown:
+            raise InvalidArgument(f"cannot update {sorted(unknown)}", hint=f"Updatable fields: {list(UPDATABLE)}.")
+        if not msg.changes:
+            raise InvalidArgument("nothing to update", hint=f"Give at least one of {list(UPDATABLE)}.")
+        old = rows.load(self.conn, msg.id)
+        if old["retired_at"] is not None:
+            raise InvalidArgument(f"memory {old['id']} is retired and cannot be updated",
+                                  hint="Update its current version instead (see memory_history).")
+        changed = {k: v for k, v in msg.changes.items() if old[k] != v}
+        now = self.clock()
+        if changed:
+            rows.update_fields(self.conn, msg.id, dict(changed))
+        previous = {k: _jsonable(old[k]) for k in changed}
+        rows.record_events(self.conn, [rows.event(msg.id, "updated", msg.actor, now, reason=msg.reason,
+                                                  previous=previous, fields=sorted(changed))])
+        record = rows.load(self.conn, msg.id)
+        text_changed = "content" in changed or "title" in changed
+        return record, embed_text(record["title"], record["content"]) if text_changed else None
+
+    def delete(self, msg: DeleteMemory) -> str:
+        row = rows.load(self.conn, msg.id)
+        now = self.clock()
+        if msg.hard:
+            rows.hard_delete(self.conn, row["id"])
+            return "hard"
+        if row["retired_at"] is not None:
+            raise InvalidArgument(f"memory {row['id']} is already retired ({row['retire_reason']})",
+                                  hint="Use hard=true with confirm=true to erase it for good.")
+        rows.retire(self.conn, row["id"], at=now, reason="deleted", valid_to=None)
+        rows.record_events(self.conn, [rows.event(row["id"], "deleted", msg.actor, now, reason=msg.reason)])
+        return "soft"
+
+    def pin(self, msg: PinMemory) -> RowMapping:
+        row = rows.load(self.conn, msg.id)
+        if row["pinned"] != msg.pinned:
+            now = self.clock()
+            rows.update_fields(self.conn, row["id"], {"pinned": msg.pinned})
+            rows.record_events(self.conn, [rows.event(row["id"], "pinned" if msg.pinned else "unpinned",
+                                                      msg.actor, now)])
+        return rows.load(self.conn, msg.id)
+
+    def link(self, msg: LinkMemories) -> bool:
+        if msg.from_id == msg.to_id:
+            raise InvalidArgument("a memory cannot be linked to itself")
+        rows.load(self.conn, msg.from_id)
+        rows.load(self.conn, msg.to_id)
+        now = self.clock()
+        created = rows.link(self.conn, msg.from_id, msg.to_id, msg.type, at=now, actor=msg.actor)
+        if created:
+            rows.record_events(self.conn, [rows.event(msg.from_id, "linked", msg.actor, now,
+                                                      to=msg.to_id, type=msg.type)])
+        return created
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return value
+
