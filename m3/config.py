@@ -25,7 +25,7 @@ from typing import Any, Literal
 from m3.errors import ConfigError
 
 Origin = Literal["default", "file", "env"]
-ValueType = type[str] | type[int] | type[float] | type[bool] | type[list]
+ValueType = type[str] | type[int] | type[float] | type[bool] | type[list[str]]
 
 CONFIG_FILE_NAME = "m3_config.toml"
 

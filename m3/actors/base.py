@@ -144,7 +144,7 @@ class M3Actor(pykka.ThreadingActor):
         log.error("%s crashed: %r", type(self).__name__, exception_value)
         leftover: list[Envelope] = []
         while not self.actor_inbox.empty():
-            item = self.actor_inbox.get_nowait()
+            item = self.actor_inbox.get_nowait()  # type: ignore[attr-defined]  # a queue.Queue at run time
             inner = getattr(item, "message", None)
             if isinstance(inner, Envelope):
                 leftover.append(inner)

@@ -8,6 +8,7 @@ future is ever awaited and no thread is parked for the caller.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import trio
@@ -35,10 +36,9 @@ class TrioReply:
         self._wake()
 
     def _wake(self) -> None:
-        try:
+        # If the asker's run is over, nobody is waiting any more.
+        with contextlib.suppress(trio.RunFinishedError):
             self._token.run_sync_soon(self._event.set)
-        except trio.RunFinishedError:
-            pass  # the asker's run is over; nobody is waiting any more
 
     async def wait(self, timeout: float) -> Any:
         with trio.move_on_after(timeout):

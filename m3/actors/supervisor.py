@@ -153,7 +153,8 @@ class ActorHandle:
 
     def statistics(self) -> dict[str, Any]:
         ref = self._ref
-        depth = ref.actor_inbox.qsize() if ref is not None and ref.is_alive() else len(self._buffer)
+        alive = ref is not None and ref.is_alive()
+        depth = ref.actor_inbox.qsize() if alive else len(self._buffer)  # type: ignore[union-attr]
         return {
             "actor": self.name, "alive": self.is_alive(), "queue_depth": int(depth),
             "handled": self.stats.handled, "failed": self.stats.failed, "restarts": self.stats.restarts,

@@ -189,10 +189,10 @@ class Writer(M3Actor):
             fx.embed_texts.append(text)
             return outcome, fx
         if isinstance(msg, UpdateMemory):
-            record, text = ops.update(msg)
-            if text is not None:
+            record, new_text = ops.update(msg)
+            if new_text is not None:
                 fx.embed_ids.append(record["id"])
-                fx.embed_texts.append(text)
+                fx.embed_texts.append(new_text)
             return record, fx
         if isinstance(msg, DeleteMemory):
             kind = ops.delete(msg)

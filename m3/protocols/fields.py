@@ -86,5 +86,7 @@ Timestamp = Annotated[
     WithJsonSchema({"type": "string", "format": "date-time"}),
 ]
 Importance = Annotated[float, Field(ge=0.0, le=1.0)]
-MemoryId = Annotated[str, Field(min_length=8, max_length=64, description="Full id or a unique prefix of 8+ characters.")]
+MemoryId = Annotated[
+    str, Field(min_length=8, max_length=64, description="Full id or a unique prefix of 8+ characters.")
+]
 Identifier = Annotated[str, Field(min_length=1, max_length=200)]

@@ -10,6 +10,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from pydantic import Field
+
 from m3.protocols.base import Message
 
 # --- shared values ------------------------------------------------------------------------------
@@ -34,7 +36,7 @@ class NewMemory(Message):
     type: str
     content: str
     title: str | None = None
-    metadata: dict[str, Any] = {}
+    metadata: dict[str, Any] = Field(default_factory=dict)
     scope: str = "agent"
     agent_id: str | None = None
     user_id: str | None = None

@@ -19,15 +19,16 @@ from m3.store.schema import chatlog, memories
 _WORD = re.compile(r"\w+", re.UNICODE)
 MAX_TERMS = 32
 
-STOP_WORDS = frozenset("""
+_STOP_WORDS_TEXT = """
 a about above after again against all am an and any are as at be because been before being below between both
 but by can could did do does doing down during each few for from further had has have having he her here hers
 herself him himself his how i if in into is it its itself just me more most my myself no nor not now of off on
-once only or other our ours ourselves out over own same she should so some such than that the their theirs them
-themselves then there these they this those through to too under until up very was we were what when where which
-while who whom why will with would you your yours yourself yourselves s t don doesn didn isn wasn aren weren
-let lets us also ever please tell know remember think
-""".split())
+once only or other our ours ourselves out over own same she should so some such than that the their theirs
+them themselves then there these they this those through to too under until up very was we were what when
+where which while who whom why will with would you your yours yourself yourselves s t don doesn didn isn wasn
+aren weren let lets us also ever please tell know remember think
+"""
+STOP_WORDS = frozenset(_STOP_WORDS_TEXT.split())
 
 
 def query_terms(query: str) -> list[str]:
