@@ -1,0 +1,71 @@
+"""The import-layer rule of DESIGN.md: gateway → actors → (store, embed) → protocols → (errors, config).
+
+Checked on the source with ``ast``, so imports inside functions count too.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "m3"
+
+#: For each layer, the m3 layers it may import (itself always allowed).
+ALLOWED: dict[str, set[str]] = {
+    "errors": set(),
+    "config": {"errors"},
+    "protocols": {"errors", "config"},
+    "store": {"protocols", "errors", "config"},
+    "embed": {"protocols", "errors", "config"},
+    "actors": {"store", "embed", "protocols", "errors", "config"},
+    "gateway": {"actors", "store", "embed", "protocols", "errors", "config"},
+}
+ROOT_MODULES = {"__init__", "__main__"}
+
+
+def layer_of(path: Path) -> str:
+    rel = path.relative_to(PACKAGE)
+    return rel.parts[0] if len(rel.parts) > 1 else rel.stem
+
+
+def m3_imports(path: Path) -> set[str]:
+    """The m3 layers a module imports (first component after ``m3.``)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names if node.module == "m3"]
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "m3" and len(parts) > 1 and parts[1] != "__version__":
+                found.add(parts[1])
+    return found
+
+
+MODULES = sorted(PACKAGE.rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_every_module_imports_only_the_layers_below_it(path: Path) -> None:
+    layer = layer_of(path)
+    if layer in ROOT_MODULES:
+        return
+    assert layer in ALLOWED, f"{path} is in no known layer; add it to the layer rule"
+    illegal = m3_imports(path) - ALLOWED[layer] - {layer}
+    assert not illegal, f"{path.relative_to(PACKAGE)} ({layer}) imports {sorted(illegal)}"
+
+
+def test_nothing_but_entry_points_imports_the_gateway() -> None:
+    importers = [p for p in MODULES if layer_of(p) not in {"gateway", *ROOT_MODULES} and "gateway" in m3_imports(p)]
+    assert importers == []
+
+
+def test_the_rule_catches_a_violation(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text("def f():\n    from m3.gateway.cli import main\n    import m3.actors.system\n")
+    assert m3_imports(bad) == {"gateway", "actors"}
