@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 import pykka
 
-from m3.errors import M3Error, Timeout
+from m3.errors import M3Error, Timeout, Unavailable
 from m3.protocols.base import Message
 
 log = logging.getLogger(__name__)
@@ -87,7 +87,7 @@ class M3Actor(pykka.ThreadingActor):
     # Committed work is safe regardless; uncommitted work was never acknowledged.
     use_daemon_thread = True
 
-    def __init__(self, stats: ActorStats, on_crash: Callable[[list[Envelope]], None] | None = None):
+    def __init__(self, stats: ActorStats, on_crash: Callable[[Callable[[], list[Envelope]]], None] | None = None):
         super().__init__()
         self.stats = stats
         self._on_crash = on_crash
@@ -142,15 +142,31 @@ class M3Actor(pykka.ThreadingActor):
 
     def on_failure(self, exception_type: Any, exception_value: Any, traceback: Any) -> None:
         log.error("%s crashed: %r", type(self).__name__, exception_value)
+        # Dead from here on, so the handle buffers new messages. pykka has set this already after a
+        # failed receive, but after a failed on_start only once on_failure returns: a message put in
+        # the inbox meanwhile would be dropped without an answer.
+        self.actor_stopped.set()
+        try:
+            self.release()
+        except Exception:  # a failed clean-up must not also cost the restart
+            log.exception("%s could not release its resources", type(self).__name__)
+        if self._on_crash is not None:
+            # The handle drains the inbox under its lock, so no message can slip in after the drain.
+            self._on_crash(self._drain_inbox)
+        else:
+            for env in self._drain_inbox():
+                if env.reply is not None:
+                    env.reply.set_exception(Unavailable(f"{type(self).__name__} crashed"))
+
+    def _drain_inbox(self) -> list[Envelope]:
+        """The envelopes still queued, in order; the inbox is left empty."""
         leftover: list[Envelope] = []
         while not self.actor_inbox.empty():
             item = self.actor_inbox.get_nowait()  # type: ignore[attr-defined]  # a queue.Queue at run time
             inner = getattr(item, "message", None)
             if isinstance(inner, Envelope):
                 leftover.append(inner)
-        self.release()
-        if self._on_crash is not None:
-            self._on_crash(leftover)
+        return leftover
 
     def on_stop(self) -> None:
         self.release()

@@ -45,6 +45,9 @@ from m3.store.schema import memories as m
 
 log = logging.getLogger(__name__)
 
+#: Most candidates per search whose vector is computed on the spot because the Embedder has not stored it yet.
+PENDING_EMBED_MAX = 32
+
 
 class Searcher(M3Actor):
     def __init__(self, options: StoreOptions, *, embedder: Embedder, weights: SearchWeights, candidates: int,
@@ -151,7 +154,26 @@ class Searcher(M3Actor):
                 c.vector = self._index.vector(c.id)
                 if c.cosine is None and c.vector is not None:
                     c.cosine = float(c.vector @ self._query_vec)
+            self._embed_pending([c for c in cands.values() if c.vector is None])
         return list(cands.values())
+
+    def _embed_pending(self, pending: list[ranking.Candidate]) -> None:
+        """Compute the vectors still on their way (fresh writes) for the best keyword matches.
+
+        Without this a memory written a moment ago scores 0 on meaning and sinks below older,
+        merely related memories until the Embedder catches up: read-your-writes in name only.
+        """
+        pending = sorted(pending, key=lambda c: c.bm25, reverse=True)[:PENDING_EMBED_MAX]
+        if not pending or self._query_vec is None:
+            return
+        try:
+            matrix = self._embedder.embed([vectors.embed_text(c.row["title"], c.row["content"]) for c in pending])
+        except EmbedderUnavailable as exc:
+            log.warning("ranking fresh memories by keyword only: %s", exc.message)
+            return
+        for c, vec in zip(pending, matrix, strict=True):
+            c.vector = vec
+            c.cosine = float(vec @ self._query_vec)
 
     def _item(self, c: ranking.Candidate, explain: bool, rank: int, relevance_rank: int) -> dict[str, Any]:
         row = c.row
@@ -174,7 +196,8 @@ class Searcher(M3Actor):
     def get(self, msg: GetMemory) -> dict[str, Any]:
         memory_id = rows.resolve_id(self.conn, msg.id, msg.filter)
         record = _public(rows.load(self.conn, memory_id))
-        self._touch([memory_id], datetime.now(UTC))
+        if msg.touch:
+            self._touch([memory_id], datetime.now(UTC))
         return record
 
     def history(self, msg: GetHistory) -> dict[str, Any]:

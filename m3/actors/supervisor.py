@@ -54,7 +54,8 @@ class ActorHandle:
             raise RuntimeError(f"the {self.name} actor is already started")
         self._kwargs.update(kwargs)
 
-    def _build(self, stats: ActorStats, on_crash: Callable[[list[Envelope]], None]) -> pykka.ActorRef[M3Actor]:
+    def _build(self, stats: ActorStats,
+               on_crash: Callable[[Callable[[], list[Envelope]]], None]) -> pykka.ActorRef[M3Actor]:
         """Construct and start the actor (pykka builds it in ``start``)."""
         return self._factory.start(*self._args, stats=stats, on_crash=on_crash, **self._kwargs)
 
@@ -68,16 +69,17 @@ class ActorHandle:
     def tell(self, message: Message, reply: Reply | None = None) -> None:
         """Queue ``message``; ``reply`` (if any) gets exactly one answer."""
         env = Envelope(message, reply)
+        # Enqueue under the lock: a crash drains the inbox under the same lock, and stop() sets its
+        # stopping flag under it, so no envelope can land in a dead actor's inbox unanswered.
         with self._lock:
             ref = self._ref
-            if ref is None or not ref.is_alive():
-                self._buffer_or_refuse(env)
-                return
-        try:
-            ref.tell(env)
-        except pykka.ActorDeadError:
-            with self._lock:
-                self._buffer_or_refuse(env)
+            if ref is not None and ref.is_alive():
+                try:
+                    ref.tell(env)
+                    return
+                except pykka.ActorDeadError:
+                    pass
+            self._buffer_or_refuse(env)
 
     def ask(self, message: Message, timeout: float) -> Any:
         """Send and wait in this thread. Not for trio code: use ``m3.actors.bridge.ask``."""
@@ -94,10 +96,10 @@ class ActorHandle:
 
     # -- restarting ----------------------------------------------------------------------------
 
-    def _crashed(self, leftover: list[Envelope]) -> None:
-        """Called from the dying actor's thread with the envelopes it had not handled."""
+    def _crashed(self, drain: Callable[[], list[Envelope]]) -> None:
+        """Called from the dying actor's thread; ``drain`` empties its inbox of unhandled envelopes."""
         with self._lock:
-            self._buffer.extendleft(reversed(leftover))
+            self._buffer.extendleft(reversed(drain()))
             if self._stopping:
                 self._fail_buffer()
                 return
@@ -120,10 +122,20 @@ class ActorHandle:
             self.stats.started_at = time.monotonic()
             ref = self._build(self.stats, self._crashed)
             self._ref = ref
-            pending = list(self._buffer)
-            self._buffer.clear()
-        for env in pending:
-            ref.tell(env)
+            self._deliver_buffer(ref)
+
+    def _deliver_buffer(self, ref: pykka.ActorRef[M3Actor]) -> None:
+        """Hand buffered envelopes to a fresh actor, under the lock so that they go before any told later.
+
+        If the actor already died (its start failed), the rest stay buffered; its crash drains
+        what it got back in front of them.
+        """
+        while self._buffer:
+            try:
+                ref.tell(self._buffer[0])
+            except pykka.ActorDeadError:
+                return
+            self._buffer.popleft()
 
     def _fail_buffer(self) -> None:
         while self._buffer:

@@ -82,14 +82,21 @@ class ActorSystem:
         if not self._started:
             return
         self._started = False
+        interrupted: BaseException | None = None
         if drain_embeddings:
             try:
                 self.wait_embedded(self.config["embed.drain_timeout_s"])
             except M3Error as exc:
                 log.warning("stopping before every vector was computed (%s); the next start finishes", exc.message)
+            except (KeyboardInterrupt, SystemExit) as exc:
+                # Asked to go now: skip the rest of the drain but still stop in order (the Writer
+                # commits what it holds); the next start's backfill embeds what is left.
+                interrupted = exc
         self.embedder.stop()
         self.searcher.stop()
         self.writer.stop()
+        if interrupted is not None:
+            raise interrupted
 
     def statistics(self) -> list[dict[str, Any]]:
         return [h.statistics() for h in (self.writer, self.searcher, self.embedder)]

@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection
+from sqlalchemy.exc import OperationalError
 
 from m3.actors.base import Envelope, M3Actor
 from m3.actors.supersession import SupersessionPolicy, supersede_similar
@@ -125,8 +126,10 @@ class Writer(M3Actor):
         try:
             outcomes, effects = self._run(batch)
         except Exception as exc:
-            if len(batch) == 1:
-                self._answer_all(batch, [_as_error(exc)])
+            if len(batch) == 1 or isinstance(exc, OperationalError):
+                # The database refused the transaction itself (locked past the busy timeout, read-only,
+                # disk full): every request would fail alike, so none is retried on its own.
+                self._answer_all(batch, _errors_for(len(batch), exc))
                 return
             log.warning("group commit of %d failed (%r); retrying one by one", len(batch), exc)
             for env in batch:
@@ -212,6 +215,12 @@ class Writer(M3Actor):
         if isinstance(msg, WriteChat):
             return chat_rows.append(conn, msg, self._clock()), fx
         raise TypeError(f"Writer cannot apply {type(msg).__name__}")
+
+
+def _errors_for(n: int, exc: Exception) -> list[M3Error]:
+    """One error per caller (an exception object is raised in one thread only), logged once."""
+    first = _as_error(exc)
+    return [first] + [type(first)(first.message, hint=first.hint, details=first.details) for _ in range(n - 1)]
 
 
 def _as_error(exc: Exception) -> M3Error:

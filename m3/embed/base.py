@@ -59,6 +59,7 @@ def length_batches(
     max_batch: int,
     *,
     lengths: Sequence[int] | None = None,
+    max_padded: int | None = None,
 ) -> Iterator[list[int]]:
     """Group the indices of ``texts`` into batches of similar length.
 
@@ -72,17 +73,37 @@ def length_batches(
         max_batch: Largest group size, at least 1.
         lengths: Length of each text in the unit the backend pads in (token
             counts, typically); defaults to character counts.
+        max_padded: If given, a group also stops growing before
+            ``len(group) * longest length in group`` would exceed it, which
+            bounds a backend's working memory. A text longer than this still
+            gets a group (of one).
 
     Raises:
-        InvalidArgument: ``max_batch`` is below 1, or ``lengths`` does not
-            have one entry per text.
+        InvalidArgument: ``max_batch`` or ``max_padded`` is below 1, or
+            ``lengths`` does not have one entry per text.
     """
-    if isinstance(max_batch, bool) or max_batch < 1:
-        raise InvalidArgument(f"max_batch must be a positive integer, got {max_batch!r}")
+    _check_positive("max_batch", max_batch)
+    if max_padded is not None:
+        _check_positive("max_padded", max_padded)
     if lengths is None:
         lengths = [len(text) for text in texts]
     elif len(lengths) != len(texts):
         raise InvalidArgument(f"got {len(lengths)} lengths for {len(texts)} texts")
-    order = sorted(range(len(texts)), key=lambda i: -lengths[i])
-    for start in range(0, len(order), max_batch):
-        yield order[start : start + max_batch]
+    group: list[int] = []
+    for index in sorted(range(len(texts)), key=lambda i: -lengths[i]):
+        if group and _full(len(group), lengths[group[0]], max_batch, max_padded):
+            yield group
+            group = []
+        group.append(index)
+    if group:
+        yield group
+
+
+def _full(size: int, longest: int, max_batch: int, max_padded: int | None) -> bool:
+    """Whether a group of ``size`` padded to ``longest`` can take no further member."""
+    return size >= max_batch or (max_padded is not None and (size + 1) * longest > max_padded)
+
+
+def _check_positive(name: str, value: int) -> None:
+    if isinstance(value, bool) or value < 1:
+        raise InvalidArgument(f"{name} must be a positive integer, got {value!r}")

@@ -33,7 +33,7 @@ from m3.errors import EmbedderUnavailable, InvalidArgument
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
-__all__ = ["MODEL_ID", "MODEL_SHA256", "TOKENIZER_SHA256", "MiniLMEmbedder"]
+__all__ = ["DIM", "MODEL_ID", "MODEL_SHA256", "TOKENIZER_SHA256", "MiniLMEmbedder"]
 
 MODEL_ID = "all-MiniLM-L6-v2-int8"
 DIM = 384
@@ -96,6 +96,11 @@ class MiniLMEmbedder:
         max_tokens: Truncation length in tokens, special tokens included
             (2 to 512; the model was trained at 256).
         max_batch: Largest number of texts run through the model at once.
+        max_batch_tokens: Largest batch size in padded tokens (texts times
+            the longest one's tokens). onnxruntime keeps the memory of the
+            largest batch it has run for the life of the session: 32 texts
+            of 256 tokens leave about 1.4 GB resident, 2048 tokens about
+            0.5 GB, at no measured cost in speed.
         model_path: A ``model.onnx`` to use instead of the packaged one (it
             must still match :data:`MODEL_SHA256`).
         tokenizer_path: A ``tokenizer.json`` to use instead of the packaged
@@ -111,12 +116,14 @@ class MiniLMEmbedder:
         max_tokens: int = 256,
         *,
         max_batch: int = 32,
+        max_batch_tokens: int = 2048,
         model_path: Path | None = None,
         tokenizer_path: Path | None = None,
     ) -> None:
         self._threads = _default_threads() if threads is None else _check_int("threads", threads, 1, 1024)
         self._max_tokens = _check_int("max_tokens", max_tokens, 2, MAX_POSITIONS)
         self._max_batch = _check_int("max_batch", max_batch, 1, 4096)
+        self._max_batch_tokens = _check_int("max_batch_tokens", max_batch_tokens, 1, 1 << 20)
         self._model_path = model_path
         self._tokenizer_path = tokenizer_path
         self._runtime: _Runtime | None = None
@@ -137,8 +144,16 @@ class MiniLMEmbedder:
         """onnxruntime intra-op threads this instance uses."""
         return self._threads
 
+    @property
+    def loaded(self) -> bool:
+        """True once the model is in memory (after the first embed or :meth:`load`)."""
+        return self._runtime is not None
+
     def __repr__(self) -> str:
-        return f"MiniLMEmbedder(threads={self._threads}, max_tokens={self._max_tokens}, max_batch={self._max_batch})"
+        return (
+            f"MiniLMEmbedder(threads={self._threads}, max_tokens={self._max_tokens}, "
+            f"max_batch={self._max_batch}, max_batch_tokens={self._max_batch_tokens})"
+        )
 
     def load(self) -> None:
         """Verify and load the model now instead of on the first :meth:`embed`.
@@ -164,7 +179,8 @@ class MiniLMEmbedder:
         limit = self._max_tokens * CHARS_PER_TOKEN_BUDGET
         encodings = runtime.tokenizer.encode_batch([text[:limit] for text in texts])
         ids = [encoding.ids for encoding in encodings]
-        for batch in length_batches(texts, self._max_batch, lengths=[len(row) for row in ids]):
+        lengths = [len(row) for row in ids]
+        for batch in length_batches(texts, self._max_batch, lengths=lengths, max_padded=self._max_batch_tokens):
             out[batch] = _run_batch(runtime, [ids[i] for i in batch])
         return out
 
@@ -336,7 +352,7 @@ def _load_tokenizer(path: Path, max_tokens: int) -> Tokenizer:
 
 def _load_session(path: Path, threads: int) -> Any:
     try:
-        import onnxruntime as ort  # type: ignore[import-untyped]
+        import onnxruntime as ort
     except ImportError as exc:
         raise EmbedderUnavailable("the 'onnxruntime' package is not installed", hint=_RUNTIME_HINT) from exc
     options = ort.SessionOptions()

@@ -74,7 +74,7 @@ def _domain_help(name: str, tools: list[Tool]) -> str:
 def _add_tool(actions: Any, tool: Tool) -> None:
     spec = tool.spec
     aliases = [spec.short_name] if spec.short_name != spec.name else []
-    p = actions.add_parser(spec.name, aliases=aliases, help=spec.description.split(". ")[0],
+    p = actions.add_parser(spec.name, aliases=aliases, help=spec.summary,
                            description=spec.description)
     for field_name, info in spec.args.model_fields.items():
         flags = [f"--{field_name}"]
@@ -169,7 +169,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if admin is not None:
             return _run_admin(admin.run, config, ns)
         tool: Tool = ns.tool
-        run_tool(config, tool, tool_arguments(tool, ns))
+        args = tool_arguments(tool, ns)
+        from m3.gateway.service import validate_args
+
+        validate_args(tool, args)  # fail fast, before opening (or creating) the store
+        run_tool(config, tool, args)
         return 0
     except UsageError as exc:
         emit_error({"code": "usage_error", "message": str(exc), "hint": "Run `m3 --help` or `m3 <domain> --help`."})

@@ -51,8 +51,12 @@ def _config_set(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
     value = set_in_file(config, ns.key, ns.value)
     from m3.config import setting
 
-    shown = "<set, hidden>" if setting(ns.key).secret else value
-    return {"file": str(config.file), "key": ns.key, "value": shown}
+    s = setting(ns.key)
+    shown = "<set, hidden>" if s.secret else value
+    result: dict[str, Any] = {"file": str(config.file), "key": ns.key, "value": shown}
+    if config.origin(ns.key) == "env":
+        result["warning"] = f"{s.env_var} is set in the environment and overrides the file"
+    return result
 
 
 def _mcp_serve(config: Config, ns: argparse.Namespace) -> None:

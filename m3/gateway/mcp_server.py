@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import signal
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -136,6 +137,10 @@ def local_identity(config: Config) -> IdentityFn:
     return identity
 
 
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
 def serve_stdio(config: Config) -> None:
     """Serve MCP on stdin/stdout until the client closes stdin."""
     import anyio
@@ -143,6 +148,9 @@ def serve_stdio(config: Config) -> None:
 
     from m3.gateway.runtime import running
 
+    # Hosts end a stdio server by closing stdin, then SIGTERM after a grace period: make
+    # SIGTERM a clean exit so the actors still stop in order.
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     with running(config) as service:
         server = build_server(service, local_identity(config))
 

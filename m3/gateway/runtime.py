@@ -7,18 +7,25 @@ import logging.handlers
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-from m3.actors.system import ActorSystem
 from m3.config import Config, load_config
-from m3.embed.base import Embedder
-from m3.gateway.registry import default_registry
-from m3.gateway.service import Service
+
+if TYPE_CHECKING:
+    from m3.embed.base import Embedder
+    from m3.gateway.service import Service
 
 
 @contextmanager
 def running(config: Config | None = None, *, embedder: Embedder | None = None,
             drain_embeddings: bool = True) -> Iterator[Service]:
     """A started service; on exit, pending embeddings are finished (bounded) and actors stopped."""
+    # Imported here, not at module level: the CLI imports setup_logging for every command, and
+    # `m3 --version`, usage errors and `m3 config` should not pay for SQLAlchemy and the actors.
+    from m3.actors.system import ActorSystem
+    from m3.gateway.registry import default_registry
+    from m3.gateway.service import Service
+
     config = config or load_config()
     system = ActorSystem(config, embedder).start()
     try:

@@ -52,7 +52,6 @@ class CallContext:
     bound: bool = False
     #: Set by the MCP surface: registers a domain's tools in the session and notifies the client.
     load_domain: Callable[[str], Awaitable[list[str]]] | None = field(default=None, compare=False)
-    depth: int = 0
 
 
 class Service:

@@ -7,6 +7,7 @@ thread shares nothing mutable.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict
@@ -49,6 +50,11 @@ class ToolSpec:
     #: Does not change any state (MCP readOnlyHint).
     read_only: bool = False
     examples: tuple[str, ...] = field(default=())
+
+    @property
+    def summary(self) -> str:
+        """The first sentence of the description (a period followed by a capital ends it, so "e.g. 'x'" does not)."""
+        return re.split(r"(?<=\.)\s+(?=[A-Z])", self.description.strip(), maxsplit=1)[0]
 
     @property
     def short_name(self) -> str:

@@ -69,7 +69,8 @@ def parse_time(value: Any) -> datetime:
 
 def format_time(dt: datetime) -> str:
     """The wire form of a time: ISO-8601, UTC, microseconds, ``Z`` suffix."""
-    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    # isoformat zero-pads the year (strftime's %Y does not below 1000).
+    return dt.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 MemoryType = Annotated[

@@ -179,6 +179,8 @@ class SearchMemories(Message):
 class GetMemory(Message):
     id: str
     filter: MemoryFilter = MemoryFilter()
+    #: Count this as a read (access statistics); false for lookups that precede a change.
+    touch: bool = True
 
 
 class GetHistory(Message):

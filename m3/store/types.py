@@ -36,7 +36,10 @@ class UTCDateTime(TypeDecorator[datetime]):
         if value.tzinfo is None:
             raise ValueError("naive datetime given to the store; use UTC-aware times")
         value = value.astimezone(UTC)
-        return value.strftime(_SQLITE_FORMAT) if dialect.name == "sqlite" else value
+        if dialect.name != "sqlite":
+            return value
+        # Not strftime: its %Y does not zero-pad years before 1000, which breaks both parsing and ordering.
+        return value.replace(tzinfo=None).isoformat(sep=" ", timespec="microseconds")
 
     def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
         if value is None:

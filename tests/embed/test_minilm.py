@@ -30,7 +30,9 @@ SENTENCES = [
 
 
 @pytest.fixture(scope="module")
-def embedder() -> MiniLMEmbedder:
+def minilm() -> MiniLMEmbedder:
+    # Our own instance, not the shared conftest one, so these tests always
+    # exercise a plain MiniLMEmbedder with its defaults.
     return MiniLMEmbedder()
 
 
@@ -56,14 +58,14 @@ def _flip_byte(path: Path, offset: int) -> None:
 # ---------------------------------------------------------------- contract
 
 
-def test_it_satisfies_the_embedder_protocol(embedder: MiniLMEmbedder) -> None:
-    assert isinstance(embedder, Embedder)
-    assert embedder.model_id == "all-MiniLM-L6-v2-int8"
-    assert embedder.dim == 384
+def test_it_satisfies_the_embedder_protocol(minilm: MiniLMEmbedder) -> None:
+    assert isinstance(minilm, Embedder)
+    assert minilm.model_id == "all-MiniLM-L6-v2-int8"
+    assert minilm.dim == 384
 
 
-def test_vectors_are_float32_c_contiguous_unit_rows_of_384(embedder: MiniLMEmbedder) -> None:
-    vectors = embedder.embed(SENTENCES)
+def test_vectors_are_float32_c_contiguous_unit_rows_of_384(minilm: MiniLMEmbedder) -> None:
+    vectors = minilm.embed(SENTENCES)
     assert vectors.shape == (len(SENTENCES), 384)
     assert vectors.dtype == np.float32
     assert vectors.flags["C_CONTIGUOUS"]
@@ -78,65 +80,65 @@ def test_an_empty_list_gives_an_empty_matrix_of_the_right_width() -> None:
     assert vectors.dtype == np.float32
 
 
-def test_an_empty_string_gives_a_unit_vector_without_nan(embedder: MiniLMEmbedder) -> None:
-    vectors = embedder.embed(["", "   \n\t"])
+def test_an_empty_string_gives_a_unit_vector_without_nan(minilm: MiniLMEmbedder) -> None:
+    vectors = minilm.embed(["", "   \n\t"])
     assert not np.isnan(vectors).any()
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     # Whitespace tokenizes to nothing, exactly like the empty string.
     np.testing.assert_array_equal(vectors[0], vectors[1])
 
 
-def test_text_longer_than_max_tokens_is_truncated_not_rejected(embedder: MiniLMEmbedder) -> None:
+def test_text_longer_than_max_tokens_is_truncated_not_rejected(minilm: MiniLMEmbedder) -> None:
     head = "The quarterly report covers revenue, churn and hiring plans. "
     long_text = head * 200
     longer_text = long_text + "Completely different trailing content about volcanoes. " * 200
-    vectors = embedder.embed([long_text, longer_text])
+    vectors = minilm.embed([long_text, longer_text])
     # Both are cut long before their tails differ, so they embed identically.
     np.testing.assert_allclose(vectors[0], vectors[1], atol=1e-6)
 
 
-def test_a_very_large_text_is_cut_before_tokenizing(embedder: MiniLMEmbedder) -> None:
+def test_a_very_large_text_is_cut_before_tokenizing(minilm: MiniLMEmbedder) -> None:
     huge = "lorem ipsum dolor " * 100_000  # 1.8 MB: tokenizing it all would take seconds
     budget = 256 * CHARS_PER_TOKEN_BUDGET
-    np.testing.assert_array_equal(embedder.embed([huge]), embedder.embed([huge[:budget]]))
+    np.testing.assert_array_equal(minilm.embed([huge]), minilm.embed([huge[:budget]]))
 
 
-def test_embedding_is_deterministic(embedder: MiniLMEmbedder) -> None:
-    first = embedder.embed(SENTENCES)
-    second = embedder.embed(SENTENCES)
+def test_embedding_is_deterministic(minilm: MiniLMEmbedder) -> None:
+    first = minilm.embed(SENTENCES)
+    second = minilm.embed(SENTENCES)
     np.testing.assert_array_equal(first, second)
 
 
-def test_a_second_instance_gives_the_same_vectors(embedder: MiniLMEmbedder) -> None:
-    np.testing.assert_allclose(MiniLMEmbedder(threads=1).embed(SENTENCES), embedder.embed(SENTENCES), atol=1e-5)
+def test_a_second_instance_gives_the_same_vectors(minilm: MiniLMEmbedder) -> None:
+    np.testing.assert_allclose(MiniLMEmbedder(threads=1).embed(SENTENCES), minilm.embed(SENTENCES), atol=1e-5)
 
 
-def test_embedding_in_one_call_equals_embedding_one_by_one(embedder: MiniLMEmbedder) -> None:
+def test_embedding_in_one_call_equals_embedding_one_by_one(minilm: MiniLMEmbedder) -> None:
     texts = SENTENCES * 7  # 49 texts: several batches of mixed lengths
     together = MiniLMEmbedder(max_batch=8).embed(texts)
-    one_by_one = np.stack([embedder.embed([text])[0] for text in texts])
+    one_by_one = np.stack([minilm.embed([text])[0] for text in texts])
     np.testing.assert_allclose(together, one_by_one, atol=1e-5)
 
 
 # ---------------------------------------------------------------- meaning
 
 
-def test_paraphrases_are_closer_than_unrelated_sentences(embedder: MiniLMEmbedder) -> None:
-    chose, question, cat = embedder.embed(
+def test_paraphrases_are_closer_than_unrelated_sentences(minilm: MiniLMEmbedder) -> None:
+    chose, question, cat = minilm.embed(
         ["We chose PostgreSQL for our website.", "Which database did we decide to use?", "The cat sat on the mat."]
     )
     assert _cos(chose, question) > _cos(chose, cat) + 0.2
 
 
-def test_a_query_ranks_the_relevant_memory_first(embedder: MiniLMEmbedder) -> None:
-    memories = embedder.embed(
+def test_a_query_ranks_the_relevant_memory_first(minilm: MiniLMEmbedder) -> None:
+    memories = minilm.embed(
         [
             "The staging server is reset every night at 2am.",
             "Alice prefers tabs over spaces in Python code.",
             "Our API rate limit is 100 requests per minute per key.",
         ]
     )
-    (query,) = embedder.embed(["how many calls can a client make to the API each minute"])
+    (query,) = minilm.embed(["how many calls can a client make to the API each minute"])
     assert int(np.argmax(memories @ query)) == 2
 
 
@@ -145,7 +147,7 @@ def test_a_query_ranks_the_relevant_memory_first(embedder: MiniLMEmbedder) -> No
 
 def test_concurrent_calls_from_four_threads_give_the_same_vectors() -> None:
     shared = MiniLMEmbedder()  # fresh, so the threads also race the lazy load
-    texts = SENTENCES * 5
+    texts = SENTENCES * 2
     expected = np.concatenate([MiniLMEmbedder().embed(texts)] * 3)
     start = threading.Barrier(4)
 
@@ -192,11 +194,11 @@ def test_a_missing_model_file_is_reported_as_unavailable(tmp_path: Path) -> None
 
 def test_a_failed_load_is_retried_on_the_next_call(tmp_path: Path) -> None:
     path = tmp_path / "model.onnx"
-    embedder = MiniLMEmbedder(model_path=path)
+    lazy = MiniLMEmbedder(model_path=path)
     with pytest.raises(EmbedderUnavailable):
-        embedder.embed(["hello"])
+        lazy.embed(["hello"])
     shutil.copyfile(_packaged_model_path(), path)
-    assert embedder.embed(["hello"]).shape == (1, 384)
+    assert lazy.embed(["hello"]).shape == (1, 384)
 
 
 def test_a_missing_package_names_the_pip_package_to_install() -> None:
@@ -205,14 +207,14 @@ def test_a_missing_package_names_the_pip_package_to_install() -> None:
     assert "pip install m3-no-such-package==1.0" in caught.value.hint
 
 
-def test_a_bare_string_is_rejected_instead_of_embedding_its_characters(embedder: MiniLMEmbedder) -> None:
+def test_a_bare_string_is_rejected_instead_of_embedding_its_characters(minilm: MiniLMEmbedder) -> None:
     with pytest.raises(InvalidArgument):
-        embedder.embed("hello")
+        minilm.embed("hello")
 
 
-def test_a_non_string_item_is_rejected(embedder: MiniLMEmbedder) -> None:
+def test_a_non_string_item_is_rejected(minilm: MiniLMEmbedder) -> None:
     with pytest.raises(InvalidArgument, match=r"texts\[1\]"):
-        embedder.embed(["hello", 42])  # type: ignore[list-item]
+        minilm.embed(["hello", 42])  # type: ignore[list-item]
 
 
 @pytest.mark.parametrize(
@@ -238,6 +240,23 @@ def test_length_batches_cover_every_index_once_in_groups_of_similar_length() -> 
 def test_length_batches_use_given_lengths_instead_of_characters() -> None:
     groups = list(length_batches(["long text", "x", "yy"], 2, lengths=[1, 9, 5]))
     assert groups == [[1, 2], [0]]
+
+
+def test_length_batches_keep_each_group_within_the_padded_budget() -> None:
+    lengths = [256, 10, 256, 40, 256, 30, 20]
+    groups = list(length_batches(["x"] * len(lengths), 32, lengths=lengths, max_padded=600))
+    assert groups == [[0, 2], [4, 3], [5, 6, 1]]
+    assert all(len(group) * max(lengths[i] for i in group) <= 600 for group in groups)
+
+
+def test_length_batches_give_a_text_over_the_padded_budget_a_group_of_its_own() -> None:
+    assert list(length_batches(["x", "y"], 32, lengths=[900, 5], max_padded=600)) == [[0], [1]]
+
+
+def test_long_texts_are_embedded_in_batches_within_the_token_budget(minilm: MiniLMEmbedder) -> None:
+    texts = ["The quarterly report covers revenue, churn and hiring plans. " * 100] * 2 + SENTENCES
+    small = MiniLMEmbedder(max_batch_tokens=256).embed(texts)
+    np.testing.assert_allclose(small, minilm.embed(texts), atol=1e-5)
 
 
 def test_length_batches_reject_a_batch_size_below_one() -> None:

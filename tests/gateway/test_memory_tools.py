@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from m3.actors.system import ActorSystem
@@ -41,7 +43,7 @@ def test_a_new_version_of_a_fact_retires_the_old_one_and_as_of_sees_the_past(
     ({"content": "x", "valid_from": "yesterday"}, "invalid_time"),
     ({"content": "x", "colour": "red"}, "invalid_argument"),
 ])
-def test_bad_writes_get_a_coded_error_and_store_nothing(service: Service, args: dict[str, object], code: str) -> None:
+def test_bad_writes_get_a_coded_error_and_store_nothing(service: Service, args: dict[str, Any], code: str) -> None:
     with pytest.raises(M3Error) as err:
         call(service, "memory_write", **args)
     assert err.value.code == code

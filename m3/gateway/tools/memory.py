@@ -44,7 +44,7 @@ def owner(ctx: CallContext, agent_id: str | None) -> str | None:
 
 async def resolve(svc: Service, ctx: CallContext, ref: str) -> str:
     """The full id of a memory visible to ``ctx`` (prefixes allowed)."""
-    record = await svc.ask(svc.system.searcher, GetMemory(id=ref, filter=svc.read_filter(ctx)))
+    record = await svc.ask(svc.system.searcher, GetMemory(id=ref, filter=svc.read_filter(ctx), touch=False))
     return str(record["id"])
 
 

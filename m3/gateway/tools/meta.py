@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from m3.errors import InvalidArgument
@@ -17,7 +16,7 @@ if TYPE_CHECKING:
 async def m3_call(svc: Service, a: p.M3CallArgs, ctx: CallContext) -> p.M3CallResult:
     if a.tool == "m3_call":
         raise InvalidArgument("m3_call cannot call itself", hint="Name the tool you want directly.")
-    result = await svc.call(a.tool, a.args, replace(ctx, depth=ctx.depth + 1))
+    result = await svc.call(a.tool, a.args, ctx)
     return p.M3CallResult(tool=a.tool, result=result)
 
 

@@ -1,0 +1,138 @@
+"""Search latency p50/p95 as a SQLite store grows (1k, 10k, 100k memories by default).
+
+``python -m benchmarks.perf_search --sizes 1000,10000,100000``: one store is
+filled in steps with distinct LongMemEval_S turns, written through the Writer
+in batches of 1000 (type ``conversation``); vectors come through the Embedder
+actor and ``StoreVectors``, looked up in the embedding cache (a text missing
+from it gets a pseudo-random unit vector; the count is reported). At each
+size the same questions are searched (k=10) by a Searcher per mode whose
+query embedder is the live MiniLM model, so every search pays for embedding
+its query as in production; the query-embedding time alone is reported too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.data import Turn, default_data_dir, load_longmemeval
+from benchmarks.embedding import cached_embedder, default_cache_path, describe
+from benchmarks.ingest import fresh_system, write_turns
+from benchmarks.latency import percentiles_ms, ratio
+from benchmarks.modes import ALL_MODES, SearchModes
+from benchmarks.precomputed import PrecomputedEmbedder
+from benchmarks.progress import Progress
+from benchmarks.report import RunDir, rows_text
+from benchmarks.retrieval import int_list
+from m3.actors.system import ActorSystem
+from m3.embed.base import Embedder
+
+FILL_BATCH = 1000
+WARMUP_QUERIES = 3
+
+
+def corpus(data_dir: Path, size: int, queries: int, split: str = "s") -> tuple[list[Turn], list[str]]:
+    """``size`` turns with distinct texts and ``queries`` question texts, from LongMemEval ``split``."""
+    stacks = load_longmemeval(data_dir, split)
+    seen: set[str] = set()
+    turns = []
+    for turn in (t for h in stacks for t in h.turns):
+        if turn.content not in seen:
+            seen.add(turn.content)
+            turns.append(turn)
+            if len(turns) == size:
+                break
+    if len(turns) < size:
+        raise SystemExit(f"only {len(turns)} distinct turns available")
+    questions = [q.text for h in stacks for q in h.questions]
+    return turns, questions[:queries]
+
+
+def fill(system: ActorSystem, turns: list[Turn]) -> float:
+    started = time.perf_counter()
+    bar = Progress("fill", len(turns))
+    for start in range(0, len(turns), FILL_BATCH):
+        chunk = turns[start : start + FILL_BATCH]
+        write_turns(system, chunk, batch=FILL_BATCH)
+        bar.update(len(chunk))
+    bar.close()
+    system.wait_embedded(3600.0)
+    return time.perf_counter() - started
+
+
+def time_searches(searchers: SearchModes, mode: str, queries: list[str], k: int) -> dict[str, float]:
+    for query in queries[:WARMUP_QUERIES]:
+        searchers.search(mode, query, k)
+    latencies = []
+    for query in queries:
+        started = time.perf_counter()
+        searchers.search(mode, query, k)
+        latencies.append(time.perf_counter() - started)
+    return percentiles_ms(latencies)
+
+
+def time_query_embedding(model: Embedder, queries: list[str]) -> dict[str, float]:
+    latencies = []
+    for query in queries:
+        started = time.perf_counter()
+        model.embed([query])
+        latencies.append(time.perf_counter() - started)
+    return percentiles_ms(latencies)
+
+
+def measure(searchers: SearchModes, model: Embedder, queries: list[str], k: int) -> dict[str, Any]:
+    row: dict[str, Any] = {"embed_q_p50": time_query_embedding(model, queries)["p50_ms"]}
+    for mode in searchers.handles:
+        stats = time_searches(searchers, mode, queries, k)
+        row[f"{mode}_p50"], row[f"{mode}_p95"] = stats["p50_ms"], stats["p95_ms"]
+    return row
+
+
+def add_growth(rows: list[dict[str, Any]], modes: list[str]) -> None:
+    for prev, row in zip([None, *rows], rows, strict=False):
+        for mode in modes:
+            row[f"{mode}_p50_x"] = ratio(row[f"{mode}_p50"], prev[f"{mode}_p50"]) if prev else 1.0
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=default_data_dir())
+    parser.add_argument("--cache", type=Path, default=default_cache_path())
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--k", type=int, default=10)
+    parser.add_argument("--modes", default=",".join(ALL_MODES))
+    parser.add_argument("--source", choices=["s", "oracle"], default="s", help="LongMemEval split giving the texts")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
+    sizes, modes = int_list(args.sizes), [m for m in args.modes.split(",") if m]
+    turns, queries = corpus(args.data, sizes[-1], args.queries, args.source)
+    cache = cached_embedder(args.cache)
+    vectors = PrecomputedEmbedder(cache)
+    rows: list[dict[str, Any]] = []
+    with RunDir("perf_search", args.out) as run, fresh_system(vectors) as system:
+        searchers = SearchModes(system, modes, embedder=cache.inner)
+        try:
+            filled = 0
+            for size in sizes:
+                fill_s = fill(system, turns[filled:size])
+                filled = size
+                rows.append({"memories": size, "fill_s": round(fill_s, 1),
+                             **measure(searchers, cache.inner, queries, args.k)})
+                run.log(rows[-1])
+                print(rows_text(rows[-1:], f"{size} memories"), flush=True)
+        finally:
+            searchers.stop()
+        add_growth(rows, modes)
+        summary = run.summary({"store": "sqlite", "k": args.k, "queries": len(queries), "embedder": describe(cache),
+                               "vectors": {"from_cache": vectors.cached, "synthetic": vectors.synthetic},
+                               "sizes": rows})
+    print(rows_text(rows, f"search latency (ms) as the store grows ({run.path})"))
+    print(f"vectors from cache {vectors.cached}, synthetic {vectors.synthetic}; runtime {summary['runtime_s']} s")
+    return summary
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,106 @@
+"""Write acknowledgement latency and throughput with 1, 16 and 64 concurrent writers.
+
+``python -m benchmarks.perf_write``: each level gets a fresh SQLite store and
+its writers are trio tasks calling the gateway's ``Service.call("memory_write",
+...)`` (argument validation, the trio-to-actor bridge, the Writer's group
+commit) in a loop, one write at a time each. Embedding is deferred, as in
+production: the Embedder actor embeds in the background (through the
+embedding cache, so texts seen before cost a lookup, not a model run) and
+hands vectors to the same Writer. Latency is from call to acknowledgement
+(committed). Ratios compare the levels of this one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from benchmarks.data import default_data_dir, load_locomo, load_longmemeval
+from benchmarks.embedding import cached_embedder, default_cache_path, describe, prewarm
+from benchmarks.ingest import fresh_system
+from benchmarks.latency import percentiles_ms, ratio
+from benchmarks.report import RunDir, rows_text
+from benchmarks.retrieval import int_list
+from m3.embed.cache import CachingEmbedder
+from m3.gateway.registry import default_registry
+from m3.gateway.service import CallContext, Service
+
+
+def write_texts(data_dir: Path, n: int) -> list[str]:
+    """``n`` distinct dataset texts (LoCoMo turns, then LongMemEval oracle turns)."""
+    stacks = load_locomo(data_dir) + load_longmemeval(data_dir, "oracle")
+    texts = list(dict.fromkeys(t.content for h in stacks for t in h.turns))
+    if len(texts) < n:
+        raise SystemExit(f"only {len(texts)} distinct texts available; ask for fewer writes")
+    return texts[:n]
+
+
+async def _writer(service: Service, texts: list[str], memory_type: str, latencies: list[float]) -> None:
+    ctx = CallContext(agent_id="bench-writer", surface="benchmark")
+    for text in texts:
+        started = time.perf_counter()
+        await service.call("memory_write", {"content": text, "type": memory_type}, ctx)
+        latencies.append(time.perf_counter() - started)
+
+
+async def _run_writers(service: Service, texts: list[str], writers: int, memory_type: str) -> list[float]:
+    latencies: list[float] = []
+    async with trio.open_nursery() as nursery:
+        for w in range(writers):
+            nursery.start_soon(_writer, service, texts[w::writers], memory_type, latencies)
+    return latencies
+
+
+def run_level(embedder: CachingEmbedder, texts: list[str], writers: int, memory_type: str) -> dict[str, Any]:
+    """One level on a fresh store: concurrent writes, then the wait until every vector is stored."""
+    with fresh_system(embedder) as system:
+        service = Service(system.config, system, default_registry())
+        started = time.perf_counter()
+        latencies = trio.run(_run_writers, service, texts, writers, memory_type)
+        elapsed = time.perf_counter() - started
+        system.wait_embedded(3600.0)
+        embedded = time.perf_counter() - started
+    stats = percentiles_ms(latencies)
+    return {"writers": writers, "writes": len(latencies), "writes_per_s": round(len(latencies) / elapsed, 1),
+            "p50_ms": stats["p50_ms"], "p99_ms": stats["p99_ms"], "max_ms": stats["max_ms"],
+            "all_embedded_s": round(embedded, 2)}
+
+
+def add_ratios(rows: list[dict[str, Any]]) -> None:
+    base = rows[0]
+    for row in rows:
+        row["throughput_x"] = ratio(row["writes_per_s"], base["writes_per_s"])
+        row["p99_x"] = ratio(row["p99_ms"], base["p99_ms"])
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=default_data_dir())
+    parser.add_argument("--cache", type=Path, default=default_cache_path())
+    parser.add_argument("--writers", default="1,16,64", help="comma-separated concurrency levels")
+    parser.add_argument("--writes", type=int, default=3000, help="writes per level")
+    parser.add_argument("--type", default="note", help="memory type written (note: the tool's default)")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
+    texts = write_texts(args.data, args.writes)
+    embedder = cached_embedder(args.cache)
+    prewarm(embedder, texts)
+    rows = []
+    with RunDir("perf_write", args.out) as run:
+        for writers in int_list(args.writers):
+            rows.append(run_level(embedder, texts, writers, args.type))
+            run.log(rows[-1])
+        add_ratios(rows)
+        summary = run.summary({"via": "gateway Service.call('memory_write') from trio tasks",
+                               "memory_type": args.type, "embedder": describe(embedder), "levels": rows})
+    print(rows_text(rows, f"write acknowledgement latency and throughput ({run.path})"))
+    print(f"runtime {summary['runtime_s']} s")
+    return summary
+
+
+if __name__ == "__main__":
+    main()

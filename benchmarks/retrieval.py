@@ -1,0 +1,144 @@
+"""The retrieval harness shared by LongMemEval and LoCoMo.
+
+For each haystack: a fresh store, ingestion through the Writer, then every
+question searched in every mode at every k (a separate search per k, as a
+caller asking for k results would; MMR makes a top-5 list more than the
+first five of a top-20 list). Each question is logged with its gold labels
+and every mode's results; hits are counted per type.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchmarks.data import Haystack, Question, Turn, default_data_dir
+from benchmarks.embedding import cached_embedder, default_cache_path, describe, prewarm
+from benchmarks.ingest import fresh_system, ingest
+from benchmarks.metrics import HitTable, first_hit_rank
+from benchmarks.modes import ALL_MODES, MODE_OVERRIDES, SearchModes
+from benchmarks.progress import Progress
+from benchmarks.report import RunDir, hit_table_text
+from m3.embed.cache import CachingEmbedder
+
+
+def common_parser(description: str, default_k: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--data", type=Path, default=default_data_dir(), help="benchmark data (../shared/data)")
+    parser.add_argument("--k", default=default_k, help="comma-separated cut-offs")
+    parser.add_argument("--modes", default=",".join(ALL_MODES), help="comma-separated: bm25, dense, m3")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N questions (smoke runs)")
+    parser.add_argument("--cache", type=Path, default=default_cache_path(), help="embedding cache file")
+    parser.add_argument("--threads", type=int, default=None, help="onnxruntime threads (default: all CPUs)")
+    parser.add_argument("--out", type=Path, default=None, help="results root (default benchmarks/results)")
+    return parser
+
+
+def int_list(text: str) -> list[int]:
+    return sorted({int(part) for part in text.split(",") if part.strip()})
+
+
+@dataclass
+class Harness:
+    """Runs questions against haystacks, for one benchmark run."""
+
+    modes: Sequence[str]
+    ks: Sequence[int]
+    #: "session" (LongMemEval SHR) or "turn" (LoCoMo recall).
+    level: str
+    run: RunDir
+    table: HitTable = field(init=False)
+    embed_s: float = 0.0
+    ingest_s: float = 0.0
+    search_s: float = 0.0
+    memories: int = 0
+
+    def __post_init__(self) -> None:
+        self.table = HitTable(self.modes, self.ks)
+
+    def run_all(self, haystacks: Sequence[Haystack], embedder: CachingEmbedder) -> None:
+        bar = Progress(self.run.benchmark, sum(len(h.questions) for h in haystacks))
+        try:
+            for haystack in haystacks:
+                if haystack.questions:
+                    self.run_haystack(haystack, embedder, bar)
+        finally:
+            bar.close()
+
+    def run_haystack(self, haystack: Haystack, embedder: CachingEmbedder, bar: Progress) -> None:
+        started = time.perf_counter()
+        prewarm(embedder, [q.text for q in haystack.questions] + [t.content for t in haystack.turns])
+        self.embed_s += time.perf_counter() - started
+        with fresh_system(embedder) as system:
+            started = time.perf_counter()
+            by_id = ingest(system, haystack.turns)
+            self.ingest_s += time.perf_counter() - started
+            self.memories += len(by_id)
+            searchers = SearchModes(system, self.modes)
+            try:
+                for question in haystack.questions:
+                    record = self.evaluate(question, searchers, by_id)
+                    record.update(haystack=haystack.name, memories=len(by_id))
+                    self.run.log(record)
+                    bar.update(note=self.running_note())
+            finally:
+                searchers.stop()
+
+    def evaluate(self, q: Question, searchers: SearchModes, by_id: dict[str, Turn]) -> dict[str, Any]:
+        gold = q.gold_turns if self.level == "turn" else q.gold_sessions
+        hits: dict[str, dict[int, bool]] = {}
+        results: dict[str, Any] = {}
+        for mode in self.modes:
+            hits[mode], results[mode] = {}, {}
+            for k in self.ks:
+                started = time.perf_counter()
+                found = searchers.search(mode, q.text, k)
+                self.search_s += time.perf_counter() - started
+                items = [_item(h.id, h.score, h.bm25, by_id[h.id]) for h in found]
+                rank = first_hit_rank((i[self.level] for i in items), gold)
+                hits[mode][k] = rank is not None
+                results[mode][str(k)] = {"first_hit_rank": rank, "items": items}
+        self.table.add(q.qtype, hits)
+        return {"question_id": q.qid, "question_type": q.qtype, "question": q.text,
+                "gold_sessions": sorted(q.gold_sessions), "gold_turns": sorted(q.gold_turns),
+                "hits": {m: {str(k): v for k, v in by_k.items()} for m, by_k in hits.items()}, "results": results}
+
+    def running_note(self) -> str:
+        k = self.ks[min(1, len(self.ks) - 1)]
+        return " ".join(f"{m}@{k}={self.table.rate(m, 'overall', k):.3f}" for m in self.modes)
+
+
+def _item(memory_id: str, score: float, bm25: float, turn: Turn) -> dict[str, Any]:
+    return {"id": memory_id, "session": turn.session_id, "turn": turn.key, "score": score, "bm25": bm25}
+
+
+def run_benchmark(name: str, args: argparse.Namespace, haystacks: list[Haystack], level: str,
+                  scope: dict[str, Any], title: str, embedder: CachingEmbedder | None = None) -> dict[str, Any]:
+    """Run every haystack, write the summary, print the table; return the summary.
+
+    ``embedder`` defaults to MiniLM behind the cache at ``args.cache`` (tests pass a small one).
+    """
+    modes = [m for m in args.modes.split(",") if m]
+    unknown = set(modes) - set(MODE_OVERRIDES)
+    if unknown:
+        raise SystemExit(f"unknown modes {sorted(unknown)}; use {list(ALL_MODES)}")
+    embedder = embedder or cached_embedder(args.cache, args.threads)
+    with RunDir(name, args.out) as run:
+        harness = Harness(modes=modes, ks=int_list(args.k), level=level, run=run)
+        harness.run_all(haystacks, embedder)
+        summary = run.summary({
+            "scope": {**scope, "questions": harness.table.count(), "memories": harness.memories},
+            "embedder": describe(embedder), "modes": {m: MODE_OVERRIDES[m] for m in modes},
+            "timing_s": {"embed_misses": round(harness.embed_s, 1), "ingest": round(harness.ingest_s, 1),
+                         "search": round(harness.search_s, 1)},
+            "results": harness.table.as_dict(), "log": str(run.path / "questions.jsonl"),
+        })
+    print(hit_table_text(harness.table, f"{title}  ({run.path})"))
+    print(f"runtime {summary['runtime_s']} s; embedding misses {summary['timing_s']['embed_misses']} s; "
+          f"ingest {summary['timing_s']['ingest']} s; "
+          f"search {summary['timing_s']['search']} s; cache {describe(embedder)}")
+    return summary

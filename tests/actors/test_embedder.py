@@ -1,0 +1,109 @@
+"""The Embedder actor: deferred vectors, backfill on start, and a broken model that loses nothing."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from m3.actors.supervisor import ActorHandle
+from m3.actors.system import ActorSystem
+from m3.config import Config
+from m3.embed.minilm import MODEL_ID, MiniLMEmbedder
+from m3.protocols.messages import DeleteMemory, EmbedderInfo, MemoryFilter, SearchMemories, UpdateMemory
+from m3.store.engine import StoreOptions
+from tests.actors.conftest import WAIT_S, write_one
+from tests.stored import count, fresh
+
+TOPICS = ["database migrations", "holiday planning", "coffee brewing", "bicycle repair", "tax returns",
+          "garden irrigation", "piano practice", "kubernetes upgrades", "birthday gifts", "sourdough baking"]
+
+
+def vector_count(url: str, ids: list[str] | None = None) -> int:
+    if ids is None:
+        return count(url, "memory_embeddings", "model = ?", (MODEL_ID,))
+    marks = ",".join("?" * len(ids))
+    return count(url, "memory_embeddings", f"model = ? AND memory_id IN ({marks})", (MODEL_ID, *ids))
+
+
+def write_without_embedder(writer: ActorHandle, n: int) -> list[str]:
+    return [writer.ask(write_one(f"Notes on {TOPICS[i % len(TOPICS)]}, part {i}.", type="event"), WAIT_S)[0].id
+            for i in range(n)]
+
+
+def test_memories_written_while_no_embedder_ran_get_vectors_on_the_next_start(
+        start_writer: Callable[..., ActorHandle], store_options: StoreOptions, config: Config,
+        embedder: MiniLMEmbedder) -> None:
+    writer = start_writer()
+    ids = write_without_embedder(writer, 70)
+    writer.stop(timeout=WAIT_S)
+    assert vector_count(store_options.url) == 0
+    # A small batch makes the backfill page through the store (pages of 16 batches).
+    system = ActorSystem(config.with_overrides(embed__max_batch=2), embedder).start()
+    try:
+        system.wait_embedded(WAIT_S)
+        assert vector_count(store_options.url, ids) == 70
+        found = system.searcher.ask(SearchMemories(query="How do I fix a flat tyre?", k=1,
+                                                   filter=MemoryFilter()), WAIT_S)
+        assert "bicycle repair" in found["items"][0]["content"]
+    finally:
+        system.stop()
+
+
+def test_a_retired_memory_is_not_backfilled(start_writer: Callable[..., ActorHandle], store_options: StoreOptions,
+                                            config: Config, embedder: MiniLMEmbedder) -> None:
+    writer = start_writer()
+    keep, gone = write_without_embedder(writer, 2)
+    writer.ask(DeleteMemory(id=gone), WAIT_S)
+    writer.stop(timeout=WAIT_S)
+    system = ActorSystem(config, embedder).start()
+    try:
+        system.wait_embedded(WAIT_S)
+    finally:
+        system.stop()
+    assert (vector_count(store_options.url, [keep]), vector_count(store_options.url, [gone])) == (1, 0)
+
+
+def test_changed_content_gets_a_new_vector(system: ActorSystem, store_url: str) -> None:
+    memory_id = system.writer.ask(write_one("The office closes at six."), WAIT_S)[0].id
+    system.wait_embedded()
+    before = _vector_blob(store_url, memory_id)
+    system.writer.ask(UpdateMemory(id=memory_id, changes={"content": "The office closes at nine."}), WAIT_S)
+    system.wait_embedded()
+    after = _vector_blob(store_url, memory_id)
+    assert before != after
+    assert vector_count(store_url, [memory_id]) == 1
+
+
+def _vector_blob(url: str, memory_id: str) -> bytes:
+    with fresh(url) as conn:
+        row = conn.execute("SELECT vector FROM memory_embeddings WHERE memory_id = ?", (memory_id,)).fetchone()
+    assert row is not None
+    return bytes(row[0])
+
+
+def test_with_a_broken_model_writes_still_succeed_and_the_next_working_start_fills_the_vectors(
+        config: Config, store_options: StoreOptions, embedder: MiniLMEmbedder, tmp_path: Path,
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.CRITICAL, logger="m3.actors")
+    broken = MiniLMEmbedder(model_path=tmp_path / "missing.onnx")
+    system = ActorSystem(config, broken).start()
+    try:
+        ids = [system.writer.ask(write_one(f"Reminder number {i} about the quarterly report."), WAIT_S)[0].id
+               for i in range(3)]
+        system.wait_embedded(WAIT_S)
+        info = system.embedder.ask(EmbedderInfo(), WAIT_S)
+        assert info["last_error"] and "missing.onnx" in info["last_error"]
+        found = system.searcher.ask(SearchMemories(query="quarterly report", k=5, filter=MemoryFilter()), WAIT_S)
+        assert {item["id"] for item in found["items"]} == set(ids)
+    finally:
+        system.stop()
+    assert vector_count(store_options.url) == 0
+    system = ActorSystem(config, embedder).start()
+    try:
+        system.wait_embedded(WAIT_S)
+        assert vector_count(store_options.url, ids) == 3
+    finally:
+        system.stop()

@@ -1,0 +1,167 @@
+"""Score fusion and MMR as pure functions: missing signals, monotonic keywords, weights, explain, diversity."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from m3.actors.ranking import SIGNALS, Candidate, explain, fuse, mmr
+from m3.protocols.messages import SearchWeights
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+DEFAULT = SearchWeights(dense=0.75, bm25=0.15, title=0.04, importance=0.03, recency=0.02, access=0.005,
+                        pin=0.005, recency_half_life_days=30.0, mmr_lambda=0.8)
+
+
+def row(**overrides: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {"title": None, "importance": 0.5, "valid_from": NOW, "access_count": 0,
+                            "pinned": False, "content": "some content"}
+    return {**base, **overrides}
+
+
+def cand(cid: str, *, cosine: float | None = None, bm25: float = 0.0, vector: Any = None,
+         **row_fields: Any) -> Candidate:
+    return Candidate(id=cid, row=row(**row_fields), cosine=cosine, bm25=bm25, vector=vector)
+
+
+def unit(*values: float) -> np.ndarray:
+    v = np.asarray(values, dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+def test_a_candidate_without_a_vector_scores_zero_on_dense_not_the_maximum() -> None:
+    keyword_only, vector_only = cand("k", cosine=None, bm25=4.0), cand("v", cosine=0.8)
+    fuse([keyword_only, vector_only], ["x"], DEFAULT, NOW)
+    assert keyword_only.signals["dense"] == 0.0
+    assert vector_only.signals["bm25"] == 0.0
+    assert keyword_only.signals["bm25"] == 1.0
+
+
+def test_when_nothing_matches_by_keyword_every_bm25_signal_is_zero() -> None:
+    pool = [cand("a", cosine=0.5), cand("b", cosine=0.4)]
+    fuse(pool, ["x"], DEFAULT, NOW)
+    assert [c.signals["bm25"] for c in pool] == [0.0, 0.0]
+
+
+def test_a_negative_cosine_counts_as_zero_similarity() -> None:
+    c = cand("a", cosine=-0.7)
+    fuse([c], [], DEFAULT, NOW)
+    assert c.signals["dense"] == 0.0
+
+
+def test_bm25_is_scaled_by_the_best_match_in_the_pool() -> None:
+    pool = [cand("a", bm25=8.0), cand("b", bm25=2.0)]
+    fuse(pool, ["x"], DEFAULT, NOW)
+    assert [c.signals["bm25"] for c in pool] == [1.0, 0.25]
+
+
+@given(strong=st.floats(0.01, 1e6), ratio=st.floats(0.0, 0.999), cosine=st.none() | st.floats(-1, 1),
+       bm25_weight=st.floats(0.001, 10.0))
+def test_a_stronger_keyword_match_gets_a_higher_fused_score_all_else_equal(
+        strong: float, ratio: float, cosine: float | None, bm25_weight: float) -> None:
+    weights = DEFAULT.model_copy(update={"bm25": bm25_weight})
+    better, worse = cand("a", cosine=cosine, bm25=strong), cand("b", cosine=cosine, bm25=strong * ratio)
+    fuse([worse, better], ["x"], weights, NOW)
+    assert better.score > worse.score
+
+
+def test_weights_decide_between_a_meaning_match_and_a_keyword_match() -> None:
+    by_meaning, by_keyword = cand("meaning", cosine=0.9, bm25=0.0), cand("keyword", cosine=0.2, bm25=10.0)
+
+    def order(weights: SearchWeights) -> list[str]:
+        fuse([by_meaning, by_keyword], ["x"], weights, NOW)
+        return [c.id for c in sorted([by_meaning, by_keyword], key=lambda c: c.score, reverse=True)]
+
+    assert order(DEFAULT) == ["meaning", "keyword"]
+    assert order(DEFAULT.model_copy(update={"dense": 0.1, "bm25": 0.8})) == ["keyword", "meaning"]
+
+
+def test_importance_pin_title_and_access_each_raise_the_score() -> None:
+    plain = cand("plain")
+    raised = [cand("imp", importance=0.9), cand("pin", pinned=True), cand("title", title="Deploy notes"),
+              cand("read", access_count=50)]
+    fuse([plain, *raised], ["deploy"], DEFAULT, NOW)
+    assert all(c.score > plain.score for c in raised)
+
+
+def test_recency_halves_after_one_half_life_and_a_future_fact_counts_as_new() -> None:
+    old, older, future = (cand("a", valid_from=NOW - timedelta(days=30)),
+                          cand("b", valid_from=NOW - timedelta(days=60)),
+                          cand("c", valid_from=NOW + timedelta(days=5)))
+    fuse([old, older, future], [], DEFAULT, NOW)
+    assert old.signals["recency"] == pytest.approx(0.5)
+    assert older.signals["recency"] == pytest.approx(0.25)
+    assert future.signals["recency"] == 1.0
+
+
+def test_title_overlap_is_the_share_of_query_terms_in_the_title() -> None:
+    c = cand("a", title="Database migration plan")
+    fuse([c], ["database", "plan", "owner", "budget"], DEFAULT, NOW)
+    assert c.signals["title"] == 0.5
+
+
+def test_every_signal_lies_between_zero_and_one() -> None:
+    pool = [cand("a", cosine=1.0, bm25=3.0, importance=1.0, pinned=True, access_count=10_000, title="x y"),
+            cand("b", cosine=-1.0, bm25=0.0, importance=0.0, valid_from=NOW - timedelta(days=3650))]
+    fuse(pool, ["x", "y"], DEFAULT, NOW)
+    for c in pool:
+        assert set(c.signals) == set(SIGNALS)
+        assert all(0.0 <= v <= 1.0 for v in c.signals.values())
+        assert 0.0 <= c.score <= 1.0
+
+
+def test_explain_lists_every_signal_and_the_contributions_sum_to_the_score() -> None:
+    pool = [cand("a", cosine=0.7, bm25=2.0, title="Deploy", importance=0.8, pinned=True, access_count=3),
+            cand("b", cosine=0.1, bm25=5.0)]
+    fuse(pool, ["deploy"], DEFAULT, NOW)
+    total = sum(DEFAULT.model_dump()[name] for name in SIGNALS)
+    for c in pool:
+        out = explain(c, DEFAULT, rank=1, relevance_rank=1)
+        assert list(out["signals"]) == list(SIGNALS)
+        for name, part in out["signals"].items():
+            assert part["value"] == pytest.approx(c.signals[name], abs=1e-6)
+            assert part["weight"] == getattr(DEFAULT, name)
+            assert part["contribution"] == pytest.approx(part["weight"] * part["value"] / total, abs=1e-6)
+        assert sum(p["contribution"] for p in out["signals"].values()) == pytest.approx(c.score, abs=1e-5)
+        assert out["score"] == pytest.approx(c.score, abs=1e-6)
+
+
+# -- MMR -----------------------------------------------------------------------------------------
+
+@given(scores=st.lists(st.floats(0, 1), min_size=1, max_size=30), k=st.integers(1, 40))
+def test_mmr_with_lambda_one_is_the_relevance_order(scores: list[float], k: int) -> None:
+    rng = np.random.default_rng(len(scores))
+    pool = [Candidate(id=str(i), row=row(), score=s, vector=unit(*rng.normal(size=4))) for i, s in enumerate(scores)]
+    expected = [c.id for c in sorted(pool, key=lambda c: c.score, reverse=True)][:k]
+    assert [c.id for c in mmr(pool, k, 1.0)] == expected
+
+
+def _near_duplicate_pool(with_vectors: bool) -> list[Candidate]:
+    def c(cid: str, score: float, vec: np.ndarray, content: str) -> Candidate:
+        return Candidate(id=cid, row=row(content=content), score=score, vector=vec if with_vectors else None)
+
+    return [
+        c("original", 0.90, unit(1, 0, 0), "The API uses PostgreSQL 16 in production"),
+        c("near-copy", 0.88, unit(1, 0.05, 0), "The API uses PostgreSQL 16 in production today"),
+        c("different", 0.60, unit(0, 1, 0), "Deploys happen on Thursday afternoons"),
+    ]
+
+
+@pytest.mark.parametrize("with_vectors", [True, False], ids=["cosine", "word-overlap"])
+def test_a_lower_lambda_demotes_a_near_duplicate(with_vectors: bool) -> None:
+    pool = _near_duplicate_pool(with_vectors)
+    assert [c.id for c in mmr(pool, 3, 1.0)] == ["original", "near-copy", "different"]
+    assert [c.id for c in mmr(pool, 3, 0.5)] == ["original", "different", "near-copy"]
+
+
+def test_mmr_keeps_the_relevance_score_and_returns_distinct_items() -> None:
+    pool = _near_duplicate_pool(True)
+    before = {c.id: c.score for c in pool}
+    chosen = mmr(pool, 2, 0.3)
+    assert len(chosen) == len({c.id for c in chosen}) == 2
+    assert {c.id: c.score for c in chosen} == {c.id: before[c.id] for c in chosen}

@@ -1,0 +1,55 @@
+"""The Searcher ranks a memory written a moment ago as it will rank once its vector is stored."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from m3.actors.system import ActorSystem
+from m3.protocols.messages import MemoryFilter, SearchMemories
+from tests.actors.conftest import WAIT_S, write_one
+from tests.stored import count
+
+OLDER = [
+    "The VPN gateway for the Berlin office uses WireGuard on port 51820.",
+    "The VPN gateway for the Lisbon office uses OpenVPN on port 1194.",
+    "Our invoices are generated on the first business day of each month.",
+    "The data warehouse refreshes every night at 02:00 UTC.",
+]
+FRESH = "The VPN gateway for the Oslo office uses WireGuard on port 51821."
+QUERY = "Oslo VPN gateway"
+
+
+def top(system: ActorSystem, query: str) -> dict[str, Any]:
+    found = system.searcher.ask(SearchMemories(query=query, k=3, filter=MemoryFilter(), explain=True), WAIT_S)
+    item: dict[str, Any] = found["items"][0]
+    return item
+
+
+@pytest.fixture
+def older_embedded(system: ActorSystem) -> None:
+    for text in OLDER:
+        system.writer.ask(write_one(text), WAIT_S)
+    system.wait_embedded()
+
+
+def test_a_fresh_memory_without_a_stored_vector_still_ranks_first_for_its_own_keywords(
+        system: ActorSystem, older_embedded: None, store_url: str) -> None:
+    system.embedder.stop()  # its vector will not be stored during this test
+    fresh = system.writer.ask(write_one(FRESH), WAIT_S)[0]
+    assert count(store_url, "memory_embeddings", "memory_id = ?", (fresh.id,)) == 0
+    item = top(system, QUERY)
+    assert item["id"] == fresh.id
+    assert item["explanation"]["signals"]["dense"]["value"] > 0.5
+
+
+def test_the_meaning_signal_of_a_fresh_memory_does_not_change_when_its_vector_arrives(
+        system: ActorSystem, older_embedded: None) -> None:
+    fresh = system.writer.ask(write_one(FRESH), WAIT_S)[0]
+    before = top(system, QUERY)
+    system.wait_embedded()
+    after = top(system, QUERY)
+    assert before["id"] == after["id"] == fresh.id
+    assert before["explanation"]["signals"]["dense"]["value"] == pytest.approx(
+        after["explanation"]["signals"]["dense"]["value"], abs=1e-5)

@@ -1,0 +1,103 @@
+"""The benchmark harness runs end to end on a few questions of each data set.
+
+These check the plumbing (loading, ingestion through the Writer, every search
+mode, logs and summaries), not retrieval quality: haystacks are trimmed and a
+hash embedder stands in for the model, so the whole file runs in seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from benchmarks import perf_search, perf_write
+from benchmarks.data import Haystack, default_data_dir, load_locomo, load_longmemeval
+from benchmarks.precomputed import synthetic_vector
+from benchmarks.retrieval import run_benchmark
+from benchmarks.summarize import table_from_log
+from m3.embed.cache import CachingEmbedder
+
+DATA = default_data_dir()
+pytestmark = pytest.mark.skipif(not (DATA / "longmemeval").is_dir() or not (DATA / "locomo").is_dir(),
+                                reason=f"benchmark data not found at {DATA} (the shared dev split)")
+
+
+class HashEmbedder:
+    """Deterministic unit vectors from the text hash: no model, instant."""
+
+    model_id = "hash-test"
+    dim = 16
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        return np.stack([synthetic_vector(t, self.dim) for t in texts]) if texts else np.zeros((0, 16), np.float32)
+
+
+def trimmed(stacks: list[Haystack], questions: int, turns: int) -> list[Haystack]:
+    """The first turns of each haystack plus every turn of a gold session (so hits are possible)."""
+    out = []
+    for h in stacks:
+        qs = h.questions[:questions]
+        gold = {s for q in qs for s in q.gold_sessions}
+        keep = [t for i, t in enumerate(h.turns) if i < turns or t.session_id in gold]
+        out.append(replace(h, turns=tuple(keep), questions=qs))
+    return out
+
+
+def args_for(tmp_path: Path, k: str) -> argparse.Namespace:
+    return argparse.Namespace(modes="bm25,dense,m3", k=k, out=tmp_path / "results", cache=None, threads=None)
+
+
+def check_run(summary: dict, questions: int, modes: int = 3) -> None:
+    log = Path(summary["log"])
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert len(records) == questions == summary["scope"]["questions"]
+    assert set(records[0]["results"]) == {"bm25", "dense", "m3"}
+    assert json.loads((log.parent / "summary.json").read_text())["results"]["overall"]["n"] == questions
+    assert table_from_log(log).as_dict() == summary["results"]
+
+
+@pytest.fixture
+def hash_cache(tmp_path: Path) -> CachingEmbedder:
+    return CachingEmbedder(HashEmbedder(), tmp_path / "cache.sqlite")
+
+
+def test_longmemeval_s_on_two_questions(tmp_path: Path, hash_cache: CachingEmbedder) -> None:
+    stacks = trimmed(load_longmemeval(DATA, "s", limit=2), 1, 30)
+    summary = run_benchmark("longmemeval", args_for(tmp_path, "1,5"), stacks, "session", {"split": "s"},
+                            "smoke", embedder=hash_cache)
+    check_run(summary, 2)
+    assert summary["results"]["overall"]["m3"]["@5"] > 0
+
+
+def test_longmemeval_oracle_pooled(tmp_path: Path, hash_cache: CachingEmbedder) -> None:
+    stacks = trimmed(load_longmemeval(DATA, "oracle", limit=3), 3, 0)
+    assert len(stacks) == 1 and len(stacks[0].questions) == 3
+    summary = run_benchmark("longmemeval", args_for(tmp_path, "1,5"), stacks, "session", {"split": "oracle"},
+                            "smoke", embedder=hash_cache)
+    check_run(summary, 3)
+
+
+def test_locomo_on_three_questions(tmp_path: Path, hash_cache: CachingEmbedder) -> None:
+    stacks = trimmed(load_locomo(DATA)[:1], 3, 20)
+    summary = run_benchmark("locomo", args_for(tmp_path, "5,10"), stacks, "turn", {}, "smoke", embedder=hash_cache)
+    check_run(summary, 3)
+
+
+def test_perf_write_runs(tmp_path: Path) -> None:
+    summary = perf_write.main(["--writes", "12", "--writers", "1,4", "--cache", str(tmp_path / "c.sqlite"),
+                               "--out", str(tmp_path)])
+    assert [row["writes"] for row in summary["levels"]] == [12, 12]
+
+
+def test_perf_search_runs(tmp_path: Path) -> None:
+    summary = perf_search.main(["--sizes", "30,60", "--queries", "4", "--source", "oracle",
+                                "--cache", str(tmp_path / "c.sqlite"), "--out", str(tmp_path)])
+    assert [row["memories"] for row in summary["sizes"]] == [30, 60]
+    assert summary["vectors"]["synthetic"] >= 60

@@ -1,0 +1,187 @@
+"""The MCP surface through the official SDK client, in process, on trio.
+
+``mode="legacy"`` speaks the handshake era (``initialize``) over in-memory
+JSON-RPC streams, which is what real hosts do today; one test uses the
+default ``"auto"`` mode, which negotiates the modern era. The server is the
+real one over a started m3 (SQLite, actors, the offline embedder).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import mcp_types as types
+import pytest
+import trio
+from mcp import Client, MCPError
+from mcp.client.session import MessageHandlerFnT
+
+from m3.gateway.mcp_server import build_server, local_identity
+from m3.gateway.service import Service
+
+pytestmark = pytest.mark.anyio
+
+STARTUP_TOOLS = {"memory_write", "memory_search", "memory_supersede", "memory_get", "chatlog_search", "m3_call"}
+
+@asynccontextmanager
+async def connect(service: Service, mode: str = "legacy",
+                  on_message: MessageHandlerFnT | None = None) -> AsyncIterator[Client]:
+    server = build_server(service, local_identity(service.config))
+    async with Client(server, mode=mode, message_handler=on_message) as client:
+        yield client
+
+
+def ok(result: types.CallToolResult) -> dict[str, Any]:
+    assert not result.is_error, result.content
+    content: dict[str, Any] | None = result.structured_content
+    assert content is not None
+    return content
+
+
+def tool_error(result: types.CallToolResult) -> dict[str, Any]:
+    """The error body of a tool error; the text block must say the same for hosts that read only text."""
+    assert result.is_error
+    assert result.structured_content is not None
+    assert isinstance(result.content[0], types.TextContent)
+    assert json.loads(result.content[0].text) == result.structured_content
+    error: dict[str, Any] = result.structured_content["error"]
+    assert error["hint"]
+    return error
+
+
+async def m3_call(client: Client, tool: str, **args: Any) -> types.CallToolResult:
+    return await client.call_tool("m3_call", {"tool": tool, "args": args})
+
+
+async def test_a_host_sees_the_six_startup_tools_and_is_told_the_list_can_change(service: Service) -> None:
+    async with connect(service) as client:
+        tools = (await client.list_tools()).tools
+        assert {t.name for t in tools} == STARTUP_TOOLS
+        assert len(tools) == 6
+        assert client.server_capabilities.tools is not None
+        assert client.server_capabilities.tools.list_changed is True
+        assert client.protocol_version < "2026"  # the handshake era, not the modern one
+
+
+async def test_m3_call_reaches_an_unlisted_tool_and_its_effect_is_visible(service: Service) -> None:
+    async with connect(service) as client:
+        written = ok(await client.call_tool("memory_write", {"content": "Deploys happen on Fridays.",
+                                                              "type": "fact"}))
+        pinned = ok(await m3_call(client, "memory_pin", id=written["id"]))
+        assert pinned == {"tool": "memory_pin", "result": {"id": written["id"], "pinned": True}}
+        record = ok(await client.call_tool("memory_get", {"id": written["id"][:8]}))
+        assert record["id"] == written["id"]
+        assert record["pinned"] is True
+
+
+async def test_m3_call_with_a_misspelt_tool_is_a_tool_error_that_suggests_the_right_name(service: Service) -> None:
+    async with connect(service) as client:
+        error = tool_error(await m3_call(client, "memory_pni", id="deadbeef"))
+    assert error["code"] == "unknown_tool"
+    assert "memory_pin" in error["details"]["did_you_mean"]
+    assert "memory_pin" in error["hint"]
+
+
+async def test_loading_a_domain_notifies_the_client_which_then_lists_the_domain(service: Service) -> None:
+    changed = trio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            changed.set()
+
+    memory_tools = {t.spec.name for t in service.registry.domain("memory")}
+    async with connect(service, on_message=on_message) as client:
+        loaded = ok(await m3_call(client, "tools_load_domain", domain="memory"))
+        assert set(loaded["result"]["registered"]) == memory_tools - STARTUP_TOOLS
+        with trio.fail_after(5):
+            await changed.wait()
+        listed = {t.name for t in (await client.list_tools()).tools}
+        assert listed == STARTUP_TOOLS | memory_tools
+        again = ok(await client.call_tool("tools_load_domain", {"domain": "memory"}))
+        assert again["registered"] == []
+
+
+@pytest.mark.parametrize(("tool", "args", "code"), [
+    ("memory_write", {"content": "x", "type": "nonsense"}, "unknown_memory_type"),
+    ("memory_write", {"content": "   "}, "invalid_argument"),
+    ("memory_write", {"content": "x", "colour": "red"}, "invalid_argument"),
+    ("memory_write", {"content": "x" * 100_001}, "content_too_large"),
+    ("memory_search", {"query": "x", "k": -1}, "invalid_argument"),
+    ("memory_search", {"query": "x", "as_of": "last tuesday"}, "invalid_time"),
+    ("memory_get", {"id": "deadbeef00"}, "not_found"),
+    ("m3_call", {"tool": "tools_load_domain", "args": {"domain": "memroy"}}, "unknown_domain"),
+])
+async def test_a_bad_argument_is_a_tool_error_with_a_code_not_a_protocol_error(
+        service: Service, tool: str, args: dict[str, Any], code: str) -> None:
+    async with connect(service) as client:
+        error = tool_error(await client.call_tool(tool, args))
+        assert error["code"] == code
+        assert ok(await m3_call(client, "memory_verify"))["result"]["checked"] == 0
+
+
+async def test_calling_a_tool_that_does_not_exist_is_a_protocol_error(service: Service) -> None:
+    async with connect(service) as client:
+        with pytest.raises(MCPError) as raised:
+            await client.call_tool("memory_teleport", {})
+    assert raised.value.code == types.INVALID_PARAMS
+    assert "memory_teleport" in raised.value.message
+
+
+async def test_every_tool_answers_through_m3_call_with_a_result_its_output_schema_accepts(service: Service) -> None:
+    async with connect(service) as client:
+        for domain in service.registry.domains():
+            ok(await client.call_tool("tools_load_domain", {"domain": domain}))
+        await client.list_tools()  # the client now holds every tool's outputSchema
+        exercised = await _exercise_every_tool(client)
+    # m3_call itself is exercised (and validated by the client) by every call above.
+    assert set(exercised) | {"m3_call"} == {t.spec.name for t in service.registry}
+
+
+async def _exercise_every_tool(client: Client) -> list[str]:
+    """Call each tool once through m3_call; the client's own validator checks each inner result."""
+    done: list[str] = []
+
+    async def run(tool: str, **args: Any) -> dict[str, Any]:
+        inner: dict[str, Any] = ok(await m3_call(client, tool, **args))["result"]
+        await client.session.validate_tool_result(tool, types.CallToolResult(content=[], structured_content=inner))
+        done.append(tool)
+        return inner
+
+    a = await run("memory_write", content="The deploy runs on Fridays.", type="fact", title="deploy day",
+                  metadata={"team": "ops"}, importance=0.8)
+    b = await run("memory_write", content="Use PostgreSQL for the website.", type="decision")
+    await run("memory_search", query="When does the deploy run?", explain=True)
+    await run("memory_get", id=a["id"][:8])
+    c = await run("memory_supersede", id=b["id"], content="Use SQLite for the website.", reason="simpler")
+    await run("memory_update", id=a["id"], title="deploy weekday")
+    await run("memory_pin", id=a["id"])
+    await run("memory_unpin", id=a["id"])
+    await run("memory_history", id=b["id"])
+    await run("memory_link", from_id=a["id"], to_id=c["id"], type="related")
+    await run("memory_graph", id=a["id"], depth=2)
+    await run("memory_verify")
+    await run("memory_delete", id=a["id"], reason="no longer needed")
+    await run("chatlog_write", conversation_id="conv-1", role="user", content="Please deploy on Friday.")
+    await run("chatlog_search", query="deploy Friday")
+    await run("m3_index", domain="memory")
+    await run("tools_list_domains")
+    await run("tools_load_domain", domain="chatlog")
+    await run("embedder_status")
+    return done
+
+
+async def test_a_modern_client_lists_the_same_tools_and_hears_of_changes_on_a_listen_stream(
+        service: Service) -> None:
+    async with connect(service, mode="auto") as client:
+        assert client.protocol_version >= "2026"
+        assert {t.name for t in (await client.list_tools()).tools} == STARTUP_TOOLS
+        assert client.server_capabilities.tools is not None
+        assert client.server_capabilities.tools.list_changed is True
+        async with client.listen(tools_list_changed=True) as subscription:
+            ok(await m3_call(client, "tools_load_domain", domain="embedder"))
+            with trio.fail_after(5):
+                await subscription.__anext__()
+        assert "embedder_status" in {t.name for t in (await client.list_tools()).tools}

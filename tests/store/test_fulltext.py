@@ -1,0 +1,157 @@
+"""Keyword retrieval: safe query terms, OR semantics, and BM25 order on the real FTS5 index."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sqlalchemy import Engine, true
+
+from m3.protocols.messages import NewMemory, WriteChat
+from m3.store import chat, fulltext
+from m3.store import memories as rows
+from m3.store.engine import StoreOptions, migrate, open_engine
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+
+DOCS = {
+    "zebra": "A zebra crossed the road near the school.",
+    "kubernetes": "The deploy pipeline runs on Kubernetes in the staging cluster.",
+    "repeat3": "invoice invoice invoice payment",
+    "repeat1": "invoice payment schedule",
+    "short": "quarterly report due",
+    "long": "quarterly review of the budget for the marketing department and the sales team offsite",
+    "gpt": "We switched the summariser to gpt-4o last week.",
+}
+FILLER = [f"filler document number {i} about gardening and cooking" for i in range(12)]
+
+NASTY = [
+    "gpt-4o", "a/b", '"quoted"', '"unbalanced', "*", "prefix*", "field:value", "content:zebra", "NEAR(a b)",
+    "NEAR(a b, 2)", "AND OR NOT", "AND", "-x", "^", "^start", "+plus", "(", ")", "()", "{}", "[]", "'",
+    "''", '""', "\\", "\x00", "a\x00b", "😀🔥", "zèbre café naïve", "Ünïcödé ß ẞ", "日本語のテキスト", "ا لعربية",
+    "² ½ ٣ 𝟙", "___", "_", "the and of", "the", "", "   ", "!!!???", "SELECT * FROM memories; --",
+    "x OR", "OR x", "NOT NOT NOT", "col1:col2:col3", "a" * 10_000,
+    " ".join(f"word{i}" for i in range(2_000)),
+]
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
+    url = f"sqlite:///{tmp_path_factory.mktemp('fts') / 'm3.db'}"
+    eng = open_engine(StoreOptions(url=url), "writer")
+    migrate(eng)
+    with eng.begin() as conn:
+        for name, content in [*DOCS.items(), *((f"filler{i}", t) for i, t in enumerate(FILLER))]:
+            rows.insert_memory(conn, NewMemory(type="note", content=content), memory_id=name,
+                               digest=rows.content_hash(content), now=NOW)
+        chat.append(conn, WriteChat(conversation_id="c1", role="user", content=DOCS["zebra"]), NOW)
+    yield eng
+    eng.dispose()
+
+
+def keyword_ids(engine: Engine, query: str, limit: int = 50) -> list[str]:
+    with engine.connect() as conn:
+        hits = fulltext.memory_hits(conn, fulltext.query_terms(query), true(), limit)
+        conn.rollback()
+    return [h.id for h in hits]
+
+
+def chat_count(engine: Engine, query: str) -> int:
+    with engine.connect() as conn:
+        hits = fulltext.chat_hits(conn, fulltext.query_terms(query), true(), 10)
+        conn.rollback()
+    return len(hits)
+
+
+# -- query terms ---------------------------------------------------------------------------------
+
+def test_query_terms_drop_stop_words_lowercase_and_keep_first_occurrence_order() -> None:
+    assert fulltext.query_terms("What is the Database we use for the API? the database!") == [
+        "database", "use", "api"]
+
+
+def test_query_terms_are_or_ed_as_quoted_strings() -> None:
+    assert fulltext.fts5_match(["database", "api"]) == '"database" OR "api"'
+
+
+def test_a_query_of_only_stop_words_still_searches_for_them() -> None:
+    assert fulltext.query_terms("Who are you?") == ["who", "are", "you"]
+
+
+def test_punctuation_only_gives_no_terms_and_no_hits(engine: Engine) -> None:
+    assert fulltext.query_terms("?!*-:") == []
+    assert keyword_ids(engine, "?!*-:") == []
+
+
+def test_operators_and_syntax_are_plain_words() -> None:
+    assert fulltext.query_terms('gpt-4o a/b "quoted" * field:value NEAR(x y) AND OR NOT -z ^w') == [
+        "gpt", "4o", "b", "quoted", "field", "value", "near", "x", "y", "z", "w"]
+
+
+_OR_OF_QUOTED = re.compile(r'"[^"]*"(?: OR "[^"]*")*')
+
+
+@settings(max_examples=150, deadline=None)
+@given(query=st.text(max_size=300))
+def test_any_text_becomes_an_or_of_quoted_terms_that_fts5_accepts(engine: Engine, query: str) -> None:
+    terms = fulltext.query_terms(query)
+    assert len(terms) <= fulltext.MAX_TERMS
+    if terms:
+        assert _OR_OF_QUOTED.fullmatch(fulltext.fts5_match(terms))
+    keyword_ids(engine, query)
+    chat_count(engine, query)
+
+
+@settings(max_examples=80, deadline=None)
+@given(noise=st.text(max_size=200))
+def test_a_matching_word_is_found_whatever_hostile_text_surrounds_it(engine: Engine, noise: str) -> None:
+    assert "zebra" in keyword_ids(engine, f"zebra {noise}")
+
+
+@pytest.mark.parametrize("query", NASTY, ids=lambda q: repr(q[:20]))
+def test_a_hostile_query_never_raises_and_never_hides_another_word(engine: Engine, query: str) -> None:
+    keyword_ids(engine, query)
+    assert chat_count(engine, query) >= 0
+    assert "zebra" in keyword_ids(engine, f"zebra {query}")
+
+
+def test_hyphenated_model_names_find_their_document(engine: Engine) -> None:
+    assert keyword_ids(engine, "gpt-4o")[0] == "gpt"
+
+
+# -- OR semantics and BM25 -----------------------------------------------------------------------
+
+def test_a_document_matching_one_of_three_query_words_is_found(engine: Engine) -> None:
+    assert keyword_ids(engine, "kubernetes terraform ansible") == ["kubernetes"]
+
+
+def test_the_chat_log_is_searched_with_the_same_or_semantics(engine: Engine) -> None:
+    assert chat_count(engine, "zebra giraffe elephant") == 1
+
+
+def test_a_document_repeating_the_term_ranks_above_one_mentioning_it_once(engine: Engine) -> None:
+    found = keyword_ids(engine, "invoice")
+    assert found.index("repeat3") < found.index("repeat1")
+    scores = _scores(engine, "invoice")
+    assert scores["repeat3"] > scores["repeat1"] > 0
+
+
+def test_a_shorter_document_with_the_same_match_ranks_above_a_longer_one(engine: Engine) -> None:
+    scores = _scores(engine, "quarterly")
+    assert scores["short"] > scores["long"] > 0
+
+
+def test_matching_more_query_words_ranks_higher(engine: Engine) -> None:
+    scores = _scores(engine, "invoice schedule")
+    assert scores["repeat1"] > scores["repeat3"]
+
+
+def _scores(engine: Engine, query: str) -> dict[str, float]:
+    with engine.connect() as conn:
+        hits = fulltext.memory_hits(conn, fulltext.query_terms(query), true(), 50)
+        conn.rollback()
+    return {h.id: h.bm25 for h in hits}
