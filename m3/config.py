@@ -56,7 +56,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("writer.max_batch", int, 256, "Most writes committed in one group-commit transaction."),
     Setting("embed.backend", str, "minilm", "Embedding backend: minilm (offline, in process)."),
     Setting("embed.model", str, "all-MiniLM-L6-v2-int8", "Model id of the active embedding model."),
-    Setting("embed.threads", int, 0, "onnxruntime intra-op threads; 0 means the number of CPUs."),
+    Setting("embed.threads", int, 0,
+            "onnxruntime intra-op threads; 0 means one less than the CPUs (at least 1), leaving a core for "
+            "writes and searches."),
     Setting("embed.max_batch", int, 32, "Most texts embedded in one model call."),
     Setting("embed.drain_timeout_s", float, 60.0,
             "On shutdown, how long to keep embedding pending memories before leaving them for the next start."),

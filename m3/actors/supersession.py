@@ -5,6 +5,17 @@ Rule: among current memories of the same type, agent and user whose vectors
 most recently recorded one stays current and the others are closed, linked
 by ``supersedes``. Exempt types (events, conversation turns) never
 supersede: repeating something is not correcting it.
+
+Finding candidates must not cost a scan of every vector per write, so the
+Writer keeps a :class:`CandidateIndex`: the vectors of non-exempt memories,
+grouped by (model, type, agent, user). At the start of each write
+transaction it loads the committed vectors it has not seen (by ``seq``;
+under SQLite's write lock nothing else can commit meanwhile, so this also
+picks up other processes' vectors), and vectors stored in the transaction
+are added directly. It only proposes
+candidates; every candidate above the threshold is re-checked against the
+database (still current? same owner? cosine recomputed from the stored
+vector) inside the Writer's transaction before anything is closed.
 """
 
 from __future__ import annotations
@@ -14,12 +25,19 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
-from sqlalchemy import Connection, RowMapping
+import numpy.typing as npt
+from sqlalchemy import Connection, RowMapping, select
 
+from m3.actors.vector_index import VectorIndex
 from m3.protocols.messages import StoreVectors
 from m3.store import memories as rows
 from m3.store import vectors
+from m3.store.schema import memories as m
+from m3.store.schema import memory_embeddings as e
 from m3.store.writes import MemoryWrites
+
+Vector = npt.NDArray[np.float32]
+GroupKey = tuple[str, str, str | None, str | None]  # model, type, agent, user
 
 
 @dataclass(frozen=True)
@@ -28,30 +46,87 @@ class SupersessionPolicy:
     exempt_types: frozenset[str]
 
 
+class CandidateIndex:
+    """Vectors of supersedable memories per owner group; owned by one Writer."""
+
+    def __init__(self, exempt_types: frozenset[str]):
+        self._exempt = exempt_types
+        self._groups: dict[GroupKey, VectorIndex] = {}
+        self._group_of: dict[str, GroupKey] = {}
+        self._last_seq: dict[str, int] = {}
+
+    def refresh(self, conn: Connection, model: str, page: int = 20_000) -> None:
+        """Load committed vectors of ``model`` not seen yet. Call before writing in the transaction."""
+        while True:
+            query = (
+                select(e.c.seq, e.c.memory_id, e.c.vector, m.c.type, m.c.agent_id, m.c.user_id)
+                .join(m, m.c.id == e.c.memory_id)
+                .where(e.c.model == model, e.c.seq > self._last_seq.get(model, 0))
+                .order_by(e.c.seq).limit(page)
+            )
+            found = conn.execute(query).all()
+            for seq, memory_id, vector, mtype, agent, user in found:
+                self._last_seq[model] = int(seq)
+                if mtype not in self._exempt:
+                    self.add(model, memory_id, (mtype, agent, user), vector)
+            if len(found) < page:
+                return
+
+    def add(self, model: str, memory_id: str, owner: tuple[str, str | None, str | None], vector: Vector) -> None:
+        key = (model, *owner)
+        self._groups.setdefault(key, VectorIndex()).add([memory_id], vector.reshape(1, -1))
+        self._group_of[memory_id] = key
+
+    def discard(self, memory_id: str) -> None:
+        """Forget a memory that can no longer be superseded (retired or erased)."""
+        key = self._group_of.pop(memory_id, None)
+        if key is not None:
+            self._groups[key].remove([memory_id])
+
+    def near(self, model: str, row: RowMapping, vector: Vector, threshold: float) -> list[str]:
+        """Ids in ``row``'s owner group whose cosine to ``vector`` exceeds ``threshold``, best first."""
+        group = self._groups.get((model, row["type"], row["agent_id"], row["user_id"]))
+        if group is None:
+            return []
+        return [i for i, cos in group.top(vector, 32) if cos > threshold and i != row["id"]]
+
+
 def supersede_similar(conn: Connection, msg: StoreVectors, policy: SupersessionPolicy,
-                      clock: Callable[[], datetime]) -> list[tuple[str, str]]:
+                      clock: Callable[[], datetime], index: CandidateIndex) -> list[tuple[str, str]]:
     """Store the vectors, then apply the rule; returns (retired id, winner id) pairs."""
     matrix = np.frombuffer(msg.vectors, dtype="<f4").reshape(len(msg.ids), msg.dim)
     kept = vectors.store(conn, msg.model, msg.dim, msg.ids, matrix, clock())
-    if not msg.supersede or not kept:
-        return []
-    by_id = rows.rows_by_ids(conn, kept)
     position = {memory_id: i for i, memory_id in enumerate(msg.ids)}
+    stored = sorted(rows.rows_by_ids(conn, kept).values(), key=lambda r: r["recorded_at"])
+    for row in stored:
+        if row["type"] not in policy.exempt_types and row["retired_at"] is None:
+            index.add(msg.model, row["id"], (row["type"], row["agent_id"], row["user_id"]),
+                      matrix[position[row["id"]]])
+    if not msg.supersede:
+        return []
     closed: list[tuple[str, str]] = []
     ops = MemoryWrites(conn, clock)
-    for row in sorted(by_id.values(), key=lambda r: r["recorded_at"]):
+    for row in stored:
         if row["type"] in policy.exempt_types:
             continue
         current = rows.load(conn, row["id"])
         if current["retired_at"] is not None:
             continue
-        closed += _apply_rule(conn, ops, current, matrix[position[row["id"]]], msg.model, policy)
+        vector = matrix[position[row["id"]]]
+        candidates = index.near(msg.model, current, vector, policy.threshold)
+        if candidates:
+            closed += _apply_rule(conn, ops, current, vector, msg.model, candidates, policy, index)
+    for loser, _winner in closed:
+        index.discard(loser)
     return closed
 
 
-def _apply_rule(conn: Connection, ops: MemoryWrites, row: RowMapping, vector: np.ndarray, model: str,
-                policy: SupersessionPolicy) -> list[tuple[str, str]]:
-    ids, mat = vectors.vectors_for(conn, model, rows.same_owner_clause(row))
+def _apply_rule(conn: Connection, ops: MemoryWrites, row: RowMapping, vector: Vector, model: str,
+                candidate_ids: list[str], policy: SupersessionPolicy, index: CandidateIndex
+                ) -> list[tuple[str, str]]:
+    """Re-check the candidates against the database and close the stale side of each pair."""
+    where = m.c.id.in_(candidate_ids) & rows.same_owner_clause(row)
+    ids, mat = vectors.vectors_for(conn, model, where)
     if not ids:
         return []
     sims = mat @ vector
@@ -61,7 +136,10 @@ def _apply_rule(conn: Connection, ops: MemoryWrites, row: RowMapping, vector: np
         if cosine <= policy.threshold:
             break
         other = rows.load(conn, ids[idx])
-        if other["content_hash"] == row["content_hash"] or other["retired_at"] is not None:
+        if other["retired_at"] is not None:
+            index.discard(other["id"])
+            continue
+        if other["content_hash"] == row["content_hash"]:
             continue
         now = ops.clock()
         if other["recorded_at"] < row["recorded_at"]:

@@ -74,7 +74,7 @@ class VectorIndex:
         if used == 0 or n <= 0:
             return []
         if allowed is not None:
-            rows = np.fromiter((self._row[i] for i in allowed if i in self._row), dtype=np.int64)
+            rows = np.fromiter(sorted({self._row[i] for i in allowed if i in self._row}), dtype=np.int64)
             if rows.size == 0:
                 return []
             sims = self._mat[rows] @ query

@@ -20,7 +20,7 @@ from sqlalchemy import Connection
 from sqlalchemy.exc import OperationalError
 
 from m3.actors.base import Envelope, M3Actor
-from m3.actors.supersession import SupersessionPolicy, supersede_similar
+from m3.actors.supersession import CandidateIndex, SupersessionPolicy, supersede_similar
 from m3.actors.supervisor import ActorHandle
 from m3.errors import M3Error, StoreError
 from m3.protocols.base import Message
@@ -90,6 +90,7 @@ class Writer(M3Actor):
         self._pending: list[Envelope] = []
         self._conn: Connection | None = None
         self._clock = Clock()
+        self._candidates = CandidateIndex(policy.exempt_types)
 
     def setup(self) -> None:
         self._engine = open_engine(self._options, "writer")
@@ -145,6 +146,9 @@ class Writer(M3Actor):
         outcomes: list[Any] = []
         effects = Effects()
         with conn.begin():
+            # Nothing is written yet in this transaction: the candidate index sees committed data only.
+            for model in {env.message.model for env in batch if isinstance(env.message, StoreVectors)}:
+                self._candidates.refresh(conn, model)
             for env in batch:
                 try:
                     with conn.begin_nested():
@@ -188,6 +192,7 @@ class Writer(M3Actor):
             return outcomes, fx
         if isinstance(msg, SupersedeMemory):
             outcome, text = ops.supersede(msg)
+            self._candidates.discard(msg.old_id)
             fx.embed_ids.append(outcome.id)
             fx.embed_texts.append(text)
             return outcome, fx
@@ -199,6 +204,7 @@ class Writer(M3Actor):
             return record, fx
         if isinstance(msg, DeleteMemory):
             kind = ops.delete(msg)
+            self._candidates.discard(msg.id)
             if kind == "hard":
                 fx.erased.append(msg.id)
             return kind, fx
@@ -207,7 +213,7 @@ class Writer(M3Actor):
         if isinstance(msg, LinkMemories):
             return ops.link(msg), fx
         if isinstance(msg, StoreVectors):
-            supersede_similar(conn, msg, self._policy, self._clock)
+            supersede_similar(conn, msg, self._policy, self._clock, self._candidates)
             return None, fx
         if isinstance(msg, TouchMemories):
             rows.touch(conn, msg.ids, msg.at)
@@ -227,4 +233,6 @@ def _as_error(exc: Exception) -> M3Error:
     if isinstance(exc, M3Error):
         return exc
     log.error("write failed", exc_info=exc)
-    return StoreError(f"the write failed: {exc}")
+    # The driver's own message, without SQLAlchemy's statement dump (it can hold user content).
+    reason = getattr(exc, "orig", None) or exc
+    return StoreError(f"the write failed: {type(reason).__name__}: {reason}")

@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import os
+
 from m3.config import Config
 from m3.embed.base import Embedder
 from m3.errors import ConfigError
 
 BACKENDS = ("minilm",)
+
+
+def default_threads() -> int:
+    """One less than the CPUs this process may use, at least one."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cpus = os.cpu_count() or 1
+    return max(1, cpus - 1)
 
 
 def create_embedder(config: Config) -> Embedder:
@@ -15,6 +26,5 @@ def create_embedder(config: Config) -> Embedder:
     if backend == "minilm":
         from m3.embed.minilm import MiniLMEmbedder
 
-        threads = config["embed.threads"] or None
-        return MiniLMEmbedder(threads=threads)
+        return MiniLMEmbedder(threads=config["embed.threads"] or default_threads())
     raise ConfigError(f"unknown embedding backend {backend!r}", hint=f"Use one of {list(BACKENDS)}.")
