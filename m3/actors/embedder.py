@@ -42,6 +42,7 @@ from m3.errors import EmbedderUnavailable
 from m3.protocols.base import Message
 from m3.protocols.messages import (
     ActivateModel,
+    Drain,
     EmbedderInfo,
     Flush,
     MarkModelBuilding,
@@ -98,7 +99,7 @@ class EmbedderActor(M3Actor):
 
     def handlers(self) -> dict[type[Message], Callable[[Any], Any]]:
         return {MemoriesWritten: self._enqueue, Backfill: self._backfill, Flush: self._flush,
-                EmbedderInfo: self._info}
+                Drain: self._drain, EmbedderInfo: self._info}
 
     def receive(self, env: Envelope) -> None:
         super().receive(env)
@@ -160,8 +161,11 @@ class EmbedderActor(M3Actor):
             return True
         dim = self._dim()
         if dim is None or not self._writer.ask(ActivateModel(model=self.model, dim=dim), self._ask_timeout):
-            # Memories arrived meanwhile (or failed): look again from the start next time.
+            # Memories arrived meanwhile (from another process): another pass from the start finds them.
             self._backfill_seq = 0
+            if self.last_error is None:
+                self._paging = True
+                self.actor_ref.tell(Envelope(Backfill()))
             return False
         log.info("re-embedding for %s is complete; search uses it from now on", self.model)
         self._active = self.model
@@ -179,6 +183,13 @@ class EmbedderActor(M3Actor):
             if self._try_activate() or self.last_error is not None:
                 break
         return True
+
+    def _drain(self, _msg: Drain) -> bool:
+        if self._active is not None and self._active != self.model:
+            while self._fresh:
+                self._embed_next_batch()
+            return True
+        return self._flush(Flush())
 
     def _info(self, _msg: EmbedderInfo) -> dict[str, Any]:
         route = getattr(self._embedder, "route", None)

@@ -14,7 +14,7 @@ from m3.config import Config
 from m3.embed.base import Embedder
 from m3.embed.factory import create_embedder, model_resolver
 from m3.errors import M3Error
-from m3.protocols.messages import Flush, SearchWeights
+from m3.protocols.messages import Drain, Flush, SearchWeights
 from m3.store.engine import StoreOptions, migrate, open_engine
 
 log = logging.getLogger(__name__)
@@ -96,7 +96,9 @@ class ActorSystem:
         interrupted: BaseException | None = None
         if drain_embeddings:
             try:
-                self.wait_embedded(self.config["embed.drain_timeout_s"])
+                limit = self.config["embed.drain_timeout_s"]
+                self.embedder.ask(Drain(), limit)
+                self.writer.ask(Flush(), limit)
             except M3Error as exc:
                 log.warning("stopping before every vector was computed (%s); the next start finishes", exc.message)
             except (KeyboardInterrupt, SystemExit) as exc:

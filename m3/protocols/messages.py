@@ -236,3 +236,8 @@ class ActivateModel(Message):
     model: str
     dim: int
     require_complete: bool = True
+
+
+class Drain(Message):
+    """Shutdown (Embedder): embed the new memories and the backlog, but not a whole re-embedding for a change
+    of model (that continues at the next start or with `m3 embedder reembed`)."""
