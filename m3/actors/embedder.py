@@ -63,13 +63,15 @@ class Backfill(Message):
 
 class EmbedderActor(M3Actor):
     def __init__(self, options: StoreOptions, *, embedder: Embedder, writer: ActorHandle, max_batch: int,
-                 backend_name: str, resolve: Resolver | None = None, ask_timeout: float = 30.0, **base: Any):
+                 backend_name: str, resolve: Resolver | None = None, ask_timeout: float = 30.0,
+                 reembed: bool = True, **base: Any):
         super().__init__(**base)
         self._options = options
         self._embedder = embedder
         self._resolve = resolve or (lambda model: embedder if model == embedder.model_id else None)
         self._writer = writer
         self._ask_timeout = ask_timeout
+        self._reembed = reembed  # work through a change of model's backlog (long-running processes)
         self._max_batch = max(1, max_batch)
         self._backend_name = backend_name
         self._fresh: dict[str, str] = {}  # id -> text of new memories, insertion ordered
@@ -123,6 +125,9 @@ class EmbedderActor(M3Actor):
     def _backfill(self, _msg: Backfill) -> None:
         if self._active is None or self._active != self.model:
             self._sync_models()
+        if self._active != self.model and not self._reembed:
+            self._paging = False
+            return
         if not self._backlog and self._paging and self._load_page() == 0:
             self._paging = False
             self._try_activate()
@@ -135,7 +140,7 @@ class EmbedderActor(M3Actor):
         if active is None and dim is not None:
             self._writer.ask(ActivateModel(model=self.model, dim=dim, require_complete=False), self._ask_timeout)
             active = self.model
-        if active is not None and active != self.model and active != self._active and dim is not None:
+        if active is not None and active not in (self.model, self._active) and dim is not None:
             self._writer.ask(MarkModelBuilding(model=self.model, dim=dim), self._ask_timeout)
             log.info("re-embedding the store for %s in the background; search uses %s until every memory has "
                      "a vector of %s", self.model, active, self.model)

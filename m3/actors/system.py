@@ -12,7 +12,7 @@ from m3.actors.supervisor import ActorHandle
 from m3.actors.writer import Writer
 from m3.config import Config
 from m3.embed.base import Embedder
-from m3.embed.factory import create_embedder, model_resolver
+from m3.embed.factory import close_embedder, create_embedder, model_resolver
 from m3.errors import M3Error
 from m3.protocols.messages import Drain, Flush, SearchWeights
 from m3.store.engine import StoreOptions, migrate, open_engine
@@ -44,9 +44,11 @@ def interactive(embedder: Embedder | None) -> Embedder | None:
 class ActorSystem:
     """The actors of one store. ``start`` migrates the store first; ``stop`` drains in a safe order."""
 
-    def __init__(self, config: Config, embedder: Embedder | None = None):
+    def __init__(self, config: Config, embedder: Embedder | None = None, *, reembed: bool = True):
         self.config = config
         self.options = store_options(config)
+        self._owns_backend = embedder is None
+        self._reembed = reembed
         self.embedder_backend = embedder or create_embedder(config)
         #: Embedders of other models (the previous one, while the store moves to the configured one).
         self.resolve = model_resolver(config, self.embedder_backend)
@@ -75,6 +77,7 @@ class ActorSystem:
                                     candidates=self.config["search.candidates"], writer=self.writer)
         self.embedder = ActorHandle("embedder", EmbedderActor, self.options, embedder=self.embedder_backend,
                                     resolve=self.resolve, writer=self.writer, ask_timeout=self.ask_timeout,
+                                    reembed=self._reembed,
                                     max_batch=self.config["embed.max_batch"],
                                     backend_name=self.config["embed.backend"])
         self.writer.rebind(searcher=self.searcher, embedder=self.embedder)
@@ -108,6 +111,9 @@ class ActorSystem:
         self.embedder.stop()
         self.searcher.stop()
         self.writer.stop()
+        self.resolve.close()
+        if self._owns_backend:
+            close_embedder(self.embedder_backend)
         if interrupted is not None:
             raise interrupted
 

@@ -20,10 +20,14 @@ import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from m3.config import Config
 from m3.embed.base import Embedder
 from m3.errors import ConfigError
+
+if TYPE_CHECKING:
+    from m3.embed.http import HttpEmbedder
 
 BACKENDS = ("minilm", "bge-m3", "flagembedding", "http")
 LOCAL_BACKENDS = ("minilm", "bge-m3", "flagembedding")
@@ -118,40 +122,56 @@ def create_embedder(config: Config) -> Embedder:
     return SharedServerEmbedder(_http(config, local.model_id), local, retry_s=config["embed.server_retry_s"])
 
 
-def model_resolver(config: Config, configured: Embedder) -> Callable[[str], Embedder | None]:
-    """A function giving an embedder for any model id (built once each), or None when m3 cannot compute it.
+def _http(config: Config, model: str) -> HttpEmbedder:
+    from m3.embed.http import HttpEmbedder, default_client_id
+
+    return HttpEmbedder(config["embed.url"], model, key=config["embed.key"], timeout_s=config["embed.timeout_s"],
+                        client_id=f"{config['identity.agent_id']}@{default_client_id()}", priority="background")
+
+
+class ModelResolver:
+    """Gives an embedder for any model id (built once each), or None when m3 cannot compute it.
 
     Used while the store moves from one model to another: search keeps embedding queries with the
     previous model. ``configured`` answers for its own id; other ids get an in-process backend when m3
     has one, else the http endpoint at ``embed.url`` (if any), asked for that model by name.
     """
-    built: dict[str, Embedder | None] = {configured.model_id: configured}
-    lock = threading.Lock()
 
-    def resolve(model: str) -> Embedder | None:
-        with lock:
-            if model not in built:
-                local = local_embedder_for(config, model)
-                if local is None and config["embed.url"]:
-                    local = _http(config, model)
-                built[model] = local
-            return built[model]
+    def __init__(self, config: Config, configured: Embedder) -> None:
+        self._config = config
+        self._built: dict[str, Embedder | None] = {configured.model_id: configured}
+        self._owned: list[Embedder] = []
+        self._lock = threading.Lock()
 
-    return resolve
+    def __call__(self, model: str) -> Embedder | None:
+        with self._lock:
+            if model not in self._built:
+                made = local_embedder_for(self._config, model)
+                if made is None and self._config["embed.url"]:
+                    made = _http(self._config, model)
+                if made is not None:
+                    self._owned.append(made)
+                self._built[model] = made
+            return self._built[model]
+
+    def close(self) -> None:
+        """Close the embedders this resolver built (connection pools); the configured one is the caller's."""
+        with self._lock:
+            for made in self._owned:
+                close_embedder(made)
+            self._owned.clear()
 
 
-def _http(config: Config, model: str) -> Embedder:
-    from m3.embed.http import HttpEmbedder
-
-    return HttpEmbedder(config["embed.url"], model, key=config["embed.key"], timeout_s=config["embed.timeout_s"],
-                        client_id=f"{config['identity.agent_id']}@{_client_suffix()}",
-                        priority="background")
+def model_resolver(config: Config, configured: Embedder) -> ModelResolver:
+    """A :class:`ModelResolver` for ``config``."""
+    return ModelResolver(config, configured)
 
 
-def _client_suffix() -> str:
-    from m3.embed.http import default_client_id
-
-    return default_client_id()
+def close_embedder(embedder: Embedder) -> None:
+    """Release what an embedder holds open (an HTTP connection pool), if it has anything to release."""
+    close: Callable[[], None] | None = getattr(embedder, "close", None)
+    if close is not None:
+        close()
 
 
 def _backend(config: Config) -> str:

@@ -93,6 +93,10 @@ class SharedServerEmbedder:
     def __repr__(self) -> str:
         return f"SharedServerEmbedder({self._remote.url!r}, fallback={self._local!r})"
 
+    def close(self) -> None:
+        """Close the connections to the server (shared with siblings)."""
+        self._remote.close()
+
     def with_priority(self, priority: str) -> SharedServerEmbedder:
         """A sibling sending ``priority`` to the server, sharing the local model and the route state."""
         return SharedServerEmbedder(self._remote.with_priority(priority), self._local, _route=self._route)

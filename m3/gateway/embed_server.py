@@ -248,7 +248,8 @@ async def _serve(app: EmbedApp, host: str, port: int) -> None:
     stop = trio.Event()
     try:
         async with trio.open_nursery() as nursery:
-            binds = await nursery.start(partial(hyper_serve, app.starlette(), hyper, shutdown_trigger=stop.wait))
+            asgi: Any = app.starlette()  # hypercorn's ASGI type and starlette's differ only in annotations
+            binds = await nursery.start(partial(hyper_serve, asgi, hyper, shutdown_trigger=stop.wait))
             sys.stderr.write(f"m3 embed server: serving {app.embedder.model_id} ({app.embedder.dim} dims) on "
                              f"{' '.join(binds)} (pid {os.getpid()})\n")
             sys.stderr.flush()

@@ -102,9 +102,9 @@ def test_requests_are_counted_per_client_and_by_priority(server: EmbedServer) ->
 
 def test_with_a_key_set_requests_without_it_are_refused_and_health_stays_open(tmp_path: Path) -> None:
     with running_server(clean_env(tmp_path, M3_EMBED_KEY="s3cret")) as keyed:
-        with openai.OpenAI(base_url=keyed.url, api_key="wrong", max_retries=0) as wrong:
-            with pytest.raises(openai.AuthenticationError):
-                wrong.embeddings.create(model=MODEL, input="x")
+        with openai.OpenAI(base_url=keyed.url, api_key="wrong", max_retries=0) as wrong, \
+                pytest.raises(openai.AuthenticationError):
+            wrong.embeddings.create(model=MODEL, input="x")
         with openai.OpenAI(base_url=keyed.url, api_key="s3cret", max_retries=0) as right:
             assert len(right.embeddings.create(model=MODEL, input="x").data[0].embedding) == 384
         assert httpx.get(f"{keyed.root}/health").status_code == 200
@@ -113,7 +113,7 @@ def test_with_a_key_set_requests_without_it_are_refused_and_health_stays_open(tm
 
 def test_serve_on_a_port_in_use_fails_with_a_coded_error(tmp_path: Path, server: EmbedServer) -> None:
     done = subprocess.run([M3, "embedder", "serve", "--port", str(server.port)], env=clean_env(tmp_path),
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 1
     assert '"code": "unavailable"' in done.stderr and "--port" in done.stderr
 
@@ -122,6 +122,6 @@ def test_serve_refuses_a_configuration_without_an_in_process_model(tmp_path: Pat
     env = clean_env(tmp_path, M3_EMBED_BACKEND="http", M3_EMBED_URL=f"http://127.0.0.1:{free_port()}/v1",
                     M3_EMBED_MODEL="x")
     done = subprocess.run([M3, "embedder", "serve", "--port", str(free_port())], env=env, capture_output=True,
-                          text=True, timeout=120)
+                          text=True, timeout=120, check=False)
     assert done.returncode == 1
     assert '"code": "config_error"' in done.stderr
