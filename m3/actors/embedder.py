@@ -80,6 +80,7 @@ class EmbedderActor(M3Actor):
         self._paging = True  # more backlog pages may follow
         self._active: str | None = None  # the model search uses, as last read from the store
         self._conn: Connection | None = None
+        self._unsynced = False  # vectors were told to the Writer since it last confirmed a commit
         self.last_error: str | None = None
         self.embedded = 0  # vectors of the configured model computed (or reused) by this actor
         self.reused = 0
@@ -149,6 +150,11 @@ class EmbedderActor(M3Actor):
     def _load_page(self) -> int:
         """Queue the next page of memories lacking a vector of the configured model; how many."""
         limit = self._max_batch * 16
+        if self._unsynced:
+            # Vectors told to the Writer may not be committed yet; without this a fresh memory would
+            # look vector-less here and be embedded twice.
+            self._writer.ask(Flush(), self._ask_timeout)
+            self._unsynced = False
         with self._db() as conn:
             page = vectors.missing(conn, self.model, self._backfill_seq, limit)
         for seq, memory_id, text, has_vector in page:
@@ -269,6 +275,7 @@ class EmbedderActor(M3Actor):
         blob = np.ascontiguousarray(matrix, dtype="<f4").tobytes()
         self._writer.tell(StoreVectors(model=model, dim=int(matrix.shape[1]), ids=tuple(ids), vectors=blob,
                                        supersede=supersede))
+        self._unsynced = True
 
     # -- helpers ---------------------------------------------------------------------------------
 
