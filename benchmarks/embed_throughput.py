@@ -8,9 +8,10 @@ Every measurement uses separate client *processes* (as separate m3 processes on 
   batches of ``embed.max_batch`` (32), all at once: what N m3 processes do without a shared server.
 * ``server xN`` — one ``m3 embedder serve`` (started by this script on a free port) and N processes
   embedding their shares through it with m3's HTTP backend (``X-M3-Priority: background``).
-* ``query latency under load`` — while two background clients keep the server busy, one client sends
-  single-text queries, first marked ``interactive`` (served ahead of the batches), then marked
-  ``background`` (queued behind them): p50 / p95 milliseconds.
+* ``query latency under load`` — while two clients keep the server busy with large background requests
+  (256 texts each, i.e. 8 queued chunks of 32), one client sends single-text queries one after the other,
+  first marked ``interactive`` (served ahead of the queued chunks), then marked ``background`` (queued
+  behind them): p50 / p95 milliseconds.
 
 Throughput is texts over wall time from "go" (every client loaded and waiting) to the last client's end.
 Memory is each client's peak resident set (``ru_maxrss``): a process with its own model holds it, a
@@ -34,10 +35,11 @@ from typing import Any
 from benchmarks.latency import percentiles_ms
 from benchmarks.report import RunDir, rows_text
 
-WORDS = ("the deploy key rotates every monday and the backup runs at night while coffee beans stay in the blue "
+_PHRASE = ("the deploy key rotates every monday and the backup runs at night while coffee beans stay in the blue "
          "tin near the kitchen window because sourdough needs a warm place bicycle tyres lose pressure in "
          "winter taxes are due in july meetings move to thursday when the release slips the garden needs "
-         "water at dawn receipts go into the grey folder").split()
+         "water at dawn receipts go into the grey folder")
+WORDS = tuple(_PHRASE.split(" "))
 BATCH = 32
 
 
@@ -71,8 +73,8 @@ def worker(args: argparse.Namespace) -> None:
             embedder.embed([text])
             latencies.append(time.perf_counter() - t0)
     else:
-        for i in range(0, len(mine), BATCH):
-            embedder.embed(mine[i : i + BATCH])
+        for i in range(0, len(mine), args.request):
+            embedder.embed(mine[i : i + args.request])
     seconds = time.perf_counter() - start
     rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps({"texts": args.queries or len(mine), "seconds": seconds, "rss_mib": rss_mib,
@@ -80,9 +82,10 @@ def worker(args: argparse.Namespace) -> None:
 
 
 def spawn(texts_each: int, seed: int, *, url: str = "", priority: str = "background", queries: int = 0,
-          threads: int = 1) -> subprocess.Popen[str]:
+          threads: int = 1, request: int = BATCH) -> subprocess.Popen[str]:
     cmd = [sys.executable, "-m", "benchmarks.embed_throughput", "--worker", "--texts", str(texts_each),
-           "--seed", str(seed), "--priority", priority, "--queries", str(queries), "--threads", str(threads)]
+           "--seed", str(seed), "--priority", priority, "--queries", str(queries), "--threads", str(threads),
+           "--request", str(request)]
     if url:
         cmd += ["--url", url]
     return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -155,6 +158,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7, help=argparse.SUPPRESS)
     parser.add_argument("--priority", default="background", help=argparse.SUPPRESS)
     parser.add_argument("--threads", type=int, default=1, help=argparse.SUPPRESS)
+    parser.add_argument("--request", type=int, default=BATCH, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         worker(args)
@@ -176,11 +180,12 @@ def main() -> None:
             print(rows_text(rows[-1:], ""), file=sys.stderr)
         latency = []
         for priority in ("interactive", "background"):
-            load = [spawn(args.texts // 2, seed=10 + i, url=url) for i in range(2)]
-            probe = spawn(60, seed=99, url=url, priority=priority, queries=60)
+            # Large requests (a re-embedding through the server): each fills the queue with 8 chunks.
+            load = [spawn(args.texts // 2, seed=10 + i, url=url, request=8 * BATCH) for i in range(2)]
+            probe = spawn(30, seed=99, url=url, priority=priority, queries=30)
             _wall, reports = run_clients([*load, probe])
             ms = percentiles_ms(reports[-1]["latencies"])
-            latency.append({"queries_marked": priority, "queries": 60, **ms})
+            latency.append({"queries_marked": priority, "queries": 30, **ms})
         memory = {"server_rss_mib": round(server_rss_mib(server.pid))}
     finally:
         server.terminate()

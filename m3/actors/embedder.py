@@ -113,6 +113,10 @@ class EmbedderActor(M3Actor):
             if not self._backlog and self._paging and not self._fresh and self.inbox_empty():
                 self.actor_ref.tell(Envelope(Backfill()))
 
+    def _changing_model(self) -> bool:
+        """True while search uses another model than the configured one (the store is being re-embedded)."""
+        return self._active is not None and self._active != self.model
+
     def _pending(self) -> bool:
         return bool(self._fresh or self._backlog)
 
@@ -126,7 +130,7 @@ class EmbedderActor(M3Actor):
     def _backfill(self, _msg: Backfill) -> None:
         if self._active is None or self._active != self.model:
             self._sync_models()
-        if self._active != self.model and not self._reembed:
+        if self._changing_model() and not self._reembed:
             self._paging = False
             return
         if not self._backlog and self._paging and self._load_page() == 0:
@@ -196,7 +200,7 @@ class EmbedderActor(M3Actor):
         return True
 
     def _drain(self, _msg: Drain) -> bool:
-        if self._active is not None and self._active != self.model:
+        if self._changing_model():
             while self._fresh:
                 self._embed_next_batch()
             return True
@@ -206,7 +210,7 @@ class EmbedderActor(M3Actor):
         route = getattr(self._embedder, "route", None)
         return {"backend": self._backend_name, "model": self.model, "dim": self._dim(),
                 "active_model": self._active or self.model,
-                "reembedding": self._active is not None and self._active != self.model,
+                "reembedding": self._changing_model(),
                 "queued": len(self._fresh) + len(self._backlog), "last_error": self.last_error,
                 "embedded": self.embedded, "reused": self.reused, "server": route() if route else None}
 
@@ -233,7 +237,7 @@ class EmbedderActor(M3Actor):
             return
         self.last_error = None
         self.embedded += len(ids)
-        if fresh and self._active is not None and self._active != self.model and self._embed_for_search(ids, texts):
+        if fresh and self._changing_model() and self._embed_for_search(ids, texts):
             supersede = [False] * len(ids)  # supersession ran with the model search uses
         for flag in (True, False):
             chosen = [i for i, s in enumerate(supersede) if s is flag]

@@ -92,12 +92,14 @@ def test_reembed_killed_mid_way_continues_where_it_stopped(env: dict[str, str], 
 
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
-    assert progressed.wait(CLI_TIMEOUT_S)
-    process.send_signal(signal.SIGKILL)
-    process.wait(timeout=30, check=False)
-    watcher.join(timeout=30, check=False)
-    assert process.stderr is not None
-    process.stderr.close()
+    try:
+        assert progressed.wait(CLI_TIMEOUT_S)
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=30)
+        watcher.join(timeout=30)
+        assert process.stderr is not None
+        process.stderr.close()
     done_before = count_vectors(store_url, MODEL_ID)
     assert 0 < done_before < total
     done = run(server_env(env), "embedder", "reembed")
