@@ -1,6 +1,6 @@
 """Embedding throughput: in process vs through ``m3 embedder serve``, with one and several client processes.
 
-``python -m benchmarks.embed_throughput [--texts 1920] [--clients 1,2,4]``
+``python -m benchmarks.embed_throughput [--texts 384] [--clients 1,2,4]``
 
 Every measurement uses separate client *processes* (as separate m3 processes on one machine would be):
 
@@ -149,8 +149,10 @@ def server_rss_mib(pid: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--texts", type=int, default=1920, help="Texts per measurement (split among clients).")
-    parser.add_argument("--clients", default="1,2,4", help="Client process counts to measure.")
+    parser.add_argument("--texts", type=int, default=384, help="Texts per measurement (split among clients).")
+    parser.add_argument("--clients", default="1,2,4", help="Client process counts to measure (empty: none).")
+    parser.add_argument("--load-texts", type=int, default=768, help="Texts each of the 2 load clients sends.")
+    parser.add_argument("--queries-under-load", type=int, default=20, help="Queries timed under load.")
     parser.add_argument("--queries", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--url", default="", help=argparse.SUPPRESS)
@@ -163,7 +165,15 @@ def main() -> None:
     if args.worker:
         worker(args)
         return
-    counts = [int(c) for c in args.clients.split(",")]
+    with RunDir("embed_throughput") as run:
+        summary = measure(args)
+        run.summary(summary)
+        print(f"results: {run.path}")
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    """Run every measurement, print the tables, return the summary body."""
+    counts = [int(c) for c in args.clients.split(",") if c.strip()]
     cores = len(os.sched_getaffinity(0))
     rows: list[dict[str, Any]] = []
     for n in counts:
@@ -181,11 +191,13 @@ def main() -> None:
         latency = []
         for priority in ("interactive", "background"):
             # Large requests (a re-embedding through the server): each fills the queue with 8 chunks.
-            load = [spawn(args.texts // 2, seed=10 + i, url=url, request=8 * BATCH) for i in range(2)]
-            probe = spawn(30, seed=99, url=url, priority=priority, queries=30)
+            # The load outlasts the probe's queries, so every query meets a busy server.
+            load = [spawn(args.load_texts, seed=10 + i, url=url, request=8 * BATCH) for i in range(2)]
+            probe = spawn(args.queries_under_load, seed=99, url=url, priority=priority,
+                          queries=args.queries_under_load)
             _wall, reports = run_clients([*load, probe])
             ms = percentiles_ms(reports[-1]["latencies"])
-            latency.append({"queries_marked": priority, "queries": 30, **ms})
+            latency.append({"queries_marked": priority, "queries": args.queries_under_load, **ms})
         memory = {"server_rss_mib": round(server_rss_mib(server.pid))}
     finally:
         server.terminate()
@@ -193,10 +205,8 @@ def main() -> None:
     print(rows_text(rows, "embedding throughput (texts/s; client_rss_mib = largest client's peak memory)"))
     print(rows_text(latency, "single-text query latency through the server while 2 clients send batches (ms)"))
     print(json.dumps(memory))
-    with RunDir("embed_throughput") as run:
-        run.summary({"texts": args.texts, "batch": BATCH, "throughput": rows, "query_latency_under_load": latency,
-                     **memory})
-        print(f"results: {run.path}")
+    return {"texts": args.texts, "batch": BATCH, "load_texts": args.load_texts, "throughput": rows,
+            "query_latency_under_load": latency, **memory}
 
 
 if __name__ == "__main__":

@@ -221,10 +221,8 @@ def serve(config: Config, host: str = "127.0.0.1", port: int = 8082) -> None:
         EmbedderUnavailable: the model cannot be loaded (nothing is served then).
         Unavailable: the address cannot be bound (port in use).
     """
-    if not config["embed.threads"]:
-        # The server does nothing but embed: every CPU this process may use.
-        config = config.with_overrides(embed__threads=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                                       else (os.cpu_count() or 1))
+    # embed.threads as everywhere (default: one less than the CPUs), leaving a core to the m3 processes
+    # whose writes and searches run beside the server.
     embedder = create_local_embedder(config)
     embedder.embed(["warm-up"])  # load now: a broken model fails the command, not the first client
     scheduler = Scheduler(embedder, max_batch=config["embed.max_batch"]).start()
