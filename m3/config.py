@@ -54,14 +54,29 @@ SETTINGS: tuple[Setting, ...] = (
             "SQLite synchronous mode. NORMAL survives a process crash; FULL also survives power loss."),
     Setting("store.busy_timeout_ms", int, 10000, "How long a SQLite connection waits for another process's lock."),
     Setting("writer.max_batch", int, 256, "Most writes committed in one group-commit transaction."),
-    Setting("embed.backend", str, "minilm", "Embedding backend: minilm (offline, in process)."),
-    Setting("embed.model", str, "all-MiniLM-L6-v2-int8", "Model id of the active embedding model."),
+    Setting("embed.backend", str, "minilm",
+            "Embedding backend: minilm (offline, in process), bge-m3 (bge-m3-lite, in process), flagembedding "
+            "(optional extra, torch), or http (any OpenAI-compatible endpoint at embed.url)."),
+    Setting("embed.model", str, "",
+            "Model id stored with every vector; empty means the backend's own model (all-MiniLM-L6-v2-int8 for "
+            "minilm, bge-m3 for bge-m3 and flagembedding). Changing it re-embeds every memory in the background."),
     Setting("embed.threads", int, 0,
             "onnxruntime intra-op threads; 0 means one less than the CPUs (at least 1), leaving a core for "
             "writes and searches."),
     Setting("embed.max_batch", int, 32, "Most texts embedded in one model call."),
     Setting("embed.drain_timeout_s", float, 60.0,
             "On shutdown, how long to keep embedding pending memories before leaving them for the next start."),
+    Setting("embed.url", str, "",
+            "OpenAI-compatible embeddings endpoint, e.g. http://127.0.0.1:8082/v1. With backend http it is the "
+            "embedder; with an in-process backend it is a shared `m3 embedder serve` for the same model, used "
+            "while it answers, with the in-process model as fallback."),
+    Setting("embed.key", str, "", "Bearer key for embed.url; `m3 embedder serve` requires it when set.", secret=True),
+    Setting("embed.timeout_s", float, 30.0, "Longest wait for one answer from embed.url."),
+    Setting("embed.server_retry_s", float, 10.0,
+            "After the shared embed server failed, how long to embed in process before asking it again."),
+    Setting("embed.model_dir", str, "",
+            "Folder of the model files for bge-m3 and flagembedding; empty means $BGE_M3_LITE_CACHE for bge-m3 "
+            "if set, else <M3_HOME>/models/<backend>."),
     Setting("search.k", int, 8, "Default number of results."),
     Setting("search.candidates", int, 100, "Candidates taken from each retrieval leg before fusion."),
     Setting("search.weight_dense", float, 0.75, "Fusion weight of vector similarity."),

@@ -118,6 +118,12 @@ class IntegrityError(M3Error):
     default_hint = "The stored content does not match its hash; restore it from history or a backup."
 
 
+class DownloadFailed(Unavailable):
+    code = "download_failed"
+    default_hint = ("Check the internet connection (or set HF_ENDPOINT to a mirror) and run the command again; "
+                    "it resumes. Or copy the files listed in details.files into details.dir by hand.")
+
+
 def all_error_classes() -> list[type[M3Error]]:
     """Every error class, base first; used to generate docs/errors.md."""
     seen: list[type[M3Error]] = []

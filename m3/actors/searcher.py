@@ -36,7 +36,7 @@ from m3.protocols.messages import (
     TouchMemories,
     VerifyMemories,
 )
-from m3.store import fulltext, vectors
+from m3.store import embedding_models, fulltext, vectors
 from m3.store import memories as rows
 from m3.store.engine import StoreOptions, open_engine
 from m3.store.filters import isolation_clause, search_clause
@@ -51,10 +51,14 @@ PENDING_EMBED_MAX = 32
 
 class Searcher(M3Actor):
     def __init__(self, options: StoreOptions, *, embedder: Embedder, weights: SearchWeights, candidates: int,
-                 writer: ActorHandle | None, **base: Any):
+                 writer: ActorHandle | None, resolve: Callable[[str], Embedder | None] | None = None, **base: Any):
         super().__init__(**base)
         self._options = options
-        self._embedder = embedder
+        self._configured = embedder
+        self._resolve = resolve or (lambda model: embedder if model == embedder.model_id else None)
+        #: Embeds queries with the model whose vectors the index holds (the store's active model).
+        self._embedder: Embedder | None = embedder
+        self._model = embedder.model_id
         self._weights = weights
         self._candidates = candidates
         self._writer = writer
@@ -115,8 +119,9 @@ class Searcher(M3Actor):
 
     def _dense_hits(self, query: str, n: int) -> list[tuple[str, float]]:
         self._query_vec = None
+        self._follow_active_model()
         self._refresh_vectors()
-        if len(self._index) == 0:
+        if len(self._index) == 0 or self._embedder is None:
             return []
         try:
             self._query_vec = self._embedder.embed([query])[0]
@@ -131,8 +136,24 @@ class Searcher(M3Actor):
         assert self._query_vec is not None
         return self._index.top(self._query_vec, n, allowed)
 
+    def _follow_active_model(self) -> None:
+        """Use the model the store says search uses; on a change, drop the index and load the new model's.
+
+        The index and the query embedder always belong to one model, so vectors of two models are never
+        compared.
+        """
+        active = embedding_models.active(self.conn) or self._configured.model_id
+        if active == self._model:
+            return
+        log.info("search switches from %s to %s vectors", self._model, active)
+        self._model = active
+        self._index = VectorIndex()
+        self._embedder = self._resolve(active)
+        if self._embedder is None:
+            log.warning("no embedder for %s in this process: searching by keyword until it is available", active)
+
     def _refresh_vectors(self) -> None:
-        model = self._embedder.model_id
+        model = self._model
         while True:
             last, ids, matrix = vectors.load_after(self.conn, model, self._index.last_seq)
             if not ids:
@@ -164,7 +185,7 @@ class Searcher(M3Actor):
         merely related memories until the Embedder catches up: read-your-writes in name only.
         """
         pending = sorted(pending, key=lambda c: c.bm25, reverse=True)[:PENDING_EMBED_MAX]
-        if not pending or self._query_vec is None:
+        if not pending or self._query_vec is None or self._embedder is None:
             return
         try:
             matrix = self._embedder.embed([vectors.embed_text(c.row["title"], c.row["content"]) for c in pending])
@@ -185,6 +206,8 @@ class Searcher(M3Actor):
         }
         if explain:
             item["explanation"] = ranking.explain(c, self._weights, rank, relevance_rank)
+            # The one model whose vectors gave the cosine (query and memory alike).
+            item["explanation"]["dense_model"] = self._model if c.cosine is not None else None
         return item
 
     def _touch(self, ids: list[str], at: datetime) -> None:
@@ -259,6 +282,9 @@ class Searcher(M3Actor):
             "vectors_by_model": vectors.counts_by_model(self.conn),
             "pending": vectors.count_missing(self.conn, msg.model),
             "memories": rows.count_current(self.conn),
+            "active_model": embedding_models.active(self.conn),
+            "models": embedding_models.states(self.conn),
+            "search_model": self._model, "index_size": len(self._index),
         }
 
 

@@ -25,9 +25,11 @@ from m3.actors.supervisor import ActorHandle
 from m3.errors import M3Error, StoreError
 from m3.protocols.base import Message
 from m3.protocols.messages import (
+    ActivateModel,
     DeleteMemory,
     Flush,
     LinkMemories,
+    MarkModelBuilding,
     MemoriesErased,
     MemoriesWritten,
     PinMemory,
@@ -39,6 +41,7 @@ from m3.protocols.messages import (
     WriteMemories,
 )
 from m3.store import chat as chat_rows
+from m3.store import embedding_models
 from m3.store import memories as rows
 from m3.store.engine import StoreOptions, open_engine
 from m3.store.writes import MemoryWrites
@@ -103,7 +106,21 @@ class Writer(M3Actor):
             self._engine.dispose()
 
     def handlers(self) -> dict[type[Message], Callable[[Any], Any]]:
-        return {Flush: lambda _msg: True}
+        return {Flush: lambda _msg: True, ActivateModel: self._activate_model, MarkModelBuilding: self._mark_building}
+
+    def _activate_model(self, msg: ActivateModel) -> bool:
+        assert self._conn is not None
+        with self._conn.begin():
+            done = embedding_models.activate(self._conn, msg.model, msg.dim, self._clock(),
+                                             require_complete=msg.require_complete)
+        if done:
+            log.info("search now uses the vectors of %s", msg.model)
+        return done
+
+    def _mark_building(self, msg: MarkModelBuilding) -> None:
+        assert self._conn is not None
+        with self._conn.begin():
+            embedding_models.mark_building(self._conn, msg.model, msg.dim, self._clock())
 
     # -- group commit --------------------------------------------------------------------------
 

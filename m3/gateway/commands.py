@@ -65,10 +65,61 @@ def _mcp_serve(config: Config, ns: argparse.Namespace) -> None:
     serve_stdio(config)
 
 
+def _embedder_serve_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--host", default="127.0.0.1", help="Address to listen on (default 127.0.0.1).")
+    p.add_argument("--port", type=int, default=8082, help="Port to listen on (default 8082).")
+
+
+def _embedder_serve(config: Config, ns: argparse.Namespace) -> None:
+    from m3.gateway.embed_server import serve
+
+    serve(config, ns.host, ns.port)
+
+
+def _fetch_model_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", choices=["bge-m3", "bge-m3-int8"],
+                   help="bge-m3 (fp32, about 2.6 GB) or bge-m3-int8 (about 0.6 GB).")
+    p.add_argument("--dir", default=None, help="Folder to fill (default: embed.model_dir or its default).")
+
+
+def _fetch_model(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
+    import sys
+    from pathlib import Path
+
+    from m3.embed.factory import model_dir
+    from m3.embed.fetch import fetch_model
+
+    folder = Path(ns.dir).expanduser() if ns.dir else model_dir(config, "bge-m3")
+    result = fetch_model(ns.model, folder, progress=sys.stderr)
+    result["next"] = (f"m3 config set embed.backend bge-m3 && m3 config set embed.model {ns.model} "
+                      "&& m3 embedder reembed")
+    return result
+
+
+def _reembed(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
+    import sys
+
+    from m3.gateway.reembed import reembed
+
+    return reembed(config, progress=sys.stderr)
+
+
 ADMIN_COMMANDS: tuple[AdminCommand, ...] = (
     AdminCommand("config", "show", "Print every setting (with --origin: where it came from).",
                  _config_show_args, _config_show),
     AdminCommand("config", "set", "Write one setting into m3_config.toml.", _config_set_args, _config_set),
     AdminCommand("mcp", "serve", "Serve MCP on stdio (the default when m3 runs without arguments).",
                  _no_args, _mcp_serve),
+    AdminCommand("embedder", "serve",
+                 "Serve the configured embedding model to every m3 process over the OpenAI embeddings API "
+                 "(POST /v1/embeddings, GET /v1/models, GET /health, GET /stats); runs until stopped.",
+                 _embedder_serve_args, _embedder_serve),
+    AdminCommand("embedder", "fetch-model",
+                 "Download a model's files into the model folder, with progress on stderr (needs internet; "
+                 "resumes an interrupted download).",
+                 _fetch_model_args, _fetch_model),
+    AdminCommand("embedder", "reembed",
+                 "Give every memory a vector of the configured model, with progress on stderr; search keeps "
+                 "the previous model until this completes, then switches. Resumable.",
+                 _no_args, _reembed),
 )

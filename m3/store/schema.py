@@ -112,3 +112,14 @@ chatlog = Table(
     Column("recorded_at", UTCDateTime(), nullable=False),
     Index("ix_chatlog_conversation", "conversation_id", "turn"),
 )
+
+#: One row per embedding model the store has vectors of; exactly one is ``active`` (the model search uses)
+#: once any model was chosen. A model being filled in for a change of model is ``building``; a model that
+#: was active before is ``retired`` (its vectors are kept, so switching back is quick).
+embedding_models = Table(
+    "embedding_models", metadata,
+    Column("model", String(200), primary_key=True),
+    Column("dim", Integer, nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("updated_at", UTCDateTime(), nullable=False),
+)

@@ -107,3 +107,19 @@ def test_with_a_broken_model_writes_still_succeed_and_the_next_working_start_fil
         assert vector_count(store_options.url, ids) == 3
     finally:
         system.stop()
+
+
+def test_a_memory_with_the_text_of_one_already_embedded_gets_a_copy_of_its_vector_not_a_model_call(
+        system: ActorSystem, store_url: str) -> None:
+    first = system.writer.ask(write_one("The office closes at six.", agent_id="alice"), WAIT_S)[0].id
+    system.wait_embedded(WAIT_S)
+    before = system.embedder.ask(EmbedderInfo(), WAIT_S)
+    # Another agent's memory with the same content and title: not a duplicate row, but the same text to embed.
+    second = system.writer.ask(write_one("The office closes at six.", agent_id="bob"), WAIT_S)[0].id
+    third = system.writer.ask(write_one("The office closes at six.", agent_id="carol", title="Hours"), WAIT_S)[0].id
+    system.wait_embedded(WAIT_S)
+    after = system.embedder.ask(EmbedderInfo(), WAIT_S)
+    assert after["reused"] - before["reused"] == 1  # the titled one embeds another text
+    assert after["embedded"] - before["embedded"] == 2
+    assert _vector_blob(store_url, second) == _vector_blob(store_url, first)
+    assert _vector_blob(store_url, third) != _vector_blob(store_url, first)
