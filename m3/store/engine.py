@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from sqlalchemy import Engine, create_engine, event, inspect, make_url, text
-from sqlalchemy.exc import OperationalError
+from sqlalchemy import URL, Engine, create_engine, event, inspect, make_url, text
+from sqlalchemy.exc import ArgumentError, OperationalError
 from sqlalchemy.pool import NullPool
 
 from m3.errors import ConfigError, StoreError
@@ -34,23 +34,30 @@ class StoreOptions:
     busy_timeout_ms: int = 10_000
 
 
+def parse_url(url: str) -> URL:
+    """The store URL parsed; a ConfigError (which never repeats the URL: it may hold a password) if malformed."""
+    try:
+        return make_url(url)
+    except ArgumentError:
+        raise ConfigError("store.url is not a valid database URL",
+                          hint="Use sqlite:///<path> or postgresql+psycopg://user@host/db "
+                               "(see docs/postgres.md).") from None
+
+
 def dialect_of(url: str) -> str:
-    return make_url(url).get_backend_name()
+    return parse_url(url).get_backend_name()
 
 
 def open_engine(options: StoreOptions, role: Role) -> Engine:
     """An engine for one actor. Writers on SQLite begin with ``BEGIN IMMEDIATE``."""
-    url = make_url(options.url)
+    url = parse_url(options.url)
     backend = url.get_backend_name()
     if backend == "sqlite":
         return _sqlite_engine(options, role)
     if backend == "postgresql":
-        if url.drivername != "postgresql+psycopg":
-            raise ConfigError(
-                f"unsupported PostgreSQL driver {url.drivername!r}",
-                hint="Use a postgresql+psycopg:// URL (psycopg 3, installed by the [postgres] extra).",
-            )
-        return create_engine(url, pool_size=2, max_overflow=2, pool_pre_ping=True)
+        from m3.store.postgres import postgres_engine
+
+        return postgres_engine(options.url, role, options.busy_timeout_ms)
     raise ConfigError(f"unsupported store backend {backend!r}", hint="Use a sqlite:/// or postgresql+psycopg:// URL.")
 
 
