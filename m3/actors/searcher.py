@@ -102,7 +102,8 @@ class Searcher(M3Actor):
         n = max(self._candidates, msg.k)
         hits = fulltext.memory_hits(self.conn, msg.query, clause, n)
         dense, found = self._dense_hits(msg.query, clause, n)
-        found.update(rows.rows_by_ids(self.conn, [h.id for h in hits if h.id not in found], clause))
+        wanted = dict.fromkeys([h.id for h in hits] + [i for i, _ in dense])
+        found.update(rows.rows_by_ids(self.conn, [i for i in wanted if i not in found], clause))
         cands = self._candidates_from(found, hits, [(i, s) for i, s in dense if i in found])
         ranking.fuse(cands, terms, self._weights, msg.filter.as_of or now)
         by_relevance = {c.id: r for r, c in enumerate(sorted(cands, key=lambda c: c.score, reverse=True), 1)}

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
+from sqlalchemy import text
 
 from m3.actors.base import ThreadReply
 from m3.actors.supervisor import ActorHandle
@@ -28,7 +29,7 @@ from m3.protocols.messages import (
 )
 from m3.store.engine import StoreOptions
 from tests.actors.conftest import WAIT_S, write_one
-from tests.stored import count, dump, existing_ids, sqlite_path
+from tests.stored import count, dump, existing_ids, fresh, is_postgres, sqlite_path
 
 
 class BatchRecordingWriter(Writer):
@@ -45,14 +46,24 @@ class BatchRecordingWriter(Writer):
 
 @contextmanager
 def write_lock_held(url: str) -> Iterator[None]:
-    """Another connection holds the store's write lock: the Writer's next BEGIN IMMEDIATE waits for it."""
-    other = sqlite3.connect(sqlite_path(url), isolation_level=None)
-    try:
-        other.execute("BEGIN IMMEDIATE")
+    """Another connection blocks every write: the Writer's next transaction waits for it.
+
+    SQLite: that connection holds the file's write lock (``BEGIN IMMEDIATE``), so the Writer's own
+    BEGIN IMMEDIATE waits. PostgreSQL has no store-wide write lock; an EXCLUSIVE lock on ``memories``
+    (readers still read) makes the Writer's first write wait the same way.
+    """
+    if not is_postgres(url):
+        other = sqlite3.connect(sqlite_path(url), isolation_level=None)
+        try:
+            other.execute("BEGIN IMMEDIATE")
+            yield
+            other.execute("ROLLBACK")
+        finally:
+            other.close()
+        return
+    with fresh(url) as conn:
+        conn.execute(text("LOCK TABLE memories IN EXCLUSIVE MODE"))
         yield
-        other.execute("ROLLBACK")
-    finally:
-        other.close()
 
 
 def send(handle: ActorHandle, message: Any) -> ThreadReply:
