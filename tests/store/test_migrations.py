@@ -58,8 +58,8 @@ def schema_objects(engine: Engine) -> list[tuple[Any, ...]]:
                 "UNION ALL SELECT 'column', column_name, table_name, data_type || ' ' || is_nullable || ' ' || "
                 "coalesce(generation_expression, '') FROM information_schema.columns "
                 "WHERE table_schema = current_schema() "
-                "UNION ALL SELECT 'trigger', tgname, tgrelid::regclass::text, '' FROM pg_trigger WHERE NOT tgisinternal "
-                "ORDER BY 2, 3")
+                "UNION ALL SELECT 'trigger', tgname, tgrelid::regclass::text, '' FROM pg_trigger "
+                "WHERE NOT tgisinternal ORDER BY 2, 3")
         rows = [tuple(r) for r in conn.execute(query)]
         conn.rollback()
         return rows
