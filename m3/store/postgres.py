@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
+import urllib.parse
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
@@ -43,6 +45,7 @@ log = logging.getLogger(__name__)
 Matrix = npt.NDArray[np.float32]
 HNSW_M, HNSW_EF_CONSTRUCTION = 16, 64
 _VECTOR_REGISTERED = "m3_vector_registered"
+_PLAIN_VALUE = re.compile(r"[A-Za-z0-9/._-]+")
 
 
 # -- engines ---------------------------------------------------------------------------------------
@@ -161,8 +164,13 @@ def database_url(url: str, name: str) -> str:
 
 
 def redact(url: str | URL) -> str:
-    """The URL with its password replaced by ``***``."""
-    return make_url(url).render_as_string(hide_password=True)
+    """The URL with its password replaced by ``***`` (query values left readable when that is unambiguous)."""
+    parsed = make_url(url)
+    shown = parsed.render_as_string(hide_password=True)
+    base, _, query = shown.partition("?")
+    if query and all(_PLAIN_VALUE.fullmatch(str(v)) for v in parsed.query.values()):
+        return f"{base}?{urllib.parse.unquote(query)}"
+    return shown
 
 
 # -- advisory locks --------------------------------------------------------------------------------
@@ -258,7 +266,7 @@ def has_vectors(conn: Connection, model: str) -> bool:
     return conn.execute(select(e.c.seq).where(e.c.model == model).limit(1)).first() is not None
 
 
-def check_server(conn: Connection) -> dict[str, Any]:
+def server_details(conn: Connection) -> dict[str, Any]:
     """Server and pgvector versions, for ``m3 store status``."""
     version = conn.scalar(text("SHOW server_version"))
     vector = conn.scalar(text("SELECT extversion FROM pg_extension WHERE extname = 'vector'"))
