@@ -310,6 +310,8 @@ def stop(pgdata: str | Path, mode: str = "fast", timeout: float = 60) -> bool:
         lines = _pidfile(pgdata)
         if not lines or not _live_postmaster(pgdata, int(lines[0])):
             return False
+        if _is_root():  # pg_ctl runs as the server user, who must still reach the data directory
+            _ensure_traversable(pgdata)
         _run([str(pg_bin_dir() / "pg_ctl"), "-D", str(pgdata), "-m", mode, "-w", "-t", str(int(timeout)), "stop"],
              timeout=timeout + 15)
         return True

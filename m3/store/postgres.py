@@ -207,10 +207,10 @@ def ensure_hnsw_index(conn: Connection, model: str, dim: int) -> bool:
     other writers of the table, which must not be waiting for us.
     """
     name = hnsw_index_name(model, dim)
-    if conn.scalar(text("SELECT to_regclass(:n)"), {"n": name}) is not None:
+    if _index_exists(conn, name):
         return False
     lock_all(conn, [lock_key("hnsw", model, int(dim))])
-    if conn.scalar(text("SELECT to_regclass(:n)"), {"n": name}) is not None:
+    if _index_exists(conn, name):  # another process created it while we waited for the lock
         return False
     conn.exec_driver_sql(
         f"CREATE INDEX {name} ON memory_embeddings USING hnsw ((vector::vector({int(dim)})) vector_cosine_ops) "
@@ -219,6 +219,14 @@ def ensure_hnsw_index(conn: Connection, model: str, dim: int) -> bool:
     )
     log.info("created HNSW index %s for model %s (%d dimensions)", name, model, dim)
     return True
+
+
+def _index_exists(conn: Connection, name: str) -> bool:
+    # A scan of pg_class with this statement's snapshot, not to_regclass(): name lookups go through the
+    # catalog cache, which an advisory-lock wait does not refresh, and would miss an index committed meanwhile.
+    return conn.execute(text(
+        "SELECT 1 FROM pg_class WHERE relname = :n AND relnamespace = CAST(current_schema() AS regnamespace)"),
+        {"n": name}).first() is not None
 
 
 def nearest(conn: Connection, model: str, dim: int, query: Matrix, where: Any, limit: int, *,

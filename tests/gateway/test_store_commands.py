@@ -14,7 +14,8 @@ import pwd
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -166,8 +167,17 @@ def m3_in(home: Path, m3_executable: str, user: pwd.struct_passwd | None = None)
     return run
 
 
-def test_the_readme_example_works_unchanged_on_the_embedded_postgres(tmp_path: Path, m3_executable: str) -> None:
-    m3 = m3_in(tmp_path / "home", m3_executable)
+@pytest.fixture
+def own_tmp() -> Iterator[Path]:
+    """A directory outside pytest's temporary root: another pytest session (as the same user) resets that root
+    to 0700, which would lock the embedded server's user (as root: embedded_postgres) out of its data."""
+    path = Path(tempfile.mkdtemp(prefix="m3-test-"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def test_the_readme_example_works_unchanged_on_the_embedded_postgres(own_tmp: Path, m3_executable: str) -> None:
+    m3 = m3_in(own_tmp / "home", m3_executable)
     assert m3("postgres", "status").document()["running"] is False
     started = m3("postgres", "start").document()
     try:
@@ -192,16 +202,15 @@ def test_the_readme_example_works_unchanged_on_the_embedded_postgres(tmp_path: P
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="as a normal user the whole suite already runs the embedded "
                                                "PostgreSQL that way")
-def test_a_normal_user_runs_the_embedded_postgres_too(tmp_path: Path, m3_executable: str) -> None:
+def test_a_normal_user_runs_the_embedded_postgres_too(own_tmp: Path, m3_executable: str) -> None:
     from m3.store.embedded_pg import SYSTEM_USER, _system_user
 
     _system_user()  # an unprivileged account that exists on every machine where the suite ran as root
     user = pwd.getpwnam(SYSTEM_USER)
-    home = tmp_path / "plain-user"
+    home = own_tmp / "plain-user"
     home.mkdir()
     shutil.chown(home, user.pw_uid, user.pw_gid)
-    for parent in home.parents:  # let that user reach its home (pytest's tmp dirs are 0700)
-        parent.chmod(parent.stat().st_mode | 0o001)
+    own_tmp.chmod(0o711)  # that user may pass through to its home
     m3 = m3_in(home, m3_executable, user)
     started = m3("postgres", "start").document()
     try:
@@ -209,3 +218,15 @@ def test_a_normal_user_runs_the_embedded_postgres_too(tmp_path: Path, m3_executa
         assert Path(started["pgdata"]).stat().st_uid == user.pw_uid
     finally:
         assert m3("postgres", "stop").document()["stopped"] is True
+
+
+def test_a_socket_path_too_long_for_unix_sockets_moves_to_a_short_private_directory(tmp_path: Path) -> None:
+    from m3.store.embedded_pg import MAX_SOCKET_PATH, default_socket_dir
+
+    short = Path("/srv/m3/engine/postgres/data")
+    assert default_socket_dir(short) == Path("/srv/m3/engine/postgres/run")
+    deep = tmp_path / ("x" * 80) / "postgres" / "data"
+    moved = default_socket_dir(deep)
+    assert moved.parent == Path("/tmp") and moved.name.startswith(f"m3pg-{os.geteuid()}-")
+    assert len(str(moved / ".s.PGSQL.5432")) <= MAX_SOCKET_PATH
+    assert default_socket_dir(deep) == moved  # stable: the URL in store.url stays valid across restarts
