@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from m3.config import Config, set_in_file, set_secret, setting
-from m3.errors import ConfigError, StoreError
+from m3.errors import ConfigError
 
 HIDDEN = "<set, hidden>"
 EMBEDDED_DATABASE = "m3"
@@ -115,16 +115,14 @@ def _sqlite_file_exists(url: str) -> bool:
 
 
 def _revision(engine: Any) -> str:
-    from sqlalchemy.exc import OperationalError
+    from sqlalchemy.exc import DBAPIError
 
-    from m3.store.engine import current_revision
+    from m3.store.engine import current_revision, unreachable_error
 
     try:
         return str(current_revision(engine))
-    except OperationalError as exc:
-        raise StoreError(f"cannot reach the store: {type(exc.orig).__name__}: {str(exc.orig).strip()}",
-                         hint="Check store.url (`m3 config show --origin`); for the embedded PostgreSQL, "
-                              "`m3 postgres status`.") from None
+    except DBAPIError as exc:
+        raise unreachable_error(exc) from None
 
 
 def _where(config: Config) -> dict[str, Any]:

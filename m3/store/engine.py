@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from sqlalchemy import URL, Engine, create_engine, event, inspect, make_url, text
-from sqlalchemy.exc import ArgumentError, OperationalError
+from sqlalchemy.exc import ArgumentError, DBAPIError
 from sqlalchemy.pool import NullPool
 
 from m3.errors import ConfigError, StoreError
@@ -94,8 +94,11 @@ def migrate(engine: Engine) -> str:
     """Apply every pending migration; return the schema revision now in place."""
     from m3.store.migrations import HEAD
 
-    if current_revision(engine) == HEAD:
-        return HEAD
+    try:
+        if current_revision(engine) == HEAD:
+            return HEAD
+    except DBAPIError as exc:
+        raise unreachable_error(exc) from exc
     from alembic import command
     from alembic.config import Config as AlembicConfig
 
@@ -109,9 +112,19 @@ def migrate(engine: Engine) -> str:
                     conn.execute(text("SELECT pg_advisory_xact_lock(7283711)"))
                 cfg.attributes["connection"] = conn
                 command.upgrade(cfg, "head")
-        except OperationalError as exc:
-            raise StoreError(f"cannot migrate the store: {exc.orig}") from exc
+        except DBAPIError as exc:
+            hint = ("On PostgreSQL the pgvector extension must be installed on the server, and m3's role must "
+                    "be allowed to create it or find it created (docs/postgres.md)."
+                    if engine.dialect.name == "postgresql" else None)
+            raise StoreError(f"cannot migrate the store: {str(exc.orig).strip()}", hint=hint) from exc
     return current_revision(engine)
+
+
+def unreachable_error(exc: DBAPIError) -> StoreError:
+    # The driver's message names the host or file, never the password.
+    return StoreError(f"cannot open the store: {type(exc.orig).__name__}: {str(exc.orig).strip()}",
+                      hint="Check store.url (`m3 config show --origin`); for the embedded PostgreSQL, "
+                           "`m3 postgres status`.")
 
 
 def current_revision(engine: Engine) -> str:
