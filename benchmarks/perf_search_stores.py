@@ -79,7 +79,8 @@ def measure_store(store: str, turns: list[Turn], queries: list[str], vectors: Em
     root = Path(tempfile.mkdtemp(prefix=f"m3-bench-{store}-"))
     try:
         with store_url(store, root) as url:
-            config = bench_config(root).with_overrides(store__url=url)
+            # Writes queue behind the vectors the (fast, precomputed) embedder streams in: no 30 s ask timeout.
+            config = bench_config(root).with_overrides(store__url=url, actors__ask_timeout_s=3600.0)
             system = ActorSystem(config, vectors).start()
             try:
                 fill_s = fill(system, turns)
