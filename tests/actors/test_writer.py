@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import text
+from sqlalchemy.exc import OperationalError
 
 from m3.actors.base import ThreadReply
 from m3.actors.supervisor import ActorHandle
@@ -241,3 +242,34 @@ def test_a_store_locked_past_the_busy_timeout_fails_the_batch_once_and_the_write
     assert len(batches) <= 2  # a lock is nobody's fault: no request-by-request retry behind it
     assert count(store_options.url, "memories") == 0
     assert writer.ask(write_one("after the lock"), WAIT_S)[0].created
+
+
+class LosesOneRace(Writer):
+    """The real Writer whose first transaction loses a deadlock, as PostgreSQL reports it (SQLSTATE 40P01)."""
+
+    def __init__(self, *args: Any, attempts: list[int], **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.attempts = attempts
+
+    def _run(self, batch: list[Any]) -> Any:
+        self.attempts.append(len(batch))
+        if len(self.attempts) == 1:
+            with self._conn.begin():  # type: ignore[union-attr]
+                self._apply(self._conn, batch[0].message)  # type: ignore[arg-type]
+                raise OperationalError("COMMIT", {}, DeadlockDetected())
+        return super()._run(batch)
+
+
+class DeadlockDetected(Exception):
+    sqlstate = "40P01"
+
+
+def test_a_transaction_that_lost_a_deadlock_runs_again_and_commits_once(
+        start_writer: Callable[..., ActorHandle], store_options: StoreOptions) -> None:
+    attempts: list[int] = []
+    writer = start_writer(LosesOneRace, attempts=attempts)
+    out = writer.ask(write_one("written despite a lost race"), WAIT_S)[0]
+    assert out.created
+    assert attempts == [1, 1]
+    assert count(store_options.url, "memories") == 1  # the first attempt was rolled back
+    assert count(store_options.url, "memory_history") == 1
