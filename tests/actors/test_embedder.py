@@ -7,25 +7,29 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from sqlalchemy import func, select
 
 from m3.actors.supervisor import ActorHandle
 from m3.actors.system import ActorSystem
 from m3.config import Config
 from m3.embed.minilm import MODEL_ID, MiniLMEmbedder
 from m3.protocols.messages import DeleteMemory, EmbedderInfo, MemoryFilter, SearchMemories, UpdateMemory
+from m3.store import schema
 from m3.store.engine import StoreOptions
 from tests.actors.conftest import WAIT_S, write_one
-from tests.stored import count, fresh
+from tests.stored import fresh
 
 TOPICS = ["database migrations", "holiday planning", "coffee brewing", "bicycle repair", "tax returns",
           "garden irrigation", "piano practice", "kubernetes upgrades", "birthday gifts", "sourdough baking"]
 
 
 def vector_count(url: str, ids: list[str] | None = None) -> int:
-    if ids is None:
-        return count(url, "memory_embeddings", "model = ?", (MODEL_ID,))
-    marks = ",".join("?" * len(ids))
-    return count(url, "memory_embeddings", f"model = ? AND memory_id IN ({marks})", (MODEL_ID, *ids))
+    e = schema.memory_embeddings
+    query = select(func.count()).select_from(e).where(e.c.model == MODEL_ID)
+    if ids is not None:
+        query = query.where(e.c.memory_id.in_(ids))
+    with fresh(url) as conn:
+        return int(conn.execute(query).scalar_one())
 
 
 def write_without_embedder(writer: ActorHandle, n: int) -> list[str]:
@@ -78,10 +82,10 @@ def test_changed_content_gets_a_new_vector(system: ActorSystem, store_url: str) 
 
 
 def _vector_blob(url: str, memory_id: str) -> bytes:
+    e = schema.memory_embeddings
     with fresh(url) as conn:
-        row = conn.execute("SELECT vector FROM memory_embeddings WHERE memory_id = ?", (memory_id,)).fetchone()
-    assert row is not None
-    return bytes(row[0])
+        vector = conn.execute(select(e.c.vector).where(e.c.memory_id == memory_id)).scalar_one()
+    return bytes(vector.tobytes())
 
 
 def test_with_a_broken_model_writes_still_succeed_and_the_next_working_start_fills_the_vectors(
