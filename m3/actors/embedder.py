@@ -78,6 +78,7 @@ class EmbedderActor(M3Actor):
         self._backlog: dict[str, tuple[str, bool]] = {}  # id -> (text, run supersession)
         self._backfill_seq = 0  # memories up to this seq were already looked at by the backfill
         self._paging = True  # more backlog pages may follow
+        self._backfill_queued = False  # a Backfill message waits in the mailbox
         self._active: str | None = None  # the model search uses, as last read from the store
         self._conn: Connection | None = None
         self._unsynced = False  # vectors were told to the Writer since it last confirmed a commit
@@ -92,6 +93,7 @@ class EmbedderActor(M3Actor):
     def setup(self) -> None:
         self._engine = open_engine(self._options, "reader")
         self._conn = self._engine.connect()
+        self._backfill_queued = True
         self.actor_ref.tell(Envelope(Backfill()))
 
     def release(self) -> None:
@@ -110,8 +112,11 @@ class EmbedderActor(M3Actor):
         # calls; between batches, messages that arrived (new memories, questions) are handled first.
         while (self._fresh and len(self._fresh) >= self._max_batch) or (self._pending() and self.inbox_empty()):
             self._embed_next_batch()
-            if not self._backlog and self._paging and not self._fresh and self.inbox_empty():
-                self.actor_ref.tell(Envelope(Backfill()))
+        if not self._backlog and self._paging and not self._fresh and not self._backfill_queued:
+            # The next page (or the switch of model once none is left) must follow even when other messages
+            # (a status question) arrived meanwhile: it queues behind them.
+            self._backfill_queued = True
+            self.actor_ref.tell(Envelope(Backfill()))
 
     def _changing_model(self) -> bool:
         """True while search uses another model than the configured one (the store is being re-embedded)."""
@@ -128,6 +133,7 @@ class EmbedderActor(M3Actor):
     # -- backlog and change of model -----------------------------------------------------------
 
     def _backfill(self, _msg: Backfill) -> None:
+        self._backfill_queued = False
         if self._active is None or self._active != self.model:
             self._sync_models()
         if self._changing_model() and not self._reembed:
@@ -180,7 +186,9 @@ class EmbedderActor(M3Actor):
             self._backfill_seq = 0
             if self.last_error is None:
                 self._paging = True
-                self.actor_ref.tell(Envelope(Backfill()))
+                if not self._backfill_queued:
+                    self._backfill_queued = True
+                    self.actor_ref.tell(Envelope(Backfill()))
             return False
         log.info("re-embedding for %s is complete; search uses it from now on", self.model)
         self._active = self.model

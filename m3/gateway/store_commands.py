@@ -83,6 +83,7 @@ def store_migrate(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
 
 
 def store_status(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
+    from m3.embed.factory import configured_model
     from m3.store.engine import StoreOptions, open_engine
     from m3.store.migrations import HEAD
     from m3.store.status import describe
@@ -100,7 +101,7 @@ def store_status(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
             result["hint"] = "The store has no schema yet: run `m3 store migrate` (m3 also migrates on start)."
             return result
         with engine.connect() as conn:
-            result.update(describe(conn, config["embed.model"]))
+            result.update(describe(conn, configured_model(config)))
             conn.rollback()
     finally:
         engine.dispose()

@@ -9,11 +9,13 @@ import subprocess
 import threading
 
 import pytest
+from sqlalchemy import func, select
 
 from m3.actors.system import ActorSystem
 from m3.config import Config
 from m3.embed.minilm import MODEL_ID, MiniLMEmbedder
 from m3.protocols.messages import NewMemory, WriteMemories
+from m3.store.schema import memory_embeddings as e
 from tests.actors.conftest import WAIT_S
 from tests.embedserver import M3, running_server, server_env
 from tests.stored import fresh
@@ -39,7 +41,7 @@ def seed(config: Config, embedder: MiniLMEmbedder, n: int, *, embed: bool) -> No
 
 def count_vectors(url: str, model: str) -> int:
     with fresh(url) as conn:
-        return int(conn.execute("SELECT count(*) FROM memory_embeddings WHERE model = ?", (model,)).fetchone()[0])
+        return int(conn.execute(select(func.count()).select_from(e).where(e.c.model == model)).scalar_one())
 
 
 def run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:

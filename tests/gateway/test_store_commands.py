@@ -130,7 +130,7 @@ def test_store_status_reports_backend_revision_and_counts(cli: Run, monkeypatch:
     assert status["schema"] == {"revision": HEAD, "head": HEAD, "current": True}
     counts = status["counts"]
     assert (counts["memories"], counts["current"], counts["retired"], counts["relationships"]) == (2, 1, 1, 1)
-    assert counts["vectors_by_model"] == {status["embedding_model"]: 2}
+    assert counts["vectors_by_model"] == {status["embedding_model"]: 2}, status
     if status["backend"] == "postgresql":
         assert status["postgres"]["pgvector"]
         assert len(status["postgres"]["hnsw_indexes"]) == 1

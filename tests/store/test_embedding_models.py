@@ -37,8 +37,8 @@ def upgrade_to(engine: Engine, revision: str) -> None:
 
 
 def test_a_store_from_before_0002_keeps_searching_with_the_model_it_has_most_vectors_of(
-        store_options: StoreOptions) -> None:
-    engine = open_engine(store_options, "writer")
+        empty_store_url: str) -> None:
+    engine = open_engine(StoreOptions(url=empty_store_url), "writer")
     try:
         upgrade_to(engine, "0001")
         with engine.begin() as conn:
