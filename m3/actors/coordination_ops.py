@@ -61,7 +61,8 @@ def _task(conn: Connection, msg: TaskChange, now: datetime) -> Outcome:
 
 
 def _expire(conn: Connection, msg: ExpireLeases, now: datetime) -> Outcome:
-    return tasks.TaskWrites(conn, now).expire(), []
+    ops = tasks.TaskWrites(conn, now)
+    return ops.expire(), ops.notified
 
 
 OPERATIONS: dict[type[Message], Operation] = {

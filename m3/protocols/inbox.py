@@ -110,7 +110,8 @@ MEMORY_INBOX_ACK = ToolSpec(
 
 class Notification(ToolResult):
     id: str
-    kind: str = Field(description="message, handoff, task_assigned, task_completed, task_failed, task_cancelled …")
+    kind: str = Field(description="message (or the sender's own label), handoff, task_assigned, task_completed, "
+                                  "task_failed, task_cancelled, lease_expired.")
     from_agent: str | None
     message: str
     ref_id: str | None = Field(description="The handoff or task it is about, if any.")

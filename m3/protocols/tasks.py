@@ -220,7 +220,8 @@ class TaskClaimFilter(ToolArgs):
 
 class TaskClaimArgs(ToolArgs):
     agent_id: Identifier | None = Field(None, description=ACTING_AGENT)
-    filter: TaskClaimFilter | None = Field(None, description="Which tasks to consider: {kind, parent_id, creator}; default every pending task.")
+    filter: TaskClaimFilter | None = Field(
+        None, description="Which tasks to consider: {kind, parent_id, creator}; default every pending task.")
     lease: float | None = Field(None, gt=0,
                                 description="Seconds the claim lasts unless renewed; default tasks.lease_s.")
 
@@ -235,8 +236,8 @@ TASK_CLAIM = ToolSpec(
     description=(
         "Take the next pending task (most urgent first) for this agent under a lease, atomically: two agents "
         "never get the same task while its lease is valid. Renew the lease with task_heartbeat during long work; "
-        "if it runs out, the task goes back to pending for someone else. Finish with task_set_result and "
-        "task_update(state='completed')."
+        "if it runs out, the task goes back to pending for someone else (its creator and you are notified). "
+        "Finish with task_set_result and task_update(state='completed'). claimed=false means nothing was free."
     ),
 )
 

@@ -75,11 +75,18 @@ class TaskWrites:
         if rows.lapsed(row, self.now):
             self.conn.execute(update(t).where(t.c.id == task_id, rows.lapsed_clause(self.now))
                               .values(state="pending", owner=None, lease_expires_at=None))
-            self.event(task_id, "lease_expired", SYSTEM_ACTOR, owner=row["owner"],
-                       lease_expires_at=row["lease_expires_at"])
+            self.expired(row)
             row = self.conn.execute(select(t).where(t.c.id == task_id)).mappings().first()
             assert row is not None
         return row
+
+    def expired(self, row: RowMapping) -> None:
+        """Record that ``row``'s lease ran out, and tell its creator and the agent that held it."""
+        self.event(row["id"], "lease_expired", SYSTEM_ACTOR, owner=row["owner"],
+                   lease_expires_at=row["lease_expires_at"])
+        message = f"lease of {row['owner']} ran out; task pending again: {row['title'][:200]}"
+        self.notify({"id": row["id"], "state": "pending"}, "lease_expired", message, SYSTEM_ACTOR,
+                    row["creator"], row["owner"])
 
     def checked(self, ref: str, version: int) -> RowMapping:
         """The current row, refusing a stale version or a deleted task."""
@@ -216,7 +223,8 @@ class TaskWrites:
         claimable = rows.claimable_clause(msg.agent_id, self.now)
         where = [claimable, *rows.filter_clauses(msg.filter.model_copy(update={"state": None}), self.now)]
         for _ in range(CLAIM_ROUNDS):
-            query = (select(t.c.id, t.c.version, t.c.state, t.c.owner, t.c.lease_expires_at).where(*where)
+            query = (select(t.c.id, t.c.version, t.c.state, t.c.owner, t.c.lease_expires_at, t.c.creator,
+                            t.c.title).where(*where)
                      .order_by(t.c.priority.desc(), t.c.seq).limit(CLAIM_BATCH))
             candidates = list(self.conn.execute(query).mappings())
             if not candidates:
@@ -228,8 +236,7 @@ class TaskWrites:
                             updated_at=self.now))
                 if taken.rowcount == 1:
                     if rows.lapsed(cand, self.now):
-                        self.event(cand["id"], "lease_expired", SYSTEM_ACTOR, owner=cand["owner"],
-                                   lease_expires_at=cand["lease_expires_at"])
+                        self.expired(cand)
                     self.event(cand["id"], "claimed", msg.agent_id, lease_expires_at=due)
                     return self.record(cand["id"])
         return None
