@@ -103,7 +103,7 @@ async def serve(service: Service, host: str, port: int, *, ready: Callable[[str]
     config.bind = [_netloc(host, port)]
     config.accesslog = None
     config.errorlog = logging.getLogger("hypercorn.error")
-    stop = shutdown or trio.Event()
+    stop = shutdown if shutdown is not None else trio.Event()
     async with trio.open_nursery() as nursery:
         if shutdown is None:
             nursery.start_soon(_stop_on_signals, stop)

@@ -162,7 +162,9 @@ class TaskWrites:
         if target is not None:
             allowed = rows.TRANSITIONS[row["state"]]
             if target not in allowed:
-                raise IllegalTransition(f"task {row['id']} cannot go from {row['state']} to {target}",
+                why = " (its lease ran out, so it is pending again)" if row["state"] == "pending" and any(
+                    e == "lease_expired" for e in self._last_events(row["id"])) else ""
+                raise IllegalTransition(f"task {row['id']} cannot go from {row['state']} to {target}{why}",
                                         details={"from": row["state"], "to": target, "allowed": sorted(allowed)})
             values.update(_side_effects(row, target, msg.actor))
         task = self.change(row, **values)
@@ -206,6 +208,10 @@ class TaskWrites:
                                       version=t.c.version + 1))
             self.event(task_id, "deleted", msg.actor, reason=msg.reason, root=row["id"])
         return {**self.record(row["id"]), "deleted": "soft", "affected": len(subtree)}
+
+    def _last_events(self, task_id: str) -> list[str]:
+        query = select(ev.c.event).where(ev.c.task_id == task_id).order_by(ev.c.seq.desc()).limit(1)
+        return [r[0] for r in self.conn.execute(query)]
 
     def _subtree(self, root: str) -> list[str]:
         """The task and every descendant, parents before children."""
