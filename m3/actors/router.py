@@ -181,6 +181,11 @@ class RouterRegistry:
         log.debug("stopped the idle router of %s", agent_id)
         return True
 
+    def handle_of(self, agent_id: str) -> ActorHandle | None:
+        """The agent's running router, if any."""
+        with self._lock:
+            return self._routers.get(agent_id)
+
     def running(self) -> list[str]:
         with self._lock:
             return sorted(self._routers)

@@ -165,6 +165,11 @@ class ActorHandle:
             except (pykka.ActorDeadError, pykka.Timeout):
                 log.warning("the %s actor did not stop within %.0f s", self.name, timeout)
 
+    def wait_stopped(self, timeout: float) -> bool:
+        """True once the actor has stopped (after a non-blocking stop); False if ``timeout`` passed first."""
+        ref = self._ref
+        return ref is None or ref.actor_stopped.wait(timeout)
+
     def is_alive(self) -> bool:
         ref = self._ref
         return ref is not None and ref.is_alive()

@@ -201,8 +201,13 @@ class TaskNode(TaskRecord):
     children: list[TaskNode]
 
 
+class TaskTreeResult(ToolResult):
+    tree: TaskNode = Field(description="The task asked for, its subtasks nested in children.")
+    depth: int
+
+
 TASK_TREE = ToolSpec(
-    name="task_tree", domain="task", args=TaskTreeArgs, result=TaskNode, read_only=True,
+    name="task_tree", domain="task", args=TaskTreeArgs, result=TaskTreeResult, read_only=True,
     description=(
         "Show a task with its subtasks down to a depth limit, to see how a shared piece of work stands. "
         "child_count tells where the tree goes deeper than shown."

@@ -160,7 +160,7 @@ def test_a_task_tree_shows_subtasks_to_the_depth_asked_and_counts_what_lies_beyo
     child = call(service, "task_create", LEAD, title="child", parent_id=root["id"])
     grandchild = call(service, "task_create", LEAD, title="grandchild", parent_id=child["id"])
     call(service, "task_create", LEAD, title="great-grandchild", parent_id=grandchild["id"])
-    tree = call(service, "task_tree", LEAD, id=root["id"], depth=2)
+    tree = call(service, "task_tree", LEAD, id=root["id"], depth=2)["tree"]
     assert [c["title"] for c in tree["children"]] == ["child"]
     leaf = tree["children"][0]["children"][0]
     assert (leaf["title"], leaf["children"], leaf["child_count"]) == ("grandchild", [], 1)

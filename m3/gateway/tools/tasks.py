@@ -98,10 +98,10 @@ async def task_list(svc: Service, a: p.TaskListArgs, ctx: CallContext) -> p.Task
     return p.TaskListResult(count=len(found), items=[record(t) for t in found])
 
 
-async def task_tree(svc: Service, a: p.TaskTreeArgs, ctx: CallContext) -> p.TaskNode:
+async def task_tree(svc: Service, a: p.TaskTreeArgs, ctx: CallContext) -> p.TaskTreeResult:
     found = await ask(svc, GetTaskTree(id=a.id, depth=a.depth, include_deleted=a.include_deleted,
                                        filter_memories=svc.read_filter(ctx)))
-    return p.TaskNode(**found)
+    return p.TaskTreeResult(tree=p.TaskNode(**found), depth=a.depth)
 
 
 async def task_claim(svc: Service, a: p.TaskClaimArgs, ctx: CallContext) -> p.TaskClaimResult:
