@@ -1,8 +1,11 @@
 """Inbox routers: one actor per agent, started on demand, stopped when idle.
 
-A router forwards what is sent to its agent (handoffs, notifications) to
-the Writer with the sender's reply, so the sender's answer still means
-"committed", and holds the replies of ``notifications_wait`` callers. After
+A router starts with the first ``notifications_wait`` of its agent. While it
+runs it forwards what is sent to its agent (handoffs, notifications) to the
+Writer with the sender's reply, so the sender's answer still means
+"committed" and the agent's traffic stays in order; with no router running,
+sends go straight to the Writer. It holds the replies of
+``notifications_wait`` callers. After
 a commit that notified its agent, the Writer tells the registry, which
 tells the router (if one runs: nobody waits otherwise), and the router
 answers every held reply at once. A held reply is also answered when its
@@ -145,16 +148,34 @@ class RouterRegistry:
         self.started = 0
 
     def tell(self, agent_id: str, message: Message, reply: Reply | None = None) -> None:
-        """Send to the agent's router, starting it if none runs."""
+        """Send to the agent's router, starting it if none runs (a wait needs one to park at)."""
         with self._lock:
-            if self._stopping:
-                if reply is not None:
-                    reply.set_exception(Unavailable("m3 is shutting down"))
+            if self._refused(reply):
                 return
             handle = self._routers.get(agent_id)
             if handle is None:
                 handle = self._start(agent_id)
             handle.tell(message, reply)
+
+    def deliver(self, agent_id: str, message: SendHandoff | SendNotification, reply: Reply) -> None:
+        """Send a handoff or notification for ``agent_id``: through its router if one runs, else to the Writer.
+
+        Sending never starts a router: only a waiting agent needs one, and a caller naming agents that
+        do not exist must not be able to start actors.
+        """
+        with self._lock:
+            if self._refused(reply):
+                return
+            handle = self._routers.get(agent_id)
+            if handle is not None:
+                handle.tell(message, reply)
+                return
+        self._writer.tell(message, reply)
+
+    def _refused(self, reply: Reply | None) -> bool:
+        if self._stopping and reply is not None:
+            reply.set_exception(Unavailable("m3 is shutting down"))
+        return self._stopping
 
     def _start(self, agent_id: str) -> ActorHandle:
         handle = ActorHandle(f"router:{agent_id}", Router, agent_id, writer=self._writer, idle_s=self._idle_s)

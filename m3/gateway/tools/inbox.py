@@ -1,7 +1,7 @@
 """Handlers of handoffs, inboxes and notifications.
 
-Handoffs and notifications go to the receiver's router, which forwards them
-to the Writer; ``notifications_wait`` parks its reply at the waiting
+Handoffs and notifications go to the Writer, through the receiver's router
+when one runs; ``notifications_wait`` parks its reply at the waiting
 agent's router, which answers it when a notification for that agent
 commits (or at the deadline). The wait therefore returns as soon as
 something arrives, with no polling loop: it reads the store once before
@@ -21,7 +21,6 @@ from m3.errors import NotFound, NotShared, Timeout
 from m3.gateway.registry import Handler
 from m3.gateway.tools.agents import acting
 from m3.protocols import inbox as p
-from m3.protocols.base import Message
 from m3.protocols.coordination import (
     AckInbox,
     AckNotifications,
@@ -44,9 +43,8 @@ def reader(svc: Service, ctx: CallContext, agent_id: str) -> MemoryFilter:
     return svc.read_filter(replace(ctx, agent_id=agent_id))
 
 
-async def to_router(svc: Service, agent_id: str, message: Message, timeout: float | None = None) -> Any:
-    return await bridge.ask_via(lambda reply: svc.system.routers.tell(agent_id, message, reply),
-                                svc.timeout if timeout is None else timeout)
+async def deliver(svc: Service, agent_id: str, message: SendHandoff | SendNotification) -> Any:
+    return await bridge.ask_via(lambda reply: svc.system.routers.deliver(agent_id, message, reply), svc.timeout)
 
 
 async def shareable(svc: Service, sender: MemoryFilter, refs: list[str], audience: str | None) -> list[str]:
@@ -76,7 +74,7 @@ async def memory_handoff(svc: Service, a: p.MemoryHandoffArgs, ctx: CallContext)
     task_id = None
     if a.task_id is not None:
         task_id = (await svc.ask(svc.system.tasks, GetTask(id=a.task_id)))["id"]
-    out = await to_router(svc, a.to_agent, SendHandoff(
+    out = await deliver(svc, a.to_agent, SendHandoff(
         from_agent=sender, to_agent=a.to_agent, task=a.task, note=a.note, task_id=task_id,
         context_ids=tuple(context)))
     return p.MemoryHandoffResult(from_agent=sender, **out)
@@ -95,7 +93,7 @@ async def memory_inbox_ack(svc: Service, a: p.MemoryInboxAckArgs, ctx: CallConte
 
 
 async def notify(svc: Service, a: p.NotifyArgs, ctx: CallContext) -> p.NotifyResult:
-    out = await to_router(svc, a.to_agent, SendNotification(
+    out = await deliver(svc, a.to_agent, SendNotification(
         from_agent=acting(ctx, a.from_agent), to_agent=a.to_agent, message=a.message, kind=a.kind, data=a.data))
     return p.NotifyResult(**out)
 
