@@ -70,8 +70,22 @@ def render(summary: dict[str, Any]) -> str:
         parts = [f"{c['p50_ms']:.1f} / {c['p99_ms']:.1f} ({c['count']})" if (c := cells.get(x)) else "—"
                  for x in SURFACES]
         rows.append(f"| `{op}` | " + " | ".join(parts) + " |")
+    reading = [
+        "## Reading the numbers\n",
+        "* Every change goes through one Writer per process, one transaction at a time (group commit). A "
+        "coordination change is several statements — a savepoint, the row read, a conditional `UPDATE … "
+        "RETURNING`, a history row, notifications — so with 64 agents in one process the latency is mostly "
+        "the wait in the Writer's queue: its p50 is about the number of agents divided by the process's "
+        "throughput, not the cost of one operation. The busy-box load above slows that throughput further.",
+        "* **direct** processes have their own Writer and few agents, hence the low p50; their long p99 is "
+        "SQLite's lock handoff between processes: a process waiting for the write lock sleeps in growing "
+        "steps (busy timeout) while the busy one takes the lock again. Many agents are better served by one "
+        "`m3 serve` (or PostgreSQL) than by many processes writing one SQLite file.",
+        "* **remote** adds HTTP, MCP JSON-RPC and the `m3_call` envelope on both sides, a few milliseconds "
+        "per call on an idle machine, to the same queue as the threads.\n",
+    ]
     v = s["verification"]
     checks = ["| Check | Value |", "|---|---|"] + [f"| {k.replace('_', ' ')} | {v[k]} |" for k in v
                                                       if k not in {"examples"}]
     return "\n".join([INTRO.format(command=s["command"].strip()), *setup, "## Results\n", totals, *rows, "",
-                      "## Verification\n", *checks, ""])
+                      *reading, "## Verification\n", *checks, ""])

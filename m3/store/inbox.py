@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, insert, select, update
+from sqlalchemy import ColumnElement, Connection, func, insert, select, update
 
 from m3.errors import NotFound
 from m3.protocols.coordination import AckInbox, AckNotifications, SendHandoff, SendNotification
@@ -29,15 +29,16 @@ from m3.store.schema import tasks as t
 HANDOFF_LINK = "handoff"
 #: Characters of a context memory's content shown in an inbox listing.
 PREVIEW_CHARS = 500
+_ADD_NOTIFICATION = insert(nt)  # built once: the statement memoises its cache key
 
 
 def notify(conn: Connection, *, to_agent: str, kind: str, message: str, now: datetime, from_agent: str | None = None,
            ref_id: str | None = None, data: dict[str, Any] | None = None) -> str:
     """Add one notification; its id."""
     notification_id = str(uuid.uuid4())
-    conn.execute(insert(nt).values(id=notification_id, agent_id=to_agent, kind=kind, from_agent=from_agent,
-                                   message=message, ref_id=ref_id, data=dict(data or {}), created_at=now,
-                                   acked_at=None))
+    conn.execute(_ADD_NOTIFICATION, {"id": notification_id, "agent_id": to_agent, "kind": kind,
+                                     "from_agent": from_agent, "message": message, "ref_id": ref_id,
+                                     "data": dict(data or {}), "created_at": now, "acked_at": None})
     return notification_id
 
 
@@ -149,8 +150,6 @@ def poll_notifications(conn: Connection, agent_id: str, limit: int) -> list[dict
 
 
 def unread_counts(conn: Connection, agent_id: str) -> dict[str, int]:
-    from sqlalchemy import func
-
     inbox_n = conn.execute(select(func.count()).select_from(ib).where(
         ib.c.agent_id == agent_id, ib.c.read_at.is_(None))).scalar_one()
     notes_n = conn.execute(select(func.count()).select_from(nt).where(

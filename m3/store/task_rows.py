@@ -34,6 +34,7 @@ TRANSITIONS: dict[str, frozenset[str]] = {
     "cancelled": frozenset(),
 }
 MAX_TREE_DEPTH = 10
+FULL_ID = 36
 
 
 def lapsed_clause(now: datetime) -> ColumnElement[bool]:
@@ -97,9 +98,12 @@ def record(row: RowMapping, now: datetime) -> dict[str, Any]:
 
 
 def resolve(conn: Connection, ref: str) -> str:
-    """The full id of a task from its id or a unique prefix of 8+ characters."""
+    """The full id of a task from its id or a unique prefix of 8+ characters.
+
+    A full-length id is returned as it is, without a query: loading it says whether it exists.
+    """
     ref = ref.strip().lower()
-    if conn.execute(select(t.c.id).where(t.c.id == ref)).first():
+    if len(ref) == FULL_ID or conn.execute(select(t.c.id).where(t.c.id == ref)).first():
         return ref
     found = [r[0] for r in conn.execute(select(t.c.id).where(t.c.id.startswith(ref, autoescape=True)).limit(3))]
     if len(ref) < 8 or not found:
@@ -114,7 +118,8 @@ def resolve(conn: Connection, ref: str) -> str:
 def get(conn: Connection, ref: str, now: datetime, visible: ColumnElement[bool]) -> dict[str, Any]:
     task_id = resolve(conn, ref)
     row = conn.execute(_select(visible).where(t.c.id == task_id)).mappings().first()
-    assert row is not None
+    if row is None:
+        raise NotFound(f"no task with id {ref!r}", hint="task_list shows the tasks and their ids.")
     return record(row, now)
 
 

@@ -18,7 +18,8 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, RowMapping, delete, insert, select, true, update
+from sqlalchemy import ColumnElement, Connection, RowMapping, bindparam, delete, insert, select, true, update
+from sqlalchemy.sql.elements import True_
 
 from m3.errors import Conflict, IllegalTransition, InvalidArgument, LeaseLost, NotFound
 from m3.protocols.coordination import (
@@ -41,8 +42,14 @@ COMPLETION = frozenset({"completed", "failed", "cancelled"})
 #: Candidates a claim tries per round before looking again (others may take some meanwhile on PostgreSQL).
 CLAIM_BATCH = 8
 CLAIM_ROUNDS = 4
+#: Most leases one sweep ends; the rest follow in the next transaction (keeps one commit small).
+SWEEP_BATCH = 500
 #: Who lease expiry is attributed to in history.
 SYSTEM_ACTOR = "m3"
+# Built once: a statement object memoises its cache key, which the Writer's hot path would rebuild per call.
+_BY_ID = select(t).where(t.c.id == bindparam("task_id"))
+_ADD_EVENT = insert(ev)
+_RESULT_SHOWN = select(m.c.id).where(m.c.id == bindparam("memory_id"))
 
 
 class TaskWrites:
@@ -57,8 +64,8 @@ class TaskWrites:
     # -- helpers -------------------------------------------------------------------------------
 
     def event(self, task_id: str, name: str, actor: str | None, **details: Any) -> None:
-        self.conn.execute(insert(ev).values(task_id=task_id, event=name, actor=actor, at=self.now,
-                                            details=_jsonable(details)))
+        self.conn.execute(_ADD_EVENT, {"task_id": task_id, "event": name, "actor": actor, "at": self.now,
+                                       "details": _jsonable(details)})
 
     def notify(self, task: RowMapping | dict[str, Any], kind: str, message: str, actor: str | None,
                *recipients: str | None) -> None:
@@ -67,17 +74,22 @@ class TaskWrites:
                          ref_id=task["id"], data={"task_id": task["id"], "state": task["state"]})
             self.notified.append(agent)
 
+    def load(self, ref: str) -> RowMapping:
+        row = self.conn.execute(_BY_ID, {"task_id": rows.resolve(self.conn, ref)}).mappings().first()
+        if row is None:
+            raise NotFound(f"no task with id {ref!r}", hint="task_list shows the tasks and their ids.")
+        return row
+
     def current(self, ref: str) -> RowMapping:
         """The task row with a lapsed lease already turned back to pending (recorded as ``lease_expired``)."""
-        task_id = rows.resolve(self.conn, ref)
-        row = self.conn.execute(select(t).where(t.c.id == task_id)).mappings().first()
-        assert row is not None
+        row = self.load(ref)
         if rows.lapsed(row, self.now):
-            self.conn.execute(update(t).where(t.c.id == task_id, rows.lapsed_clause(self.now))
-                              .values(state="pending", owner=None, lease_expires_at=None))
+            back = self.conn.execute(update(t).where(t.c.id == row["id"], rows.lapsed_clause(self.now))
+                                     .values(state="pending", owner=None, lease_expires_at=None)
+                                     .returning(*t.c)).mappings().first()
+            assert back is not None
             self.expired(row)
-            row = self.conn.execute(select(t).where(t.c.id == task_id)).mappings().first()
-            assert row is not None
+            row = back
         return row
 
     def expired(self, row: RowMapping) -> None:
@@ -100,16 +112,25 @@ class TaskWrites:
 
     def change(self, row: RowMapping, **values: Any) -> dict[str, Any]:
         """Apply ``values`` if the row is still as read; bump the version; return the new record."""
-        result = self.conn.execute(
+        new = self.conn.execute(
             update(t).where(t.c.id == row["id"], t.c.version == row["version"], t.c.state == row["state"])
-            .values(version=t.c.version + 1, updated_at=self.now, **values))
-        if result.rowcount != 1:
+            .values(version=t.c.version + 1, updated_at=self.now, **values).returning(*t.c)).mappings().first()
+        if new is None:
             raise Conflict(f"task {row['id']} changed while this change was applied",
                            hint="Read it again (task_get) and retry.")
-        return self.record(row["id"])
+        return self.present(new)
 
     def record(self, task_id: str) -> dict[str, Any]:
-        return rows.get(self.conn, task_id, self.now, self.visible)
+        return self.present(self.load(task_id))
+
+    def present(self, row: RowMapping) -> dict[str, Any]:
+        """The caller's view of ``row``: the result memory only if the reader may see it."""
+        out = rows.record(row, self.now)
+        shown = out["result_memory_id"]
+        if shown is not None and not isinstance(self.visible, True_):
+            found = self.conn.execute(_RESULT_SHOWN.where(self.visible), {"memory_id": shown}).first()
+            out["result_memory_id"] = None if found is None else shown
+        return out
 
     # -- changes -------------------------------------------------------------------------------
 
@@ -229,9 +250,7 @@ class TaskWrites:
         claimable = rows.claimable_clause(msg.agent_id, self.now)
         where = [claimable, *rows.filter_clauses(msg.filter.model_copy(update={"state": None}), self.now)]
         for _ in range(CLAIM_ROUNDS):
-            query = (select(t.c.id, t.c.version, t.c.state, t.c.owner, t.c.lease_expires_at, t.c.creator,
-                            t.c.title).where(*where)
-                     .order_by(t.c.priority.desc(), t.c.seq).limit(CLAIM_BATCH))
+            query = select(t).where(*where).order_by(t.c.priority.desc(), t.c.seq).limit(CLAIM_BATCH)
             candidates = list(self.conn.execute(query).mappings())
             if not candidates:
                 return None
@@ -239,33 +258,36 @@ class TaskWrites:
                 taken = self.conn.execute(
                     update(t).where(t.c.id == cand["id"], t.c.version == cand["version"], claimable)
                     .values(state="in_progress", owner=msg.agent_id, lease_expires_at=due, version=t.c.version + 1,
-                            updated_at=self.now))
-                if taken.rowcount == 1:
+                            updated_at=self.now).returning(*t.c)).mappings().first()
+                if taken is not None:
                     if rows.lapsed(cand, self.now):
                         self.expired(cand)
                     self.event(cand["id"], "claimed", msg.agent_id, lease_expires_at=due)
-                    return self.record(cand["id"])
+                    return self.present(taken)
         return None
 
     def renew(self, msg: RenewLease) -> dict[str, Any]:
         task_id = rows.resolve(self.conn, msg.id)
         due = self.now + timedelta(seconds=msg.lease_s)
-        result = self.conn.execute(update(t).where(
+        renewed = self.conn.execute(update(t).where(
             t.c.id == task_id, t.c.owner == msg.agent_id, t.c.state == "in_progress", t.c.deleted_at.is_(None),
             t.c.lease_expires_at.is_not(None), t.c.lease_expires_at > self.now,
-        ).values(lease_expires_at=due))
-        if result.rowcount != 1:
+        ).values(lease_expires_at=due).returning(*t.c)).mappings().first()
+        if renewed is None:
             row = self.record(task_id)
             raise LeaseLost(f"{msg.agent_id} holds no valid lease on task {task_id}",
                             details={"state": row["state"], "owner": row["owner"]})
         self.event(task_id, "lease_renewed", msg.agent_id, lease_expires_at=due)
-        return self.record(task_id)
+        return self.present(renewed)
 
     def expire(self) -> datetime | None:
         """Turn every lapsed lease back to pending (recorded in history); the next expiry still ahead."""
-        lapsed = [r[0] for r in self.conn.execute(select(t.c.id).where(rows.lapsed_clause(self.now)).limit(1000))]
+        lapsed = [r[0] for r in self.conn.execute(
+            select(t.c.id).where(rows.lapsed_clause(self.now)).limit(SWEEP_BATCH))]
         for task_id in lapsed:
             self.current(task_id)
+        if len(lapsed) == SWEEP_BATCH:
+            return self.now  # more are due: sweep again at once, in a transaction of its own
         return rows.next_expiry(self.conn, self.now)
 
 
