@@ -61,14 +61,17 @@ def render(summary: dict[str, Any]) -> str:
     ]
     totals = (f"**{s['operations']} operations in {s['elapsed_s']} s ({s['ops_per_s']} per second overall), "
               f"{len(s['errors'])} errors.**\n")
-    rows = ["| Operation | " + " | ".join(f"{x} p50 / p99 ms (n)" for x in SURFACES) + " |",
-            "|---|" + "---|" * len(SURFACES)]
+    alone = {r["operation"]: r for r in s.get("baseline") or [] if r["surface"] == "all"}
+    columns = [*SURFACES, *(["one agent alone"] if alone else [])]
+    rows = ["| Operation | " + " | ".join(f"{x} p50 / p99 ms (n)" for x in columns) + " |",
+            "|---|" + "---|" * len(columns)]
     by_op: dict[str, dict[str, dict[str, Any]]] = {}
     for row in s["latency"]:
         by_op.setdefault(row["operation"], {})[row["surface"]] = row
-    for op, cells in by_op.items():
+    for op, measured in by_op.items():
+        cells = {**measured, "one agent alone": alone.get(op, {})}
         parts = [f"{c['p50_ms']:.1f} / {c['p99_ms']:.1f} ({c['count']})" if (c := cells.get(x)) else "—"
-                 for x in SURFACES]
+                 for x in columns]
         rows.append(f"| `{op}` | " + " | ".join(parts) + " |")
     reading = [
         "## Reading the numbers\n",
@@ -76,7 +79,8 @@ def render(summary: dict[str, Any]) -> str:
         "coordination change is several statements — a savepoint, the row read, a conditional `UPDATE … "
         "RETURNING`, a history row, notifications — so with 64 agents in one process the latency is mostly "
         "the wait in the Writer's queue: its p50 is about the number of agents divided by the process's "
-        "throughput, not the cost of one operation. The busy-box load above slows that throughput further.",
+        "throughput, not the cost of one operation (the last column: the same plan run by one agent alone on "
+        "a fresh store, just before). The busy-box load above slows that throughput further.",
         "* **direct** processes have their own Writer and few agents, hence the low p50; their long p99 is "
         "SQLite's lock handoff between processes: a process waiting for the write lock sleeps in growing "
         "steps (busy timeout) while the busy one takes the lock again. Many agents are better served by one "

@@ -204,15 +204,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--seed", type=int, default=5)
     parser.add_argument("--results", type=Path, default=RESULTS, help="where the run folder goes")
     parser.add_argument("--doc", action="store_true", help=f"also write {DOC.relative_to(ROOT)}")
+    parser.add_argument("--baseline", action="store_true",
+                        help="first run one agent alone (no contention), for comparison; implied by --doc")
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="m3-stress-") as tmp:
-        url = f"sqlite:///{Path(tmp) / 'm3.db'}"
-        env = {k: v for k, v in os.environ.items() if not k.startswith("M3_")}
-        env.update({"M3_HOME": str(Path(tmp) / "home"), "M3_STORE_URL": url, "PYTHONPATH": str(ROOT)})
-        config = load_config(env)
-        records, elapsed = run(args, config, env)
-        checks = verify(url, records)
+    baseline = None
+    if args.baseline or args.doc:
+        alone = argparse.Namespace(**{**vars(args), "threads": 1, "direct": 0, "remote": 0})
+        baseline = latency_table(fresh_run(alone)[0])
+    records, elapsed, checks = fresh_run(args)
     summary = summarise(args, records, elapsed, checks)
+    summary["baseline"] = baseline
     out = args.results / f"{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}-coordination_stress"
     out.mkdir(parents=True, exist_ok=True)
     (out / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
@@ -225,6 +226,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print(json.dumps({k: summary[k] for k in ("agents", "operations", "elapsed_s", "ops_per_s", "verification")},
                      indent=2))
     return summary
+
+
+def fresh_run(args: argparse.Namespace) -> tuple[list[Record], float, dict[str, Any]]:
+    """One run on a new store in a temporary directory: the records, the elapsed time, the checks."""
+    with tempfile.TemporaryDirectory(prefix="m3-stress-") as tmp:
+        url = f"sqlite:///{Path(tmp) / 'm3.db'}"
+        env = {k: v for k, v in os.environ.items() if not k.startswith("M3_")}
+        env.update({"M3_HOME": str(Path(tmp) / "home"), "M3_STORE_URL": url, "PYTHONPATH": str(ROOT)})
+        records, elapsed = run(args, load_config(env), env)
+        return records, elapsed, verify(url, records)
 
 
 def summarise(args: argparse.Namespace, records: list[Record], elapsed: float, checks: dict[str, Any]

@@ -21,12 +21,14 @@ import pytest
 import trio
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from sqlalchemy import create_engine, select
 
 from m3.gateway.http_server import serve
 from m3.gateway.service import Service
 from m3.gateway.tokens import new_token
 from m3.protocols.coordination import CreateToken, RevokeTokens
 from m3.store.agents import hash_token
+from m3.store.schema import agent_tokens
 
 STARTUP_TOOLS = {"memory_write", "memory_search", "memory_supersede", "memory_get", "chatlog_search", "m3_call"}
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -142,6 +144,13 @@ def test_m3_serve_and_m3_token_work_as_commands(m3_executable: str, child_env: d
     assert [(t["id"], t["agent_id"], t["label"], t["revoked_at"]) for t in listed["tokens"]] == [
         (issued["id"], "remote-1", "ci", None)]
     assert issued["token"] not in json.dumps(listed)
+    engine = create_engine(child_env["M3_STORE_URL"])
+    try:
+        with engine.connect() as conn:
+            stored = [tuple(r) for r in conn.execute(select(agent_tokens.c.agent_id, agent_tokens.c.token_hash))]
+    finally:
+        engine.dispose()
+    assert stored == [("remote-1", hash_token(issued["token"]))]  # the hash only, never the token
 
     server = subprocess.Popen([m3_executable, "serve", "--port", "0"], env=child_env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)
