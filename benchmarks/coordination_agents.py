@@ -141,6 +141,7 @@ async def _direct(spec: dict[str, Any], records: list[Record]) -> None:
     from m3.gateway.service import CallContext
 
     with running(drain_embeddings=False) as service:
+        service.system.embedder_backend.embed(["warm-up"])  # load the model before the measured run
         _ready_then_wait()
         async with trio.open_nursery() as nursery:
             for record in records:

@@ -103,6 +103,7 @@ def prepare(service: Service, names: dict[str, list[list[str]]], tasks: int) -> 
                                                "priority": i % 5}, lead)
 
     trio.run(setup)
+    service.system.embedder_backend.embed(["warm-up"])  # the model loads now, not during the measured run
     tokens = {}
     for group in names["remote"]:
         for agent in group:
@@ -122,8 +123,8 @@ def run(args: argparse.Namespace, config: Config, env: dict[str, str]) -> tuple[
     from m3.gateway.runtime import running
 
     names = agent_names(args)
-    peers = [a for groups in names.values() for g in groups for a in g]
-    claim_steps = len(peers) * sum(1 for i in range(args.ops) if PLAN[i % len(PLAN)] == "claim")
+    peers = [a for groups in names.values() for g in groups for a in g] + ["lead"]  # lead: a peer even alone
+    claim_steps = (len(peers) - 1) * sum(1 for i in range(args.ops) if PLAN[i % len(PLAN)] == "claim")
     spec = {"ops": args.ops, "peers": peers, "seed": args.seed, "abandon_share": args.abandon_share,
             "short_lease_s": args.short_lease}
     plan = Plan(ops=args.ops, peers=tuple(peers), seed=args.seed, abandon_share=args.abandon_share,
@@ -174,7 +175,10 @@ def _thread_agent(service: Service, record: Record, plan: Plan, gate: threading.
         return await service.call(tool, args, ctx)
 
     gate.wait(60)
-    trio.run(run_agent, record, call, plan)
+    try:
+        trio.run(run_agent, record, call, plan)
+    except Exception as exc:  # counted as an error of the run, not lost with the thread
+        record.errors.append(f"agent crashed: {type(exc).__name__}: {exc}")
 
 
 def latency_table(records: list[Record]) -> list[dict[str, Any]]:
