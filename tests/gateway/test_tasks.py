@@ -17,7 +17,7 @@ from tests.helpers import call
 
 LEAD, W1, W2 = (CallContext(agent_id=name, surface="test") for name in ("lead", "worker-1", "worker-2"))
 #: A short lease for the expiry tests; the waits for it are notifications, not sleeps.
-SHORT_LEASE_S = 0.3
+SHORT_LEASE_S = 1.5
 WAIT_S = 20.0
 
 
