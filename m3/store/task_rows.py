@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, RowMapping, and_, case, func, null, select
+from sqlalchemy import ColumnElement, Connection, RowMapping, and_, case, func, null, or_, select
 
-from m3.errors import NotFound
+from m3.errors import AmbiguousId, NotFound
 from m3.protocols.coordination import TaskFilter
 from m3.store.schema import memories as m
 from m3.store.schema import task_events as ev
@@ -57,8 +57,6 @@ def effective_owner(now: datetime) -> Any:
 
 def claimable_clause(agent_id: str, now: datetime) -> ColumnElement[bool]:
     """Pending (also by lapse) and either unowned or assigned to ``agent_id``; never deleted."""
-    from sqlalchemy import or_
-
     return and_(t.c.deleted_at.is_(None), or_(
         and_(t.c.state == "pending", or_(t.c.owner.is_(None), t.c.owner == agent_id)),
         lapsed_clause(now),
@@ -109,8 +107,6 @@ def resolve(conn: Connection, ref: str) -> str:
     if len(ref) < 8 or not found:
         raise NotFound(f"no task with id {ref!r}", hint="task_list shows the tasks and their ids.")
     if len(found) > 1:
-        from m3.errors import AmbiguousId
-
         raise AmbiguousId(f"prefix {ref!r} matches several tasks", details={"candidates": found})
     return str(found[0])
 
