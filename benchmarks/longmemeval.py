@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from benchmarks.data import LME_FILES, load_longmemeval
-from benchmarks.retrieval import common_parser, run_benchmark
+from benchmarks.retrieval import common_parser, run_benchmark, shard
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -20,7 +20,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--split", choices=sorted(LME_FILES), default="s")
     args = parser.parse_args(argv)
     haystacks = load_longmemeval(args.data, args.split, args.limit)
-    scope = {"split": args.split, "file": LME_FILES[args.split], "limit": args.limit, "stores": len(haystacks)}
+    if args.split == "s":
+        haystacks = shard(haystacks, args.shard)
+    scope = {"split": args.split, "file": LME_FILES[args.split], "limit": args.limit, "shard": args.shard,
+             "stores": len(haystacks)}
     return run_benchmark("longmemeval", args, haystacks, "session", scope,
                          f"LongMemEval {args.split} dev: SHR@k")
 

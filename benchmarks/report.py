@@ -43,8 +43,15 @@ class RunDir:
     def __init__(self, benchmark: str, root: Path | None = None):
         self.started = datetime.now(UTC)
         stamp = self.started.strftime("%Y%m%dT%H%M%SZ")
-        self.path = (root or RESULTS_ROOT) / f"{stamp}-{benchmark}"
-        self.path.mkdir(parents=True, exist_ok=True)
+        base = (root or RESULTS_ROOT) / f"{stamp}-{benchmark}"
+        self.path, n = base, 1
+        while True:  # runs started in the same second (shards) get their own folders
+            try:
+                self.path.mkdir(parents=True)
+                break
+            except FileExistsError:
+                n += 1
+                self.path = base.with_name(f"{base.name}-{n}")
         self.benchmark = benchmark
         self._log: TextIO = (self.path / "questions.jsonl").open("w", encoding="utf-8")
 

@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from benchmarks.data import Haystack, Question, Turn, default_data_dir
 from benchmarks.embedding import cached_embedder, default_cache_path, describe, prewarm
@@ -25,6 +25,8 @@ from benchmarks.progress import Progress
 from benchmarks.report import RunDir, hit_table_text
 from m3.embed.cache import CachingEmbedder
 
+T = TypeVar("T")
+
 
 def common_parser(description: str, default_k: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=description)
@@ -32,10 +34,19 @@ def common_parser(description: str, default_k: str) -> argparse.ArgumentParser:
     parser.add_argument("--k", default=default_k, help="comma-separated cut-offs")
     parser.add_argument("--modes", default=",".join(ALL_MODES), help="comma-separated: bm25, dense, m3")
     parser.add_argument("--limit", type=int, default=None, help="only the first N questions (smoke runs)")
+    parser.add_argument("--shard", default="0/1", help="I/N: only questions whose index %% N == I (parallel runs)")
     parser.add_argument("--cache", type=Path, default=default_cache_path(), help="embedding cache file")
     parser.add_argument("--threads", type=int, default=None, help="onnxruntime threads (default: all CPUs)")
     parser.add_argument("--out", type=Path, default=None, help="results root (default benchmarks/results)")
     return parser
+
+
+def shard(items: list[T], spec: str) -> list[T]:
+    """The items whose index modulo N is I, for ``spec`` "I/N"."""
+    index, count = (int(part) for part in spec.split("/"))
+    if not 0 <= index < count:
+        raise SystemExit(f"--shard {spec}: need 0 <= I < N")
+    return items[index::count]
 
 
 def int_list(text: str) -> list[int]:

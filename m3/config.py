@@ -6,6 +6,11 @@ and description. A value comes from, in rising precedence: the default,
 remembers where each value came from so that ``m3 config show --origin``
 can say it.
 
+Secret settings (``store.url``) may also come from ``secrets.toml`` beside
+the config file, an owner-only (0600) file written by ``m3 config
+set-secret``; it ranks above the config file and below the environment,
+and is refused if others can read it. Secret values are never printed.
+
 Roots: ``M3_HOME`` (default ``~/.m3``) holds three roots, ``engine``
 (databases), ``config`` (``m3_config.toml``) and ``logs``. ``paths.engine``
 and ``paths.logs`` may be set in the file; the config root itself can only
@@ -24,7 +29,7 @@ from typing import Any, Literal
 
 from m3.errors import ConfigError
 
-Origin = Literal["default", "file", "env"]
+Origin = Literal["default", "file", "secret", "env"]
 ValueType = type[str] | type[int] | type[float] | type[bool] | type[list[str]]
 
 CONFIG_FILE_NAME = "m3_config.toml"
@@ -52,16 +57,32 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("store.url", str, "", "SQLAlchemy URL of the store; empty means SQLite at <engine>/m3.db.", secret=True),
     Setting("store.sqlite_synchronous", str, "NORMAL",
             "SQLite synchronous mode. NORMAL survives a process crash; FULL also survives power loss."),
-    Setting("store.busy_timeout_ms", int, 10000, "How long a SQLite connection waits for another process's lock."),
+    Setting("store.busy_timeout_ms", int, 10000,
+            "How long a write waits for another connection's lock (SQLite busy timeout; PostgreSQL lock_timeout)."),
     Setting("writer.max_batch", int, 256, "Most writes committed in one group-commit transaction."),
-    Setting("embed.backend", str, "minilm", "Embedding backend: minilm (offline, in process)."),
-    Setting("embed.model", str, "all-MiniLM-L6-v2-int8", "Model id of the active embedding model."),
+    Setting("embed.backend", str, "minilm",
+            "Embedding backend: minilm (offline, in process), bge-m3 (bge-m3-lite, in process), flagembedding "
+            "(optional extra, torch), or http (any OpenAI-compatible endpoint at embed.url)."),
+    Setting("embed.model", str, "",
+            "Model id stored with every vector; empty means the backend's own model (all-MiniLM-L6-v2-int8 for "
+            "minilm, bge-m3 for bge-m3 and flagembedding). Changing it re-embeds every memory in the background."),
     Setting("embed.threads", int, 0,
             "onnxruntime intra-op threads; 0 means one less than the CPUs (at least 1), leaving a core for "
             "writes and searches."),
     Setting("embed.max_batch", int, 32, "Most texts embedded in one model call."),
     Setting("embed.drain_timeout_s", float, 60.0,
             "On shutdown, how long to keep embedding pending memories before leaving them for the next start."),
+    Setting("embed.url", str, "",
+            "OpenAI-compatible embeddings endpoint, e.g. http://127.0.0.1:8082/v1. With backend http it is the "
+            "embedder; with an in-process backend it is a shared `m3 embedder serve` for the same model, used "
+            "while it answers, with the in-process model as fallback."),
+    Setting("embed.key", str, "", "Bearer key for embed.url; `m3 embedder serve` requires it when set.", secret=True),
+    Setting("embed.timeout_s", float, 30.0, "Longest wait for one answer from embed.url."),
+    Setting("embed.server_retry_s", float, 10.0,
+            "After the shared embed server failed, how long to embed in process before asking it again."),
+    Setting("embed.model_dir", str, "",
+            "Folder of the model files for bge-m3 and flagembedding; empty means $BGE_M3_LITE_CACHE for bge-m3 "
+            "if set, else <M3_HOME>/models/<backend>."),
     Setting("search.k", int, 8, "Default number of results."),
     Setting("search.candidates", int, 100, "Candidates taken from each retrieval leg before fusion."),
     Setting("search.weight_dense", float, 0.75, "Fusion weight of vector similarity."),
@@ -233,9 +254,12 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
         if s.key == "paths.config":
             raise ConfigError("paths.config cannot be set in the file that it locates",
                               hint="Set M3_PATHS_CONFIG or M3_HOME in the environment instead.")
+    secrets = read_secrets(file.parent)
     for s in SETTINGS:
         if s.env_var in env:
             values[s.key], origins[s.key] = parse_value(s, env[s.env_var]), "env"
+        elif s.key in secrets:
+            values[s.key], origins[s.key] = parse_value(s, secrets[s.key]), "secret"
         elif s.key in from_file:
             values[s.key], origins[s.key] = parse_value(s, from_file[s.key]), "file"
         else:
@@ -266,3 +290,62 @@ def set_in_file(config: Config, key: str, raw: str) -> Any:
     tmp.write_text(tomlkit.dumps(doc), encoding="utf-8")
     os.replace(tmp, path)
     return value
+
+
+# -- secrets (issue 4): an owner-only file beside m3_config.toml -----------------------------------------
+
+SECRETS_FILE_NAME = "secrets.toml"
+
+
+def secrets_file(config_dir: Path) -> Path:
+    return config_dir / SECRETS_FILE_NAME
+
+
+def read_secrets(config_dir: Path) -> dict[str, Any]:
+    """The secret settings stored beside the config file; refused when group or others may read the file."""
+    path = secrets_file(config_dir)
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return {}
+    if mode & 0o077:
+        raise ConfigError(f"{path} can be read by other users (mode {mode & 0o777:o})",
+                          hint=f"Run `chmod 600 {path}`, or remove the file and set the secret again.")
+    values = _read_file(path)
+    for key in values:
+        if not setting(key).secret:
+            raise ConfigError(f"{path}: {key} is not a secret setting",
+                              hint="Only secret settings (such as store.url) belong in the secrets file.")
+    return values
+
+
+def set_secret(config: Config, key: str, raw: str | None) -> Path:
+    """Store (or with ``raw=None`` remove) a secret setting in the owner-only secrets file; return its path."""
+    import tomlkit
+
+    s = setting(key)
+    if not s.secret:
+        raise ConfigError(f"{key} is not a secret setting",
+                          hint="Use `m3 config set` for it; secrets are settings such as store.url.")
+    path = secrets_file(config.config_root)
+    current = read_secrets(config.config_root)
+    if raw is None:
+        current.pop(s.key, None)
+    else:
+        current[s.key] = parse_value(s, raw)
+    doc = tomlkit.document()
+    for full_key, value in current.items():
+        section, name = full_key.split(".", 1)
+        if section not in doc:
+            doc[section] = tomlkit.table()
+        doc[section][name] = value
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp.unlink(missing_ok=True)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # never readable by others, not even briefly
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(tomlkit.dumps(doc))
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    return path

@@ -118,6 +118,24 @@ class IntegrityError(M3Error):
     default_hint = "The stored content does not match its hash; restore it from history or a backup."
 
 
+class DownloadFailed(Unavailable):
+    code = "download_failed"
+    default_hint = ("Check the internet connection (or set HF_ENDPOINT to a mirror) and run the command again; "
+                    "it resumes. Or copy the files listed in details.files into details.dir by hand.")
+
+
+# -- PostgreSQL store (issue 4) --------------------------------------------------------------------
+
+class ExtraNotInstalled(ConfigError):
+    code = "extra_not_installed"
+    default_hint = 'Install PostgreSQL support with `pip install "m3-memory[postgres]"`.'
+
+
+class EmbeddedPostgresError(StoreError):
+    code = "embedded_postgres_error"
+    default_hint = "See server.log in the embedded cluster's data directory (`m3 postgres status` names it)."
+
+
 # --- coordination (agents, inboxes, tasks, tokens) ----------------------------------------------
 
 class Forbidden(M3Error):

@@ -3,7 +3,13 @@
 Every test runs under its own temporary home, never ``~/.m3``. The real
 offline embedder is loaded once per session and shared (it is immutable
 and thread-safe). ``store_url`` is the one place that chooses the store;
-tests that take it (directly or through ``config``) run on each store.
+tests that take it (directly or through ``config``) run on each store in
+``STORES``: a new SQLite file, or a new database on the session's embedded
+PostgreSQL (started by the first test that needs it, see ``tests/pg.py``).
+A test that only makes sense on one store says so with
+``@pytest.mark.store_only("sqlite", reason=…)``; it is skipped on the other
+with that reason. The end of the run reports how many store tests ran on
+each store.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,8 +26,11 @@ from m3.config import Config, load_config
 from m3.embed.minilm import MiniLMEmbedder
 from m3.gateway.registry import default_registry
 from m3.gateway.service import Service
+from tests.pg import TestCluster
 
-STORES = ["sqlite"]
+#: Every store the suite runs on; M3_TEST_STORES=sqlite narrows it while iterating (CI runs both).
+STORES = [s for s in os.environ.get("M3_TEST_STORES", "sqlite,postgres").split(",") if s]
+STORE_NAMES = {"sqlite": "SQLite", "postgres": "PostgreSQL"}
 
 
 @pytest.fixture(scope="session")
@@ -41,9 +51,85 @@ def m3_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[TestCluster]:
+    """The session's embedded PostgreSQL (only started when a PostgreSQL test runs)."""
+    cluster = TestCluster()
+    yield cluster
+    cluster.close()
+
+
 @pytest.fixture(params=STORES)
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'm3.db'}"
+def store_kind(request: pytest.FixtureRequest) -> str:
+    """Which store this test runs on; skips a test marked ``store_only`` for another store."""
+    marker = request.node.get_closest_marker("store_only")
+    if marker is not None and marker.args[0] != request.param:
+        pytest.skip(f"{STORE_NAMES[marker.args[0]]} only: {marker.kwargs['reason']}")
+    return str(request.param)
+
+
+def _new_store(request: pytest.FixtureRequest, kind: str, tmp_path: Path, *, migrated: bool) -> Iterator[str]:
+    if kind == "sqlite":
+        yield f"sqlite:///{tmp_path / 'm3.db'}"
+        return
+    cluster: TestCluster = request.getfixturevalue("pg_cluster")
+    url = cluster.new_database(migrated=migrated)
+    yield url
+    cluster.drop(url)
+
+
+@pytest.fixture
+def store_url(request: pytest.FixtureRequest, store_kind: str, tmp_path: Path) -> Iterator[str]:
+    """The store under test: a new SQLite file, or a new PostgreSQL database (already migrated)."""
+    yield from _new_store(request, store_kind, tmp_path, migrated=True)
+
+
+@pytest.fixture(scope="module", params=STORES)
+def module_store_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A migrated store shared by one module's tests (read-mostly fixtures such as an indexed corpus)."""
+    yield from _new_store(request, str(request.param), tmp_path_factory.mktemp("store"), migrated=True)
+
+
+@pytest.fixture
+def empty_store_url(request: pytest.FixtureRequest, store_kind: str, tmp_path: Path) -> Iterator[str]:
+    """A store nothing was ever done to (for migration tests): a new SQLite file, an empty PostgreSQL database."""
+    yield from _new_store(request, store_kind, tmp_path, migrated=False)
+
+
+# -- which store each test ran on ---------------------------------------------------------------------
+
+_STORE_OF: dict[str, str] = {}
+_OUTCOMES: dict[str, dict[str, set[str]]] = {}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        for name in ("store_kind", "module_store_url"):
+            if callspec is not None and name in callspec.params:
+                _STORE_OF[item.nodeid] = callspec.params[name]
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    store = _STORE_OF.get(report.nodeid)
+    if store is None or not (report.when == "call" or report.outcome != "passed"):
+        return
+    outcome = "skipped" if report.skipped else "failed" if report.failed else "passed"
+    by_outcome = _OUTCOMES.setdefault(store, {"passed": set(), "failed": set(), "skipped": set()})
+    if outcome != "passed":
+        by_outcome["passed"].discard(report.nodeid)
+    by_outcome[outcome].add(report.nodeid)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if not _OUTCOMES:
+        return
+    terminalreporter.write_sep("=", "store tests by store")
+    for store in STORES:
+        got = _OUTCOMES.get(store, {"passed": set(), "failed": set(), "skipped": set()})
+        name = STORE_NAMES.get(store, store)
+        terminalreporter.write_line(f"store tests run on {name}: {len(got['passed'])} passed, "
+                                    f"{len(got['failed'])} failed, {len(got['skipped'])} skipped")
 
 
 @pytest.fixture

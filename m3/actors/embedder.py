@@ -2,9 +2,22 @@
 
 Writes never wait for a model: the Writer tells this actor which memories
 are new after it commits them. Texts accumulate while more messages wait in
-the mailbox and are embedded in bounded batches. On start it also picks up
-memories that have no vector of the active model (written by a process that
-stopped before embedding them), so every memory gets a vector eventually.
+the mailbox and are embedded in bounded batches. New memories go first; the
+*backlog* (memories without a vector of the configured model: left by a
+process that stopped before embedding them, or every memory after a change
+of model) is worked through a page at a time between them, so a re-embedding
+of the whole store never delays a new memory by more than one batch.
+
+Change of model: the store records which model search uses (the *active*
+one, :mod:`m3.store.embedding_models`). When the configured model differs,
+this actor fills in the configured model's vectors for every memory, gives
+new memories a vector of the active model too (so search, which keeps using
+the active model meanwhile, still finds them by meaning), and once no
+current memory lacks a vector of the configured model asks the Writer to
+make it active — one transaction, after which search uses it alone.
+
+A memory whose content and title equal another's that already has a vector
+of the model gets a copy of that vector instead of a model call.
 
 Query embeddings do not pass through here: the Searcher calls the (thread
 safe) model directly, so an interactive search never queues behind a
@@ -14,10 +27,12 @@ background batch.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from sqlalchemy import Connection
 
 from m3.actors.base import Envelope, M3Actor
@@ -25,30 +40,54 @@ from m3.actors.supervisor import ActorHandle
 from m3.embed.base import Embedder
 from m3.errors import EmbedderUnavailable
 from m3.protocols.base import Message
-from m3.protocols.messages import EmbedderInfo, Flush, MemoriesWritten, StoreVectors
-from m3.store import vectors
+from m3.protocols.messages import (
+    ActivateModel,
+    Drain,
+    EmbedderInfo,
+    Flush,
+    MarkModelBuilding,
+    MemoriesWritten,
+    StoreVectors,
+)
+from m3.store import embedding_models, vectors
 from m3.store.engine import StoreOptions, open_engine
 
 log = logging.getLogger(__name__)
 
+Resolver = Callable[[str], Embedder | None]
+
 
 class Backfill(Message):
-    """Look for memories without a vector of the active model."""
+    """Queue the next page of memories without a vector of the configured model."""
 
 
 class EmbedderActor(M3Actor):
     def __init__(self, options: StoreOptions, *, embedder: Embedder, writer: ActorHandle, max_batch: int,
-                 backend_name: str, **base: Any):
+                 backend_name: str, resolve: Resolver | None = None, ask_timeout: float = 30.0,
+                 reembed: bool = True, **base: Any):
         super().__init__(**base)
         self._options = options
         self._embedder = embedder
+        self._resolve = resolve or (lambda model: embedder if model == embedder.model_id else None)
         self._writer = writer
+        self._ask_timeout = ask_timeout
+        self._reembed = reembed  # work through a change of model's backlog (long-running processes)
         self._max_batch = max(1, max_batch)
         self._backend_name = backend_name
-        self._queue: dict[str, str] = {}  # id -> text, insertion ordered
-        self._backfill_seq = 0  # memories up to this seq were already looked at by backfill
+        self._fresh: dict[str, str] = {}  # id -> text of new memories, insertion ordered
+        self._backlog: dict[str, tuple[str, bool]] = {}  # id -> (text, run supersession)
+        self._backfill_seq = 0  # memories up to this seq were already looked at by the backfill
+        self._paging = True  # more backlog pages may follow
+        self._active: str | None = None  # the model search uses, as last read from the store
         self._conn: Connection | None = None
+        self._unsynced = False  # vectors were told to the Writer since it last confirmed a commit
         self.last_error: str | None = None
+        self.embedded = 0  # vectors of the configured model computed (or reused) by this actor
+        self.reused = 0
+
+    @property
+    def model(self) -> str:
+        return self._embedder.model_id
 
     def setup(self) -> None:
         self._engine = open_engine(self._options, "reader")
@@ -63,58 +102,198 @@ class EmbedderActor(M3Actor):
 
     def handlers(self) -> dict[type[Message], Callable[[Any], Any]]:
         return {MemoriesWritten: self._enqueue, Backfill: self._backfill, Flush: self._flush,
-                EmbedderInfo: self._info}
+                Drain: self._drain, EmbedderInfo: self._info}
 
     def receive(self, env: Envelope) -> None:
         super().receive(env)
-        # Embed once the mailbox is drained (or a batch is full), so bursts share model calls.
-        while self._queue and (self.inbox_empty() or len(self._queue) >= self._max_batch):
+        # Embed once the mailbox is drained (or a batch of new memories is full), so bursts share model
+        # calls; between batches, messages that arrived (new memories, questions) are handled first.
+        while (self._fresh and len(self._fresh) >= self._max_batch) or (self._pending() and self.inbox_empty()):
             self._embed_next_batch()
+            if not self._backlog and self._paging and not self._fresh and self.inbox_empty():
+                self.actor_ref.tell(Envelope(Backfill()))
+
+    def _changing_model(self) -> bool:
+        """True while search uses another model than the configured one (the store is being re-embedded)."""
+        return self._active is not None and self._active != self.model
+
+    def _pending(self) -> bool:
+        return bool(self._fresh or self._backlog)
 
     def _enqueue(self, msg: MemoriesWritten) -> None:
         for memory_id, text in zip(msg.ids, msg.texts, strict=True):
-            self._queue[memory_id] = text
+            self._fresh[memory_id] = text
+            self._backlog.pop(memory_id, None)
+
+    # -- backlog and change of model -----------------------------------------------------------
 
     def _backfill(self, _msg: Backfill) -> None:
-        if self._backfill_page():
-            self.actor_ref.tell(Envelope(Backfill()))
+        if self._active is None or self._active != self.model:
+            self._sync_models()
+        if self._changing_model() and not self._reembed:
+            self._paging = False
+            return
+        if not self._backlog and self._paging and self._load_page() == 0:
+            self._paging = False
+            self._try_activate()
 
-    def _backfill_page(self) -> bool:
-        """Queue the next page of memories lacking a vector; True when more may follow."""
-        assert self._conn is not None
+    def _sync_models(self) -> None:
+        """Read the active model; choose the configured one on a fresh store; record a change of model."""
+        with self._db() as conn:
+            active = embedding_models.active(conn)
+        dim = self._dim()
+        if active is None and dim is not None:
+            self._writer.ask(ActivateModel(model=self.model, dim=dim, require_complete=False), self._ask_timeout)
+            active = self.model
+        if active is not None and active not in (self.model, self._active) and dim is not None:
+            self._writer.ask(MarkModelBuilding(model=self.model, dim=dim), self._ask_timeout)
+            log.info("re-embedding the store for %s in the background; search uses %s until every memory has "
+                     "a vector of %s", self.model, active, self.model)
+        self._active = active
+
+    def _load_page(self) -> int:
+        """Queue the next page of memories lacking a vector of the configured model; how many."""
         limit = self._max_batch * 16
-        with self._conn.begin():
-            missing = vectors.missing(self._conn, self._embedder.model_id, self._backfill_seq, limit)
-        for seq, memory_id, text in missing:
-            self._queue.setdefault(memory_id, text)
+        if self._unsynced:
+            # Vectors told to the Writer may not be committed yet; without this a fresh memory would
+            # look vector-less here and be embedded twice.
+            self._writer.ask(Flush(), self._ask_timeout)
+            self._unsynced = False
+        with self._db() as conn:
+            page = vectors.missing(conn, self.model, self._backfill_seq, limit)
+        for seq, memory_id, text, has_vector in page:
+            if memory_id not in self._fresh:
+                # A memory with a vector of another model went through supersession already.
+                self._backlog.setdefault(memory_id, (text, not has_vector))
             self._backfill_seq = seq
-        if missing:
-            log.debug("backfill queued %d memories without a vector", len(missing))
-        return len(missing) == limit
+        if page:
+            log.debug("backfill queued %d memories without a vector of %s", len(page), self.model)
+        return len(page)
+
+    def _try_activate(self) -> bool:
+        """After a complete pass: make the configured model active if it now covers every memory."""
+        if self._active == self.model or self._active is None:
+            return True
+        dim = self._dim()
+        if dim is None or not self._writer.ask(ActivateModel(model=self.model, dim=dim), self._ask_timeout):
+            # Memories arrived meanwhile (from another process): another pass from the start finds them.
+            self._backfill_seq = 0
+            if self.last_error is None:
+                self._paging = True
+                self.actor_ref.tell(Envelope(Backfill()))
+            return False
+        log.info("re-embedding for %s is complete; search uses it from now on", self.model)
+        self._active = self.model
+        return True
 
     def _flush(self, _msg: Flush) -> bool:
-        """Embed everything queued or still lacking a vector, then answer (shutdown, tests)."""
-        while True:
-            while self._queue:
+        """Embed everything queued or still lacking a vector (and switch models if complete), then answer."""
+        self._sync_models()
+        for _attempt in range(3):  # memories written meanwhile by other processes can refuse a switch
+            self._paging = True
+            while self._pending() or self._load_page() > 0:
+                while self._pending():
+                    self._embed_next_batch()
+            self._paging = False
+            if self._try_activate() or self.last_error is not None:
+                break
+        return True
+
+    def _drain(self, _msg: Drain) -> bool:
+        if self._changing_model():
+            while self._fresh:
                 self._embed_next_batch()
-            if not self._backfill_page() and not self._queue:
-                return True
+            return True
+        return self._flush(Flush())
 
     def _info(self, _msg: EmbedderInfo) -> dict[str, Any]:
-        return {"backend": self._backend_name, "model": self._embedder.model_id, "dim": self._embedder.dim,
-                "queued": len(self._queue), "last_error": self.last_error}
+        route = getattr(self._embedder, "route", None)
+        return {"backend": self._backend_name, "model": self.model, "dim": self._dim(),
+                "active_model": self._active or self.model,
+                "reembedding": self._changing_model(),
+                "queued": len(self._fresh) + len(self._backlog), "last_error": self.last_error,
+                "embedded": self.embedded, "reused": self.reused, "server": route() if route else None}
+
+    # -- embedding -------------------------------------------------------------------------------
 
     def _embed_next_batch(self) -> None:
-        ids = list(self._queue)[: self._max_batch]
-        texts = [self._queue.pop(i) for i in ids]
+        fresh = bool(self._fresh)
+        if fresh:
+            ids = list(self._fresh)[: self._max_batch]
+            texts = [self._fresh.pop(i) for i in ids]
+            supersede = [True] * len(ids)
+        else:
+            ids = list(self._backlog)[: self._max_batch]
+            queued = [self._backlog.pop(i) for i in ids]
+            texts = [text for text, _ in queued]
+            supersede = [flag for _, flag in queued]
         try:
-            matrix = self._embedder.embed(texts)
+            matrix = self._vectors(ids, texts)
         except EmbedderUnavailable as exc:
             # Leave them for the next start's backfill rather than spin on a broken model.
             self.last_error = exc.message
+            self._paging = False
             log.error("embedding failed, %d memories stay without vectors for now: %s", len(ids), exc.message)
             return
         self.last_error = None
+        self.embedded += len(ids)
+        if fresh and self._changing_model() and self._embed_for_search(ids, texts):
+            supersede = [False] * len(ids)  # supersession ran with the model search uses
+        for flag in (True, False):
+            chosen = [i for i, s in enumerate(supersede) if s is flag]
+            if chosen:
+                self._store(self.model, [ids[i] for i in chosen], matrix[chosen], flag)
+
+    def _vectors(self, ids: list[str], texts: list[str]) -> npt.NDArray[np.float32]:
+        """Vectors of the configured model: copies of stored ones for identical memories, the rest computed."""
+        with self._db() as conn:
+            known = vectors.reusable(conn, self.model, ids)
+        todo = [i for i, memory_id in enumerate(ids) if memory_id not in known]
+        computed = self._embedder.embed([texts[i] for i in todo]) if todo else None
+        dim = computed.shape[1] if computed is not None else len(next(iter(known.values())))
+        matrix = np.empty((len(ids), dim), dtype=np.float32)
+        for i, memory_id in enumerate(ids):
+            if memory_id in known:
+                matrix[i] = known[memory_id]
+        if computed is not None:
+            matrix[todo] = computed
+        self.reused += len(ids) - len(todo)
+        return matrix
+
+    def _embed_for_search(self, ids: list[str], texts: list[str]) -> bool:
+        """During a change of model, give new memories a vector of the model search still uses."""
+        assert self._active is not None
+        other = self._resolve(self._active)
+        if other is None:
+            return False
+        try:
+            matrix = other.embed(texts)
+        except EmbedderUnavailable as exc:
+            log.warning("new memories get no %s vector while re-embedding (search finds them by keyword): %s",
+                        self._active, exc.message)
+            return False
+        self._store(self._active, ids, matrix, True)
+        return True
+
+    def _store(self, model: str, ids: list[str], matrix: npt.NDArray[np.float32], supersede: bool) -> None:
         blob = np.ascontiguousarray(matrix, dtype="<f4").tobytes()
-        self._writer.tell(StoreVectors(model=self._embedder.model_id, dim=int(matrix.shape[1]),
-                                       ids=tuple(ids), vectors=blob))
+        self._writer.tell(StoreVectors(model=model, dim=int(matrix.shape[1]), ids=tuple(ids), vectors=blob,
+                                       supersede=supersede))
+        self._unsynced = True
+
+    # -- helpers ---------------------------------------------------------------------------------
+
+    def _dim(self) -> int | None:
+        """The configured model's dimension, or None while an HTTP backend cannot be asked."""
+        try:
+            return int(self._embedder.dim)
+        except EmbedderUnavailable as exc:
+            self.last_error = exc.message
+            return None
+
+    @contextmanager
+    def _db(self) -> Iterator[Connection]:
+        """A read transaction on the actor's connection."""
+        assert self._conn is not None
+        with self._conn.begin():
+            yield self._conn

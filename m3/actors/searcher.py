@@ -1,10 +1,12 @@
 """The Searcher: every read of memories and the chat log.
 
-It owns a read connection and an in-memory vector index of the active
-model. Before each search it loads vectors added since it last looked
-(one indexed query, which also picks up other processes' writes), so a
-search sent after a write's reply sees that write. Each request runs in one
-read transaction: one consistent snapshot, released right after.
+It owns a read connection and the dense retrieval leg of its store
+(:mod:`m3.actors.dense`): on SQLite an in-memory vector matrix of the active
+model, refreshed before each search from the vectors added since it last
+looked (one indexed query, which also picks up other processes' writes);
+on PostgreSQL the model's HNSW index, queried in SQL with the filters. So a
+search sent after a write's reply sees that write. Each request runs in
+one read transaction: one consistent snapshot, released right after.
 """
 
 from __future__ import annotations
@@ -18,8 +20,8 @@ from sqlalchemy import Connection, RowMapping, and_, select
 
 from m3.actors import ranking
 from m3.actors.base import M3Actor
+from m3.actors.dense import DenseLeg, leg_for
 from m3.actors.supervisor import ActorHandle
-from m3.actors.vector_index import VectorIndex
 from m3.embed.base import Embedder
 from m3.errors import EmbedderUnavailable
 from m3.protocols.base import Message
@@ -36,9 +38,9 @@ from m3.protocols.messages import (
     TouchMemories,
     VerifyMemories,
 )
-from m3.store import fulltext, vectors
+from m3.store import embedding_models, fulltext, vectors
 from m3.store import memories as rows
-from m3.store.engine import StoreOptions, open_engine
+from m3.store.engine import StoreOptions, dialect_of, open_engine
 from m3.store.filters import isolation_clause, search_clause
 from m3.store.schema import chatlog
 from m3.store.schema import memories as m
@@ -51,14 +53,18 @@ PENDING_EMBED_MAX = 32
 
 class Searcher(M3Actor):
     def __init__(self, options: StoreOptions, *, embedder: Embedder, weights: SearchWeights, candidates: int,
-                 writer: ActorHandle | None, **base: Any):
+                 writer: ActorHandle | None, resolve: Callable[[str], Embedder | None] | None = None, **base: Any):
         super().__init__(**base)
         self._options = options
-        self._embedder = embedder
+        self._configured = embedder
+        self._resolve = resolve or (lambda model: embedder if model == embedder.model_id else None)
+        #: Embeds queries with the model whose vectors the index holds (the store's active model).
+        self._embedder: Embedder | None = embedder
+        self._model = embedder.model_id
         self._weights = weights
         self._candidates = candidates
         self._writer = writer
-        self._index = VectorIndex()
+        self._dense: DenseLeg = leg_for(dialect_of(options.url))
         self._conn: Connection | None = None
         #: The current search's query vector; set per request by _dense_hits.
         self._query_vec: Any = None
@@ -77,7 +83,7 @@ class Searcher(M3Actor):
         return {
             SearchMemories: self.search, GetMemory: self.get, GetHistory: self.history, GetGraph: self.graph,
             VerifyMemories: self.verify, SearchChat: self.search_chat, EmbeddingStats: self.embedding_stats,
-            MemoriesErased: lambda msg: self._index.remove(msg.ids), Flush: lambda _msg: True,
+            MemoriesErased: lambda msg: self._dense.forget(msg.ids), Flush: lambda _msg: True,
         }
 
     def handle(self, message: Message) -> Any:
@@ -98,14 +104,11 @@ class Searcher(M3Actor):
         clause = search_clause(msg.filter, now)
         terms = fulltext.query_terms(msg.query)
         n = max(self._candidates, msg.k)
-        hits = fulltext.memory_hits(self.conn, terms, clause, n)
-        dense = self._dense_hits(msg.query, n * 4)
-        found = rows.rows_by_ids(self.conn, list({h.id for h in hits} | {i for i, _ in dense}), clause)
-        dense_ok = [(i, s) for i, s in dense if i in found][:n]
-        if len(dense_ok) < n and len(dense) < len(self._index) and self._query_vec is not None:
-            dense_ok = self._dense_within(clause, n)
-            found.update(rows.rows_by_ids(self.conn, [i for i, _ in dense_ok if i not in found], clause))
-        cands = self._candidates_from(found, hits, dense_ok)
+        hits = fulltext.memory_hits(self.conn, msg.query, clause, n)
+        dense, found = self._dense_hits(msg.query, clause, n)
+        wanted = dict.fromkeys([h.id for h in hits] + [i for i, _ in dense])
+        found.update(rows.rows_by_ids(self.conn, [i for i in wanted if i not in found], clause))
+        cands = self._candidates_from(found, hits, [(i, s) for i, s in dense if i in found])
         ranking.fuse(cands, terms, self._weights, msg.filter.as_of or now)
         by_relevance = {c.id: r for r, c in enumerate(sorted(cands, key=lambda c: c.score, reverse=True), 1)}
         chosen = ranking.mmr(cands, msg.k, self._weights.mmr_lambda)
@@ -113,32 +116,34 @@ class Searcher(M3Actor):
         self._touch([c.id for c in chosen], now)
         return {"count": len(items), "items": items, "query": msg.query}
 
-    def _dense_hits(self, query: str, n: int) -> list[tuple[str, float]]:
+    def _dense_hits(self, query: str, clause: Any, n: int) -> tuple[list[tuple[str, float]], dict[str, RowMapping]]:
+        """The dense leg's filtered top ``n`` and the rows it loaded; sets the query vector when there are vectors."""
         self._query_vec = None
-        self._refresh_vectors()
-        if len(self._index) == 0:
-            return []
+        self._follow_active_model()
+        if self._embedder is None or not self._dense.ready(self.conn, self._model):
+            return [], {}
         try:
             self._query_vec = self._embedder.embed([query])[0]
         except EmbedderUnavailable as exc:
             log.warning("searching by keyword only: %s", exc.message)
-            return []
-        return self._index.top(self._query_vec, n)
+            return [], {}
+        return self._dense.top(self.conn, self._model, self._query_vec, clause, n)
 
-    def _dense_within(self, clause: Any, n: int) -> list[tuple[str, float]]:
-        """Vector top-n restricted to rows matching ``clause`` (used when filters prune the global top)."""
-        allowed = [r[0] for r in self.conn.execute(select(m.c.id).where(clause).limit(500_000))]
-        assert self._query_vec is not None
-        return self._index.top(self._query_vec, n, allowed)
+    def _follow_active_model(self) -> None:
+        """Use the model the store says search uses; on a change, drop the dense leg and start the new model's.
 
-    def _refresh_vectors(self) -> None:
-        model = self._embedder.model_id
-        while True:
-            last, ids, matrix = vectors.load_after(self.conn, model, self._index.last_seq)
-            if not ids:
-                return
-            self._index.add(ids, matrix)
-            self._index.last_seq = last
+        The leg and the query embedder always belong to one model, so vectors of two models are never
+        compared.
+        """
+        active = embedding_models.active(self.conn) or self._configured.model_id
+        if active == self._model:
+            return
+        log.info("search switches from %s to %s vectors", self._model, active)
+        self._model = active
+        self._dense = leg_for(dialect_of(self._options.url))
+        self._embedder = self._resolve(active)
+        if self._embedder is None:
+            log.warning("no embedder for %s in this process: searching by keyword until it is available", active)
 
     def _candidates_from(self, found: dict[str, RowMapping], hits: list[fulltext.KeywordHit],
                          dense: list[tuple[str, float]]) -> list[ranking.Candidate]:
@@ -150,8 +155,9 @@ class Searcher(M3Actor):
             c = cands.setdefault(memory_id, ranking.Candidate(id=memory_id, row=found[memory_id]))
             c.cosine = cosine
         if self._query_vec is not None:
+            stored = self._dense.vectors(self.conn, self._model, list(cands))
             for c in cands.values():
-                c.vector = self._index.vector(c.id)
+                c.vector = stored.get(c.id)
                 if c.cosine is None and c.vector is not None:
                     c.cosine = float(c.vector @ self._query_vec)
             self._embed_pending([c for c in cands.values() if c.vector is None])
@@ -164,7 +170,7 @@ class Searcher(M3Actor):
         merely related memories until the Embedder catches up: read-your-writes in name only.
         """
         pending = sorted(pending, key=lambda c: c.bm25, reverse=True)[:PENDING_EMBED_MAX]
-        if not pending or self._query_vec is None:
+        if not pending or self._query_vec is None or self._embedder is None:
             return
         try:
             matrix = self._embedder.embed([vectors.embed_text(c.row["title"], c.row["content"]) for c in pending])
@@ -185,6 +191,8 @@ class Searcher(M3Actor):
         }
         if explain:
             item["explanation"] = ranking.explain(c, self._weights, rank, relevance_rank)
+            # The one model whose vectors gave the cosine (query and memory alike).
+            item["explanation"]["dense_model"] = self._model if c.cosine is not None else None
         return item
 
     def _touch(self, ids: list[str], at: datetime) -> None:
@@ -242,10 +250,9 @@ class Searcher(M3Actor):
     # -- chat log and statistics ---------------------------------------------------------------
 
     def search_chat(self, msg: SearchChat) -> dict[str, Any]:
-        terms = fulltext.query_terms(msg.query)
         conds = [chatlog.c[name] == getattr(msg, name) for name in ("conversation_id", "role", "agent_id")
                  if getattr(msg, name) is not None]
-        hits = fulltext.chat_hits(self.conn, terms, and_(*conds) if conds else True, msg.k)
+        hits = fulltext.chat_hits(self.conn, msg.query, and_(*conds) if conds else True, msg.k)
         best = max((s for _, s in hits), default=0.0)
         items = [{
             "id": row.id, "conversation_id": row.conversation_id, "role": row.role, "content": row.content,
@@ -259,6 +266,9 @@ class Searcher(M3Actor):
             "vectors_by_model": vectors.counts_by_model(self.conn),
             "pending": vectors.count_missing(self.conn, msg.model),
             "memories": rows.count_current(self.conn),
+            "active_model": embedding_models.active(self.conn),
+            "models": embedding_models.states(self.conn),
+            "search_model": self._model, "index_size": self._dense.size(),
         }
 
 

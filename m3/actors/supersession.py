@@ -16,19 +16,27 @@ are added directly. It only proposes
 candidates; every candidate above the threshold is re-checked against the
 database (still current? same owner? cosine recomputed from the stored
 vector) inside the Writer's transaction before anything is closed.
+
+On PostgreSQL several processes write at once, so an in-memory index would
+miss what another process stores concurrently: there the Writer uses
+:class:`m3.actors.pg_locks.LockedCandidates`, which serialises each owner
+group with an advisory lock and asks pgvector inside the transaction.
+Both implement :class:`Candidates`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 from sqlalchemy import Connection, RowMapping, select
 
 from m3.actors.vector_index import VectorIndex
+from m3.protocols.base import Message
 from m3.protocols.messages import StoreVectors
 from m3.store import memories as rows
 from m3.store import vectors
@@ -46,14 +54,35 @@ class SupersessionPolicy:
     exempt_types: frozenset[str]
 
 
+class Candidates(Protocol):
+    """Where the Writer finds supersession candidates; one per Writer."""
+
+    def prepare(self, conn: Connection, batch: Sequence[Message]) -> None:
+        """Called at the start of each write transaction, before anything is written in it."""
+
+    def add(self, model: str, memory_id: str, owner: tuple[str, str | None, str | None], vector: Vector) -> None:
+        """A vector stored in the current transaction."""
+
+    def discard(self, memory_id: str) -> None:
+        """A memory that can no longer be superseded (retired or erased)."""
+
+    def near(self, conn: Connection, model: str, row: RowMapping, vector: Vector, threshold: float) -> list[str]:
+        """Ids in ``row``'s owner group whose cosine to ``vector`` exceeds ``threshold``, best first."""
+
+
 class CandidateIndex:
-    """Vectors of supersedable memories per owner group; owned by one Writer."""
+    """Vectors of supersedable memories per owner group, in memory; owned by one SQLite Writer."""
 
     def __init__(self, exempt_types: frozenset[str]):
         self._exempt = exempt_types
         self._groups: dict[GroupKey, VectorIndex] = {}
         self._group_of: dict[str, GroupKey] = {}
         self._last_seq: dict[str, int] = {}
+
+    def prepare(self, conn: Connection, batch: Sequence[Message]) -> None:
+        # Nothing is written yet in this transaction: the index loads committed data only.
+        for model in {msg.model for msg in batch if isinstance(msg, StoreVectors)}:
+            self.refresh(conn, model)
 
     def refresh(self, conn: Connection, model: str, page: int = 20_000) -> None:
         """Load committed vectors of ``model`` not seen yet. Call before writing in the transaction."""
@@ -83,7 +112,7 @@ class CandidateIndex:
         if key is not None:
             self._groups[key].remove([memory_id])
 
-    def near(self, model: str, row: RowMapping, vector: Vector, threshold: float) -> list[str]:
+    def near(self, conn: Connection, model: str, row: RowMapping, vector: Vector, threshold: float) -> list[str]:
         """Ids in ``row``'s owner group whose cosine to ``vector`` exceeds ``threshold``, best first."""
         group = self._groups.get((model, row["type"], row["agent_id"], row["user_id"]))
         if group is None:
@@ -92,7 +121,7 @@ class CandidateIndex:
 
 
 def supersede_similar(conn: Connection, msg: StoreVectors, policy: SupersessionPolicy,
-                      clock: Callable[[], datetime], index: CandidateIndex) -> list[tuple[str, str]]:
+                      clock: Callable[[], datetime], index: Candidates) -> list[tuple[str, str]]:
     """Store the vectors, then apply the rule; returns (retired id, winner id) pairs."""
     matrix = np.frombuffer(msg.vectors, dtype="<f4").reshape(len(msg.ids), msg.dim)
     kept = vectors.store(conn, msg.model, msg.dim, msg.ids, matrix, clock())
@@ -113,7 +142,7 @@ def supersede_similar(conn: Connection, msg: StoreVectors, policy: SupersessionP
         if current["retired_at"] is not None:
             continue
         vector = matrix[position[row["id"]]]
-        candidates = index.near(msg.model, current, vector, policy.threshold)
+        candidates = index.near(conn, msg.model, current, vector, policy.threshold)
         if candidates:
             closed += _apply_rule(conn, ops, current, vector, msg.model, candidates, policy, index)
     for loser, _winner in closed:
@@ -122,7 +151,7 @@ def supersede_similar(conn: Connection, msg: StoreVectors, policy: SupersessionP
 
 
 def _apply_rule(conn: Connection, ops: MemoryWrites, row: RowMapping, vector: Vector, model: str,
-                candidate_ids: list[str], policy: SupersessionPolicy, index: CandidateIndex
+                candidate_ids: list[str], policy: SupersessionPolicy, index: Candidates
                 ) -> list[tuple[str, str]]:
     """Re-check the candidates against the database and close the stale side of each pair."""
     where = m.c.id.in_(candidate_ids) & rows.same_owner_clause(row)

@@ -15,9 +15,9 @@ from m3.actors.task_manager import TaskManager
 from m3.actors.writer import Writer
 from m3.config import Config
 from m3.embed.base import Embedder
-from m3.embed.factory import create_embedder
+from m3.embed.factory import close_embedder, create_embedder, model_resolver
 from m3.errors import M3Error
-from m3.protocols.messages import Flush, SearchWeights
+from m3.protocols.messages import Drain, Flush, SearchWeights
 from m3.store.agents import Liveness
 from m3.store.engine import StoreOptions, migrate, open_engine
 
@@ -39,13 +39,23 @@ def search_weights(config: Config) -> SearchWeights:
     )
 
 
+def interactive(embedder: Embedder | None) -> Embedder | None:
+    """The same embedder marked for queries someone waits for (a shared server serves those first)."""
+    with_priority = getattr(embedder, "with_priority", None)
+    return with_priority("interactive") if with_priority is not None else embedder
+
+
 class ActorSystem:
     """The actors of one store. ``start`` migrates the store first; ``stop`` drains in a safe order."""
 
-    def __init__(self, config: Config, embedder: Embedder | None = None):
+    def __init__(self, config: Config, embedder: Embedder | None = None, *, reembed: bool = True):
         self.config = config
         self.options = store_options(config)
+        self._owns_backend = embedder is None
+        self._reembed = reembed
         self.embedder_backend = embedder or create_embedder(config)
+        #: Embedders of other models (the previous one, while the store moves to the configured one).
+        self.resolve = model_resolver(config, self.embedder_backend)
         self.ask_timeout: float = config["actors.ask_timeout_s"]
         self.schema_revision = ""
         self.writer: ActorHandle
@@ -67,11 +77,15 @@ class ActorSystem:
         # Handles exist before actors start so that each can address the others.
         self.writer = ActorHandle("writer", Writer, self.options, max_batch=self.config["writer.max_batch"],
                                   policy=policy, searcher=None, embedder=None)
-        self.searcher = ActorHandle("searcher", Searcher, self.options, embedder=self.embedder_backend,
+        self.searcher = ActorHandle("searcher", Searcher, self.options,
+                                    embedder=interactive(self.embedder_backend),
+                                    resolve=lambda model: interactive(self.resolve(model)),
                                     weights=search_weights(self.config),
                                     candidates=self.config["search.candidates"], writer=self.writer)
         self.embedder = ActorHandle("embedder", EmbedderActor, self.options, embedder=self.embedder_backend,
-                                    writer=self.writer, max_batch=self.config["embed.max_batch"],
+                                    resolve=self.resolve, writer=self.writer, ask_timeout=self.ask_timeout,
+                                    reembed=self._reembed,
+                                    max_batch=self.config["embed.max_batch"],
                                     backend_name=self.config["embed.backend"])
         self.directory = ActorHandle("directory", Directory, self.options, liveness=Liveness(
             active_s=self.config["agents.active_window_s"], offline_s=self.config["agents.offline_after_s"]))
@@ -96,7 +110,9 @@ class ActorSystem:
         interrupted: BaseException | None = None
         if drain_embeddings:
             try:
-                self.wait_embedded(self.config["embed.drain_timeout_s"])
+                limit = self.config["embed.drain_timeout_s"]
+                self.embedder.ask(Drain(), limit)
+                self.writer.ask(Flush(), limit)
             except M3Error as exc:
                 log.warning("stopping before every vector was computed (%s); the next start finishes", exc.message)
             except (KeyboardInterrupt, SystemExit) as exc:
@@ -110,6 +126,9 @@ class ActorSystem:
         self.embedder.stop()
         self.searcher.stop()
         self.writer.stop()
+        self.resolve.close()
+        if self._owns_backend:
+            close_embedder(self.embedder_backend)
         if interrupted is not None:
             raise interrupted
 

@@ -21,14 +21,16 @@ from sqlalchemy.exc import OperationalError
 
 from m3.actors import coordination_ops
 from m3.actors.base import Envelope, M3Actor
-from m3.actors.supersession import CandidateIndex, SupersessionPolicy, supersede_similar
+from m3.actors.supersession import CandidateIndex, Candidates, SupersessionPolicy, supersede_similar
 from m3.actors.supervisor import ActorHandle
 from m3.errors import M3Error, StoreError
 from m3.protocols.base import Message
 from m3.protocols.messages import (
+    ActivateModel,
     DeleteMemory,
     Flush,
     LinkMemories,
+    MarkModelBuilding,
     MemoriesErased,
     MemoriesWritten,
     PinMemory,
@@ -40,8 +42,9 @@ from m3.protocols.messages import (
     WriteMemories,
 )
 from m3.store import chat as chat_rows
+from m3.store import embedding_models
 from m3.store import memories as rows
-from m3.store.engine import StoreOptions, open_engine
+from m3.store.engine import StoreOptions, dialect_of, open_engine
 from m3.store.writes import MemoryWrites
 
 log = logging.getLogger(__name__)
@@ -98,7 +101,7 @@ class Writer(M3Actor):
         self._pending: list[Envelope] = []
         self._conn: Connection | None = None
         self._clock = Clock()
-        self._candidates = CandidateIndex(policy.exempt_types)
+        self._candidates = _candidates_for(dialect_of(options.url), policy.exempt_types)
 
     def setup(self) -> None:
         self._engine = open_engine(self._options, "writer")
@@ -111,7 +114,21 @@ class Writer(M3Actor):
             self._engine.dispose()
 
     def handlers(self) -> dict[type[Message], Callable[[Any], Any]]:
-        return {Flush: lambda _msg: True}
+        return {Flush: lambda _msg: True, ActivateModel: self._activate_model, MarkModelBuilding: self._mark_building}
+
+    def _activate_model(self, msg: ActivateModel) -> bool:
+        assert self._conn is not None
+        with self._conn.begin():
+            done = embedding_models.activate(self._conn, msg.model, msg.dim, self._clock(),
+                                             require_complete=msg.require_complete)
+        if done:
+            log.info("search now uses the vectors of %s", msg.model)
+        return done
+
+    def _mark_building(self, msg: MarkModelBuilding) -> None:
+        assert self._conn is not None
+        with self._conn.begin():
+            embedding_models.mark_building(self._conn, msg.model, msg.dim, self._clock())
 
     # -- group commit --------------------------------------------------------------------------
 
@@ -133,7 +150,7 @@ class Writer(M3Actor):
         if not batch:
             return
         try:
-            outcomes, effects = self._run(batch)
+            outcomes, effects = self._run_retrying(batch)
         except Exception as exc:
             if len(batch) == 1 or isinstance(exc, OperationalError):
                 # The database refused the transaction itself (locked past the busy timeout, read-only,
@@ -148,15 +165,26 @@ class Writer(M3Actor):
         self._publish(effects)
         self._answer_all(batch, outcomes)
 
+    def _run_retrying(self, batch: list[Envelope]) -> tuple[list[Any], Effects]:
+        """Run the batch; on PostgreSQL run it again when it lost a deadlock or serialization race."""
+        for attempt in range(1, TRANSACTION_ATTEMPTS + 1):
+            try:
+                return self._run(batch)
+            except OperationalError as exc:
+                if attempt == TRANSACTION_ATTEMPTS or not _retryable(exc):
+                    raise
+                log.info("write transaction lost a race (%s); running it again", type(exc.orig).__name__)
+        raise AssertionError("unreachable")
+
     def _run(self, batch: list[Envelope]) -> tuple[list[Any], Effects]:
         conn = self._conn
         assert conn is not None
         outcomes: list[Any] = []
         effects = Effects()
         with conn.begin():
-            # Nothing is written yet in this transaction: the candidate index sees committed data only.
-            for model in {env.message.model for env in batch if isinstance(env.message, StoreVectors)}:
-                self._candidates.refresh(conn, model)
+            # Before anything is written: the candidates see committed data only, and on PostgreSQL
+            # the transaction takes its advisory locks before any row lock.
+            self._candidates.prepare(conn, [env.message for env in batch])
             for env in batch:
                 try:
                     with conn.begin_nested():
@@ -237,6 +265,24 @@ class Writer(M3Actor):
         raise TypeError(f"Writer cannot apply {type(msg).__name__}")
 
 
+#: How often a transaction that lost a deadlock or serialization race (PostgreSQL) is run.
+TRANSACTION_ATTEMPTS = 4
+
+
+def _candidates_for(dialect: str, exempt_types: frozenset[str]) -> Candidates:
+    if dialect == "postgresql":
+        from m3.actors.pg_locks import LockedCandidates
+
+        return LockedCandidates(exempt_types)
+    return CandidateIndex(exempt_types)
+
+
+def _retryable(exc: BaseException) -> bool:
+    from m3.store.postgres import retryable
+
+    return retryable(exc)
+
+
 def _errors_for(n: int, exc: Exception) -> list[M3Error]:
     """One error per caller (an exception object is raised in one thread only), logged once."""
     first = _as_error(exc)
@@ -247,6 +293,11 @@ def _as_error(exc: Exception) -> M3Error:
     if isinstance(exc, M3Error):
         return exc
     log.error("write failed", exc_info=exc)
+    from m3.store.postgres import store_error
+
+    known = store_error(exc)
+    if known is not None:
+        return known
     # The driver's own message, without SQLAlchemy's statement dump (it can hold user content).
     reason = getattr(exc, "orig", None) or exc
     return StoreError(f"the write failed: {type(reason).__name__}: {reason}")

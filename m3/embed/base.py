@@ -15,7 +15,7 @@ import numpy.typing as npt
 
 from m3.errors import InvalidArgument
 
-__all__ = ["Embedder", "length_batches"]
+__all__ = ["Embedder", "check_texts", "length_batches", "unit_rows"]
 
 
 @runtime_checkable
@@ -107,3 +107,26 @@ def _full(size: int, longest: int, max_batch: int, max_padded: int | None) -> bo
 def _check_positive(name: str, value: int) -> None:
     if isinstance(value, bool) or value < 1:
         raise InvalidArgument(f"{name} must be a positive integer, got {value!r}")
+
+
+def check_texts(texts: Sequence[str]) -> None:
+    """Refuse what :meth:`Embedder.embed` does not accept.
+
+    Raises:
+        InvalidArgument: ``texts`` is a bare ``str`` (a ``Sequence[str]`` itself, whose characters would be
+            embedded one by one) or holds a non-string.
+    """
+    if isinstance(texts, str):
+        raise InvalidArgument("texts must be a sequence of strings, not a single string; wrap it in a list")
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise InvalidArgument(f"texts[{i}] is a {type(text).__name__}, not a str")
+
+
+def unit_rows(matrix: npt.NDArray[np.floating]) -> npt.NDArray[np.float32]:
+    """``matrix`` as C-contiguous float32 with L2-normalised rows; an all-zero row stays zero."""
+    out = np.ascontiguousarray(matrix, dtype=np.float32)
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    unit: npt.NDArray[np.float32] = np.ascontiguousarray(out / np.maximum(norms, np.float32(1e-12)),
+                                                         dtype=np.float32)
+    return unit

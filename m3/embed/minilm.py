@@ -33,7 +33,7 @@ from m3.errors import EmbedderUnavailable, InvalidArgument
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
-__all__ = ["DIM", "MODEL_ID", "MODEL_SHA256", "TOKENIZER_SHA256", "MiniLMEmbedder"]
+__all__ = ["DIM", "MODEL_ID", "MODEL_SHA256", "TOKENIZER_SHA256", "MiniLMEmbedder", "max_tokens_of", "model_id_for"]
 
 MODEL_ID = "all-MiniLM-L6-v2-int8"
 DIM = 384
@@ -56,6 +56,25 @@ MAX_POSITIONS = 512
 # into a single [UNK] (over 100 characters) or long whitespace runs can make
 # the cut drop tokens that would otherwise have fitted.
 CHARS_PER_TOKEN_BUDGET = 100
+
+#: The truncation the model was trained at; :data:`MODEL_ID` without a suffix means this one.
+DEFAULT_MAX_TOKENS = 256
+
+
+def model_id_for(max_tokens: int) -> str:
+    """The model id of MiniLM truncating at ``max_tokens``."""
+    return MODEL_ID if max_tokens == DEFAULT_MAX_TOKENS else f"{MODEL_ID}@{max_tokens}"
+
+
+def max_tokens_of(model_id: str) -> int | None:
+    """The truncation a MiniLM model id stands for, or None when it is not a MiniLM id."""
+    if model_id == MODEL_ID:
+        return DEFAULT_MAX_TOKENS
+    head, sep, tail = model_id.partition("@")
+    if head == MODEL_ID and sep and tail.isdigit() and 2 <= int(tail) <= MAX_POSITIONS:
+        return int(tail)
+    return None
+
 
 _RUNTIME_HINT = "Install the embedder's runtime: pip install onnxruntime tokenizers numpy"
 
@@ -113,7 +132,7 @@ class MiniLMEmbedder:
     def __init__(
         self,
         threads: int | None = None,
-        max_tokens: int = 256,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
         *,
         max_batch: int = 32,
         max_batch_tokens: int = 2048,
@@ -131,8 +150,11 @@ class MiniLMEmbedder:
 
     @property
     def model_id(self) -> str:
-        """``"all-MiniLM-L6-v2-int8"``: the same for every ``max_tokens``."""
-        return MODEL_ID
+        """``"all-MiniLM-L6-v2-int8"``, or ``"all-MiniLM-L6-v2-int8@<max_tokens>"`` for another truncation.
+
+        Truncation is part of the identity: texts longer than the limit get different vectors.
+        """
+        return model_id_for(self._max_tokens)
 
     @property
     def dim(self) -> int:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from m3.config import Config, set_in_file
+from m3.gateway import store_commands
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,11 @@ def _config_set(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
     result: dict[str, Any] = {"file": str(config.file), "key": ns.key, "value": shown}
     if config.origin(ns.key) == "env":
         result["warning"] = f"{s.env_var} is set in the environment and overrides the file"
+    elif config.origin(ns.key) == "secret":
+        result["warning"] = "the secrets file (`m3 config set-secret`) overrides the file"
+    plain_password = store_commands.password_warning(s.key, str(value))
+    if plain_password:
+        result["warning"] = "; ".join(w for w in (result.get("warning"), plain_password) if w)
     return result
 
 
@@ -65,6 +71,45 @@ def _mcp_serve(config: Config, ns: argparse.Namespace) -> None:
     from m3.gateway.mcp_server import serve_stdio
 
     serve_stdio(config)
+
+
+def _embedder_serve_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--host", default="127.0.0.1", help="Address to listen on (default 127.0.0.1).")
+    p.add_argument("--port", type=int, default=8082, help="Port to listen on (default 8082).")
+
+
+def _embedder_serve(config: Config, ns: argparse.Namespace) -> None:
+    from m3.gateway.embed_server import serve
+
+    serve(config, ns.host, ns.port)
+
+
+def _fetch_model_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", choices=["bge-m3", "bge-m3-int8"],
+                   help="bge-m3 (fp32, about 2.6 GB) or bge-m3-int8 (about 0.6 GB).")
+    p.add_argument("--dir", default=None, help="Folder to fill (default: embed.model_dir or its default).")
+
+
+def _fetch_model(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
+    import sys
+    from pathlib import Path
+
+    from m3.embed.factory import model_dir
+    from m3.embed.fetch import fetch_model
+
+    folder = Path(ns.dir).expanduser() if ns.dir else model_dir(config, "bge-m3")
+    result = fetch_model(ns.model, folder, progress=sys.stderr)
+    result["next"] = (f"m3 config set embed.backend bge-m3 && m3 config set embed.model {ns.model} "
+                      "&& m3 embedder reembed")
+    return result
+
+
+def _reembed(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
+    import sys
+
+    from m3.gateway.reembed import reembed
+
+    return reembed(config, progress=sys.stderr)
 
 
 def _http_serve_args(p: argparse.ArgumentParser) -> None:
@@ -102,6 +147,34 @@ ADMIN_COMMANDS: tuple[AdminCommand, ...] = (
     AdminCommand("config", "set", "Write one setting into m3_config.toml.", _config_set_args, _config_set),
     AdminCommand("mcp", "serve", "Serve MCP on stdio (the default when m3 runs without arguments).",
                  _no_args, _mcp_serve),
+    AdminCommand("embedder", "serve",
+                 "Serve the configured embedding model to every m3 process over the OpenAI embeddings API "
+                 "(POST /v1/embeddings, GET /v1/models, GET /health, GET /stats); runs until stopped.",
+                 _embedder_serve_args, _embedder_serve),
+    AdminCommand("embedder", "fetch-model",
+                 "Download a model's files into the model folder, with progress on stderr (needs internet; "
+                 "resumes an interrupted download).",
+                 _fetch_model_args, _fetch_model),
+    AdminCommand("embedder", "reembed",
+                 "Give every memory a vector of the configured model, with progress on stderr; search keeps "
+                 "the previous model until this completes, then switches. Resumable.",
+                 _no_args, _reembed),
+    # -- the store (issue 4) --
+    AdminCommand("config", "set-secret", "Store a secret setting (store.url) read from stdin in an owner-only file.",
+                 store_commands.secret_args, store_commands.set_secret_command),
+    AdminCommand("config", "unset-secret", "Remove a secret setting from the secrets file.",
+                 store_commands.secret_args, store_commands.unset_secret_command),
+    AdminCommand("store", "migrate", "Bring the store's schema to the newest revision.",
+                 _no_args, store_commands.store_migrate),
+    AdminCommand("store", "status", "Backend, URL (password hidden), schema revision and counts of the store.",
+                 _no_args, store_commands.store_status),
+    AdminCommand("postgres", "start", "Start the embedded PostgreSQL (pgvector) under the engine root; "
+                 "prints its store URL.", store_commands.postgres_start_args, store_commands.postgres_start),
+    AdminCommand("postgres", "stop", "Stop the embedded PostgreSQL.", _no_args, store_commands.postgres_stop),
+    AdminCommand("postgres", "status", "Whether the embedded PostgreSQL runs, and its URL.",
+                 _no_args, store_commands.postgres_status),
+
+
     # Coordination (issue 5): remote MCP and its bearer tokens.
     AdminCommand("mcp", "http", "Serve MCP over Streamable HTTP behind bearer tokens; prints {url, pid} once "
                  "listening.", _http_serve_args, _http_serve, alias="serve"),

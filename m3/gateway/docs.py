@@ -285,9 +285,9 @@ CONFIG_INTRO = """\
 # Configuration
 
 Every setting has a default and can be set in `m3_config.toml` or in the environment; a value comes
-from, in rising precedence: the default, the file, the environment. `m3 config show --origin` prints
-every value with where it came from (`default`, `file` or `env`); `m3 config set KEY VALUE` writes one
-setting into the file, keeping its comments.
+from, in rising precedence: the default, the file, the secrets file (secret settings only), the
+environment. `m3 config show --origin` prints every value with where it came from (`default`, `file`,
+`secret` or `env`); `m3 config set KEY VALUE` writes one setting into the file, keeping its comments.
 
 ## Where things live
 
@@ -303,7 +303,11 @@ environment variable of a setting is `M3_` plus its key in upper case with `_` f
 (`M3_SEARCH_K=5`); list values are comma-separated there. Booleans accept `true/false`, `1/0`,
 `yes/no`, `on/off`.
 
-Secret settings are never printed: `m3 config show` says `<set, hidden>` instead.
+Secret settings are never printed: `m3 config show` says `<set, hidden>` instead. A secret such as
+a `store.url` with a password can be kept out of `m3_config.toml`: `m3 config set-secret store.url`
+reads it from stdin (without echo on a terminal) into `secrets.toml` beside the config file, readable
+by its owner only (mode 0600; m3 refuses the file if others can read it). See
+[postgres.md](postgres.md).
 
 ## Settings
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import signal
+import sys
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -153,6 +154,9 @@ def serve_stdio(config: Config) -> None:
     # Hosts end a stdio server by closing stdin, then SIGTERM after a grace period: make
     # SIGTERM a clean exit so the actors still stop in order.
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    if sys.stdin.isatty():
+        print("m3: serving MCP on stdin/stdout for an MCP client; press Ctrl-D to stop. "
+              "Commands: `m3 --help`.", file=sys.stderr)
     with running(config) as service:
         server = build_server(service, local_identity(config))
 

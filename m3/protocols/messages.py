@@ -217,3 +217,27 @@ class EmbedderInfo(Message):
 
 class Flush(Message):
     """Answered once everything the actor received before it has been handled."""
+
+
+# --- embedding models ---------------------------------------------------------------------------
+
+
+class MarkModelBuilding(Message):
+    """Record that the store is being re-embedded for ``model`` (Writer)."""
+
+    model: str
+    dim: int
+
+
+class ActivateModel(Message):
+    """Make ``model`` the one search uses (Writer); answers False, changing nothing, when
+    ``require_complete`` and a current memory still lacks a vector of it."""
+
+    model: str
+    dim: int
+    require_complete: bool = True
+
+
+class Drain(Message):
+    """Shutdown (Embedder): embed the new memories and the backlog, but not a whole re-embedding for a change
+    of model (that continues at the next start or with `m3 embedder reembed`)."""

@@ -95,18 +95,29 @@ class EmbedderStatusArgs(ToolArgs):
 
 class EmbedderStatusResult(ToolResult):
     backend: str
-    model: str
-    dim: int
+    model: str = Field(description="The configured model: new vectors are computed with it.")
+    dim: int | None = Field(description="Its dimension (null while an HTTP endpoint cannot be asked).")
     loaded: bool
-    pending: int = Field(description="Current memories without a vector of the active model.")
+    pending: int = Field(description="Current memories without a vector of the configured model.")
     vectors_by_model: dict[str, int]
     memories: int
+    active_model: str = Field(description="The model whose vectors search uses; differs from model while "
+                                          "re-embedding.")
+    reembedding: bool = Field(description="True while the store moves to the configured model.")
+    queued: int = Field(description="Memories queued for embedding in this process.")
+    last_error: str | None = Field(description="Why the last embedding failed, if it did.")
+    server: dict[str, Any] | None = Field(
+        description="With a shared embed server: its url, state (server or in_process) and texts per route.")
 
 
 EMBEDDER_STATUS = ToolSpec(
     name="embedder_status", domain="embedder", args=EmbedderStatusArgs, result=EmbedderStatusResult,
     read_only=True,
-    description="Show the embedding backend and model, how many memories have vectors, and how many wait.",
+    description=(
+        "Show the embedding backend and model, the model search uses, how many memories have vectors of each "
+        "model and how many wait, and whether a shared embed server answers. Use it when search by meaning "
+        "misses fresh memories or after changing embed.model."
+    ),
 )
 
 META_TOOLS: tuple[ToolSpec, ...] = (M3_CALL, M3_INDEX, TOOLS_LIST_DOMAINS, TOOLS_LOAD_DOMAIN, EMBEDDER_STATUS)

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from sqlalchemy import Engine, create_engine, event, inspect, make_url, text
-from sqlalchemy.exc import OperationalError
+from sqlalchemy import URL, Engine, create_engine, event, inspect, make_url, text
+from sqlalchemy.exc import ArgumentError, DBAPIError
 from sqlalchemy.pool import NullPool
 
 from m3.errors import ConfigError, StoreError
@@ -34,23 +34,30 @@ class StoreOptions:
     busy_timeout_ms: int = 10_000
 
 
+def parse_url(url: str) -> URL:
+    """The store URL parsed; a ConfigError (which never repeats the URL: it may hold a password) if malformed."""
+    try:
+        return make_url(url)
+    except ArgumentError:
+        raise ConfigError("store.url is not a valid database URL",
+                          hint="Use sqlite:///<path> or postgresql+psycopg://user@host/db "
+                               "(see docs/postgres.md).") from None
+
+
 def dialect_of(url: str) -> str:
-    return make_url(url).get_backend_name()
+    return parse_url(url).get_backend_name()
 
 
 def open_engine(options: StoreOptions, role: Role) -> Engine:
     """An engine for one actor. Writers on SQLite begin with ``BEGIN IMMEDIATE``."""
-    url = make_url(options.url)
+    url = parse_url(options.url)
     backend = url.get_backend_name()
     if backend == "sqlite":
         return _sqlite_engine(options, role)
     if backend == "postgresql":
-        if url.drivername != "postgresql+psycopg":
-            raise ConfigError(
-                f"unsupported PostgreSQL driver {url.drivername!r}",
-                hint="Use a postgresql+psycopg:// URL (psycopg 3, installed by the [postgres] extra).",
-            )
-        return create_engine(url, pool_size=2, max_overflow=2, pool_pre_ping=True)
+        from m3.store.postgres import postgres_engine
+
+        return postgres_engine(options.url, role, options.busy_timeout_ms)
     raise ConfigError(f"unsupported store backend {backend!r}", hint="Use a sqlite:/// or postgresql+psycopg:// URL.")
 
 
@@ -87,8 +94,11 @@ def migrate(engine: Engine) -> str:
     """Apply every pending migration; return the schema revision now in place."""
     from m3.store.migrations import HEAD
 
-    if current_revision(engine) == HEAD:
-        return HEAD
+    try:
+        if current_revision(engine) == HEAD:
+            return HEAD
+    except DBAPIError as exc:
+        raise unreachable_error(exc) from exc
     from alembic import command
     from alembic.config import Config as AlembicConfig
 
@@ -102,9 +112,19 @@ def migrate(engine: Engine) -> str:
                     conn.execute(text("SELECT pg_advisory_xact_lock(7283711)"))
                 cfg.attributes["connection"] = conn
                 command.upgrade(cfg, "head")
-        except OperationalError as exc:
-            raise StoreError(f"cannot migrate the store: {exc.orig}") from exc
+        except DBAPIError as exc:
+            hint = ("On PostgreSQL the pgvector extension must be installed on the server, and m3's role must "
+                    "be allowed to create it or find it created (docs/postgres.md)."
+                    if engine.dialect.name == "postgresql" else None)
+            raise StoreError(f"cannot migrate the store: {str(exc.orig).strip()}", hint=hint) from exc
     return current_revision(engine)
+
+
+def unreachable_error(exc: DBAPIError) -> StoreError:
+    # The driver's message names the host or file, never the password.
+    return StoreError(f"cannot open the store: {type(exc.orig).__name__}: {str(exc.orig).strip()}",
+                      hint="Check store.url (`m3 config show --origin`); for the embedded PostgreSQL, "
+                           "`m3 postgres status`.")
 
 
 def current_revision(engine: Engine) -> str:

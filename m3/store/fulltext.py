@@ -1,9 +1,19 @@
 """Keyword retrieval: safe query terms and BM25 candidates on each dialect.
 
-User text never reaches the FTS query language directly: it is cut into
-word tokens, stop-words are dropped, and each remaining token is quoted and
-OR-ed. So ``gpt-4o``, ``a/b``, quotes, ``*`` and ``field:value`` are words,
-never syntax, and a query never becomes an implicit AND of every word.
+User text never reaches a full-text query language directly, and a query
+never becomes an implicit AND of every word:
+
+* SQLite (FTS5): the text is cut into word tokens, stop-words are dropped,
+  and each remaining token is quoted and OR-ed. So ``gpt-4o``, ``a/b``,
+  quotes, ``*`` and ``field:value`` are words, never syntax.
+* PostgreSQL: the text goes through the same ``to_tsvector('english', …)``
+  as the documents, so it is cut, stemmed and stripped of stop-words exactly
+  like them (``gpt-4o`` gives ``gpt-4o | gpt | 4o``; a file name, host or
+  version stays one token, as in the documents). Each lexeme is quoted and
+  the OR of them is cast to ``tsquery``, which cannot fail to parse; a text
+  without lexemes matches nothing. The score is ``ts_rank`` divided by
+  1 + log(document length) (flag 1): more occurrences, more distinct query
+  words and a shorter document each score higher, as with BM25.
 """
 
 from __future__ import annotations
@@ -53,62 +63,87 @@ def fts5_match(terms: list[str]) -> str:
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
 
 
-def tsquery_text(terms: list[str]) -> str:
-    """A to_tsquery input OR-ing the terms; each is a quoted lexeme so no operator can leak in."""
-    return " | ".join("'" + t.replace("'", "''").replace("\\", "") + "'" for t in terms)
+#: Longest query text handed to PostgreSQL's parser.
+MAX_QUERY_CHARS = 10_000
+
+# The OR of the query's lexemes (the first MAX_TERMS by position), each quoted with ' and \ doubled so
+# that the cast never meets an operator; NULL when the text has no lexeme: no rows, and no NOTICE.
+_OR_TSQUERY = rf"""
+    NULLIF(array_to_string(ARRAY(
+        SELECT '''' || replace(replace(t.lexeme, '\', '\\'), '''', '''''') || ''''
+        FROM unnest(to_tsvector('english', CAST(:text AS text))) AS t
+        ORDER BY t.positions[1], t.lexeme LIMIT {MAX_TERMS}
+    ), ' | '), '')::tsquery
+"""
+
+
+def clean_query(query: str) -> str:
+    """The query without what PostgreSQL cannot take (NUL, lone surrogates), capped in length."""
+    return query[:MAX_QUERY_CHARS].replace("\x00", " ").encode("utf-8", "replace").decode("utf-8")
+
+
+def pg_tsquery(conn: Connection, query: str) -> str | None:
+    """The tsquery a PostgreSQL store searches for ``query``, as text; None when it has no lexeme."""
+    found = conn.execute(text(f"SELECT CAST(({_OR_TSQUERY}) AS text)"), {"text": clean_query(query)}).scalar()
+    return None if found is None else str(found)
 
 
 @dataclass(frozen=True)
 class KeywordHit:
     id: str
-    #: BM25 of the content column, positive, larger is better; 0 for a title-only match.
+    #: BM25 (ts_rank on PostgreSQL) of the content column, positive, larger is better; 0 for a title-only match.
     bm25: float
 
 
-def memory_hits(conn: Connection, terms: list[str], where: Any, limit: int) -> list[KeywordHit]:
-    """Current-filtered memories matching any term, best BM25 first."""
-    if not terms:
-        return []
+def memory_hits(conn: Connection, query: str, where: Any, limit: int) -> list[KeywordHit]:
+    """Memories matching ``where`` and any word of ``query``, best keyword score first."""
     if conn.dialect.name == "sqlite":
+        terms = query_terms(query)
+        if not terms:
+            return []
         inner = text(
             "SELECT rowid AS seq, -bm25(memories_fts, 0.0, 1.0) AS score FROM memories_fts "
             "WHERE memories_fts MATCH :match"
-        ).bindparams(match=fts5_match(terms)).columns(seq=Integer, score=Float).subquery("k")
-        score = inner.c.score
+        ).bindparams(match=fts5_match(terms))
     else:
+        # The title is searched but not scored, as on SQLite (bm25 weight 0 for the title column).
         inner = text(
-            "SELECT seq, ts_rank_cd(fts_content, q, 1) AS score FROM memories, to_tsquery('english', :tsq) q "
-            "WHERE fts_content @@ q OR fts_title @@ q"
-        ).bindparams(tsq=tsquery_text(terms)).columns(seq=Integer, score=Float).subquery("k")
-        score = inner.c.score
-    query = (
-        select(memories.c.id, score)
-        .select_from(inner.join(memories, memories.c.seq == inner.c.seq))
+            "SELECT m.seq, ts_rank(m.fts_content, q.tsq, 1) AS score "
+            f"FROM memories AS m, (SELECT {_OR_TSQUERY} AS tsq) AS q "
+            "WHERE q.tsq IS NOT NULL AND (m.fts_content @@ q.tsq OR m.fts_title @@ q.tsq)"
+        ).bindparams(text=clean_query(query))
+    k = inner.columns(seq=Integer, score=Float).subquery("k")
+    stmt = (
+        select(memories.c.id, k.c.score)
+        .select_from(k.join(memories, memories.c.seq == k.c.seq))
         .where(where)
-        .order_by(score.desc(), memories.c.seq.desc())
+        .order_by(k.c.score.desc(), memories.c.seq.desc())
         .limit(limit)
     )
-    return [KeywordHit(row[0], max(0.0, float(row[1]))) for row in conn.execute(query)]
+    return [KeywordHit(row[0], max(0.0, float(row[1]))) for row in conn.execute(stmt)]
 
 
-def chat_hits(conn: Connection, terms: list[str], where: Any, limit: int) -> list[tuple[Any, float]]:
-    """Chat rows matching any term with their BM25 (positive, larger is better)."""
-    if not terms:
-        return []
+def chat_hits(conn: Connection, query: str, where: Any, limit: int) -> list[tuple[Any, float]]:
+    """Chat rows matching ``where`` and any word of ``query`` with their keyword score (positive)."""
     if conn.dialect.name == "sqlite":
+        terms = query_terms(query)
+        if not terms:
+            return []
         inner = text(
             "SELECT rowid AS seq, -bm25(chatlog_fts) AS score FROM chatlog_fts WHERE chatlog_fts MATCH :match"
-        ).bindparams(match=fts5_match(terms)).columns(seq=Integer, score=Float).subquery("k")
+        ).bindparams(match=fts5_match(terms))
     else:
         inner = text(
-            "SELECT seq, ts_rank_cd(fts_content, q, 1) AS score FROM chatlog, to_tsquery('english', :tsq) q "
-            "WHERE fts_content @@ q"
-        ).bindparams(tsq=tsquery_text(terms)).columns(seq=Integer, score=Float).subquery("k")
-    query = (
-        select(chatlog, inner.c.score)
-        .select_from(inner.join(chatlog, chatlog.c.seq == inner.c.seq))
+            "SELECT c.seq, ts_rank(c.fts_content, q.tsq, 1) AS score "
+            f"FROM chatlog AS c, (SELECT {_OR_TSQUERY} AS tsq) AS q "
+            "WHERE q.tsq IS NOT NULL AND c.fts_content @@ q.tsq"
+        ).bindparams(text=clean_query(query))
+    k = inner.columns(seq=Integer, score=Float).subquery("k")
+    stmt = (
+        select(chatlog, k.c.score)
+        .select_from(k.join(chatlog, chatlog.c.seq == k.c.seq))
         .where(where)
-        .order_by(inner.c.score.desc(), chatlog.c.seq.desc())
+        .order_by(k.c.score.desc(), chatlog.c.seq.desc())
         .limit(limit)
     )
-    return [(row, max(0.0, float(row.score))) for row in conn.execute(query)]
+    return [(row, max(0.0, float(row.score))) for row in conn.execute(stmt)]

@@ -114,7 +114,19 @@ chatlog = Table(
 )
 
 
-# --- coordination (migration 0002_coordination) -------------------------------------------------
+#: One row per embedding model the store has vectors of; exactly one is ``active`` (the model search uses)
+#: once any model was chosen. A model being filled in for a change of model is ``building``; a model that
+#: was active before is ``retired`` (its vectors are kept, so switching back is quick).
+embedding_models = Table(
+    "embedding_models", metadata,
+    Column("model", String(200), primary_key=True),
+    Column("dim", Integer, nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("updated_at", UTCDateTime(), nullable=False),
+)
+
+
+# --- coordination (migration 0003_coordination) -------------------------------------------------
 
 agents = Table(
     "agents", metadata,

@@ -60,7 +60,10 @@ class VectorType(TypeDecorator[npt.NDArray[np.float32]]):
     """A float32 vector: a little-endian BLOB on SQLite, pgvector's ``vector`` on PostgreSQL.
 
     The dimension is not part of the column because one table holds the
-    vectors of several models; PostgreSQL indexes cast per model.
+    vectors of several models; PostgreSQL indexes cast per model. On
+    PostgreSQL values go out as numpy arrays in pgvector's binary format
+    (the connection registers pgvector's psycopg adapters) and come back
+    through ``vector_send``, so neither direction formats text.
     """
 
     impl = LargeBinary
@@ -68,9 +71,7 @@ class VectorType(TypeDecorator[npt.NDArray[np.float32]]):
 
     def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
         if dialect.name == "postgresql":
-            from pgvector.sqlalchemy import Vector  # optional dependency: the [postgres] extra
-
-            return dialect.type_descriptor(Vector())
+            return dialect.type_descriptor(pg_vector_of(None))
         return dialect.type_descriptor(LargeBinary())
 
     def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
@@ -84,6 +85,42 @@ class VectorType(TypeDecorator[npt.NDArray[np.float32]]):
     def process_result_value(self, value: Any, dialect: Dialect) -> npt.NDArray[np.float32] | None:
         if value is None:
             return None
+        if dialect.name == "postgresql" and isinstance(value, bytes | bytearray | memoryview):
+            # vector_send: uint16 dimensions, uint16 unused, then big-endian float4s
+            return np.frombuffer(bytes(value), dtype=">f4", offset=4).astype(np.float32)
         if isinstance(value, bytes | bytearray | memoryview):
             return np.frombuffer(bytes(value), dtype="<f4").astype(np.float32, copy=False)
+        if hasattr(value, "to_numpy"):  # a pgvector.Vector from a raw driver query
+            return np.asarray(value.to_numpy(), dtype=np.float32)
         return np.asarray(value, dtype=np.float32)
+
+
+_PG_VECTOR_TYPES: dict[int | None, Any] = {}
+
+
+def pg_vector_of(dim: int | None) -> TypeEngine[Any]:
+    """pgvector's ``vector`` (``vector(dim)`` when given) without its text conversions (PostgreSQL only).
+
+    Importing ``pgvector.sqlalchemy`` also lets SQLAlchemy reflect ``vector``
+    columns (Alembic's schema comparison) instead of warning about them.
+    """
+    if None not in _PG_VECTOR_TYPES:
+        from pgvector.sqlalchemy import VECTOR
+        from sqlalchemy import func
+
+        class PgVector(VECTOR):
+            cache_ok = True  # read from the class's own __dict__: a subclass must repeat it
+
+            def bind_processor(self, dialect: Dialect) -> None:
+                return None  # VectorType hands over a float32 array; psycopg sends it binary
+
+            def result_processor(self, dialect: Dialect, coltype: Any) -> None:
+                return None
+
+            def column_expression(self, colexpr: Any) -> Any:
+                # Typed as the column, so the column's own result processing parses the bytes.
+                return func.vector_send(colexpr, type_=colexpr.type)
+
+        _PG_VECTOR_TYPES[None] = PgVector
+    cls = _PG_VECTOR_TYPES[None]
+    return cls(dim)  # type: ignore[no-any-return]

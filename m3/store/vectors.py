@@ -66,15 +66,33 @@ def counts_by_model(conn: Connection) -> dict[str, int]:
     return {str(model): int(n) for model, n in rows}
 
 
-def missing(conn: Connection, model: str, after_seq: int, limit: int) -> list[tuple[int, str, str]]:
-    """Current memories after ``after_seq`` without a vector of ``model``: (seq, id, text), by seq."""
+def missing(conn: Connection, model: str, after_seq: int, limit: int) -> list[tuple[int, str, str, bool]]:
+    """Current memories after ``after_seq`` without a vector of ``model``, by seq:
+    (seq, id, text, whether it has a vector of another model)."""
     has_vector = select(e.c.memory_id).where(e.c.model == model, e.c.memory_id == m.c.id).exists()
+    has_any = select(e.c.memory_id).where(e.c.memory_id == m.c.id).exists()
     rows = conn.execute(
-        select(m.c.seq, m.c.id, m.c.title, m.c.content)
+        select(m.c.seq, m.c.id, m.c.title, m.c.content, has_any)
         .where(m.c.seq > after_seq, m.c.retired_at.is_(None), ~has_vector)
         .order_by(m.c.seq).limit(limit)
     ).all()
-    return [(int(row[0]), row[1], embed_text(row[2], row[3])) for row in rows]
+    return [(int(row[0]), row[1], embed_text(row[2], row[3]), bool(row[4])) for row in rows]
+
+
+def reusable(conn: Connection, model: str, ids: Sequence[str]) -> dict[str, Matrix]:
+    """For memories among ``ids``: a stored vector of ``model`` of another memory with the same content and
+    title (so the same text to embed), when one exists."""
+    if not ids:
+        return {}
+    other = m.alias("other")
+    rows = conn.execute(
+        select(m.c.id, e.c.vector)
+        .join(other, (other.c.content_hash == m.c.content_hash) & (other.c.id != m.c.id)
+              & other.c.title.is_not_distinct_from(m.c.title))
+        .join(e, (e.c.memory_id == other.c.id) & (e.c.model == model))
+        .where(m.c.id.in_(list(ids)))
+    ).all()
+    return {row[0]: np.asarray(row[1], dtype=np.float32) for row in rows}
 
 
 def count_missing(conn: Connection, model: str) -> int:

@@ -58,11 +58,7 @@ class MemoryWrites:
     def supersede(self, msg: SupersedeMemory) -> tuple[WriteOutcome, str]:
         old = rows.load(self.conn, msg.old_id)
         if old["retired_at"] is not None:
-            raise InvalidArgument(
-                f"memory {old['id']} is already retired ({old['retire_reason']})",
-                hint="Supersede the current version; memory_history lists the chain.",
-                details={"superseded_by": old["superseded_by"]},
-            )
+            raise _already_retired(old)
         now = self.clock()
         new = NewMemory(
             type=msg.type or old["type"], content=msg.content,
@@ -75,8 +71,10 @@ class MemoryWrites:
         )
         new_id, digest = rows.new_id(), rows.content_hash(msg.content)
         rows.insert_memory(self.conn, new, memory_id=new_id, digest=digest, now=now)
-        self.close_superseded(old, new_id, now, valid_to=new.valid_from or now, actor=msg.actor, reason=msg.reason,
-                              how="explicit")
+        if not self.close_superseded(old, new_id, now, valid_to=new.valid_from or now, actor=msg.actor,
+                                     reason=msg.reason, how="explicit"):
+            # Another process retired it after we read it (PostgreSQL): this request's savepoint rolls back.
+            raise _already_retired(rows.load(self.conn, msg.old_id))
         rows.record_events(self.conn, [rows.event(new_id, "created", msg.actor, now, type=new.type,
                                                   supersedes=old["id"])])
         return (WriteOutcome(id=new_id, created=True, content_hash=digest, recorded_at=now),
@@ -148,6 +146,14 @@ class MemoryWrites:
             rows.record_events(self.conn, [rows.event(msg.from_id, "linked", msg.actor, now,
                                                       to=msg.to_id, type=msg.type)])
         return created
+
+
+def _already_retired(old: RowMapping) -> InvalidArgument:
+    return InvalidArgument(
+        f"memory {old['id']} is already retired ({old['retire_reason']})",
+        hint="Supersede the current version; memory_history lists the chain.",
+        details={"superseded_by": old["superseded_by"]},
+    )
 
 
 def _jsonable(value: Any) -> Any:

@@ -7,25 +7,29 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from sqlalchemy import func, select
 
 from m3.actors.supervisor import ActorHandle
 from m3.actors.system import ActorSystem
 from m3.config import Config
 from m3.embed.minilm import MODEL_ID, MiniLMEmbedder
 from m3.protocols.messages import DeleteMemory, EmbedderInfo, MemoryFilter, SearchMemories, UpdateMemory
+from m3.store import schema
 from m3.store.engine import StoreOptions
 from tests.actors.conftest import WAIT_S, write_one
-from tests.stored import count, fresh
+from tests.stored import fresh
 
 TOPICS = ["database migrations", "holiday planning", "coffee brewing", "bicycle repair", "tax returns",
           "garden irrigation", "piano practice", "kubernetes upgrades", "birthday gifts", "sourdough baking"]
 
 
 def vector_count(url: str, ids: list[str] | None = None) -> int:
-    if ids is None:
-        return count(url, "memory_embeddings", "model = ?", (MODEL_ID,))
-    marks = ",".join("?" * len(ids))
-    return count(url, "memory_embeddings", f"model = ? AND memory_id IN ({marks})", (MODEL_ID, *ids))
+    e = schema.memory_embeddings
+    query = select(func.count()).select_from(e).where(e.c.model == MODEL_ID)
+    if ids is not None:
+        query = query.where(e.c.memory_id.in_(ids))
+    with fresh(url) as conn:
+        return int(conn.execute(query).scalar_one())
 
 
 def write_without_embedder(writer: ActorHandle, n: int) -> list[str]:
@@ -78,10 +82,10 @@ def test_changed_content_gets_a_new_vector(system: ActorSystem, store_url: str) 
 
 
 def _vector_blob(url: str, memory_id: str) -> bytes:
+    e = schema.memory_embeddings
     with fresh(url) as conn:
-        row = conn.execute("SELECT vector FROM memory_embeddings WHERE memory_id = ?", (memory_id,)).fetchone()
-    assert row is not None
-    return bytes(row[0])
+        vector = conn.execute(select(e.c.vector).where(e.c.memory_id == memory_id)).scalar_one()
+    return bytes(vector.tobytes())
 
 
 def test_with_a_broken_model_writes_still_succeed_and_the_next_working_start_fills_the_vectors(
@@ -107,3 +111,19 @@ def test_with_a_broken_model_writes_still_succeed_and_the_next_working_start_fil
         assert vector_count(store_options.url, ids) == 3
     finally:
         system.stop()
+
+
+def test_a_memory_with_the_text_of_one_already_embedded_gets_a_copy_of_its_vector_not_a_model_call(
+        system: ActorSystem, store_url: str) -> None:
+    first = system.writer.ask(write_one("The office closes at six.", agent_id="alice"), WAIT_S)[0].id
+    system.wait_embedded(WAIT_S)
+    before = system.embedder.ask(EmbedderInfo(), WAIT_S)
+    # Another agent's memory with the same content and title: not a duplicate row, but the same text to embed.
+    second = system.writer.ask(write_one("The office closes at six.", agent_id="bob"), WAIT_S)[0].id
+    third = system.writer.ask(write_one("The office closes at six.", agent_id="carol", title="Hours"), WAIT_S)[0].id
+    system.wait_embedded(WAIT_S)
+    after = system.embedder.ask(EmbedderInfo(), WAIT_S)
+    assert after["reused"] - before["reused"] == 1  # the titled one embeds another text
+    assert after["embedded"] - before["embedded"] == 2
+    assert _vector_blob(store_url, second) == _vector_blob(store_url, first)
+    assert _vector_blob(store_url, third) != _vector_blob(store_url, first)

@@ -38,7 +38,7 @@ def test_a_fresh_memory_without_a_stored_vector_still_ranks_first_for_its_own_ke
         system: ActorSystem, older_embedded: None, store_url: str) -> None:
     system.embedder.stop()  # its vector will not be stored during this test
     fresh = system.writer.ask(write_one(FRESH), WAIT_S)[0]
-    assert count(store_url, "memory_embeddings", "memory_id = ?", (fresh.id,)) == 0
+    assert count(store_url, "memory_embeddings", "memory_id = :id", {"id": fresh.id}) == 0
     item = top(system, QUERY)
     assert item["id"] == fresh.id
     assert item["explanation"]["signals"]["dense"]["value"] > 0.5

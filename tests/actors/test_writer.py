@@ -10,6 +10,8 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
+from sqlalchemy import text
+from sqlalchemy.exc import OperationalError
 
 from m3.actors.base import ThreadReply
 from m3.actors.supervisor import ActorHandle
@@ -28,7 +30,7 @@ from m3.protocols.messages import (
 )
 from m3.store.engine import StoreOptions
 from tests.actors.conftest import WAIT_S, write_one
-from tests.stored import count, dump, existing_ids, sqlite_path
+from tests.stored import count, dump, existing_ids, fresh, is_postgres, sqlite_path
 
 
 class BatchRecordingWriter(Writer):
@@ -45,14 +47,24 @@ class BatchRecordingWriter(Writer):
 
 @contextmanager
 def write_lock_held(url: str) -> Iterator[None]:
-    """Another connection holds the store's write lock: the Writer's next BEGIN IMMEDIATE waits for it."""
-    other = sqlite3.connect(sqlite_path(url), isolation_level=None)
-    try:
-        other.execute("BEGIN IMMEDIATE")
+    """Another connection blocks every write: the Writer's next transaction waits for it.
+
+    SQLite: that connection holds the file's write lock (``BEGIN IMMEDIATE``), so the Writer's own
+    BEGIN IMMEDIATE waits. PostgreSQL has no store-wide write lock; an EXCLUSIVE lock on ``memories``
+    (readers still read) makes the Writer's first write wait the same way.
+    """
+    if not is_postgres(url):
+        other = sqlite3.connect(sqlite_path(url), isolation_level=None)
+        try:
+            other.execute("BEGIN IMMEDIATE")
+            yield
+            other.execute("ROLLBACK")
+        finally:
+            other.close()
+        return
+    with fresh(url) as conn:
+        conn.execute(text("LOCK TABLE memories IN EXCLUSIVE MODE"))
         yield
-        other.execute("ROLLBACK")
-    finally:
-        other.close()
 
 
 def send(handle: ActorHandle, message: Any) -> ThreadReply:
@@ -230,3 +242,34 @@ def test_a_store_locked_past_the_busy_timeout_fails_the_batch_once_and_the_write
     assert len(batches) <= 2  # a lock is nobody's fault: no request-by-request retry behind it
     assert count(store_options.url, "memories") == 0
     assert writer.ask(write_one("after the lock"), WAIT_S)[0].created
+
+
+class LosesOneRace(Writer):
+    """The real Writer whose first transaction loses a deadlock, as PostgreSQL reports it (SQLSTATE 40P01)."""
+
+    def __init__(self, *args: Any, attempts: list[int], **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.attempts = attempts
+
+    def _run(self, batch: list[Any]) -> Any:
+        self.attempts.append(len(batch))
+        if len(self.attempts) == 1:
+            with self._conn.begin():  # type: ignore[union-attr]
+                self._apply(self._conn, batch[0].message)  # type: ignore[arg-type]
+                raise OperationalError("COMMIT", {}, DeadlockDetected())
+        return super()._run(batch)
+
+
+class DeadlockDetected(Exception):
+    sqlstate = "40P01"
+
+
+def test_a_transaction_that_lost_a_deadlock_runs_again_and_commits_once(
+        start_writer: Callable[..., ActorHandle], store_options: StoreOptions) -> None:
+    attempts: list[int] = []
+    writer = start_writer(LosesOneRace, attempts=attempts)
+    out = writer.ask(write_one("written despite a lost race"), WAIT_S)[0]
+    assert out.created
+    assert attempts == [1, 1]
+    assert count(store_options.url, "memories") == 1  # the first attempt was rolled back
+    assert count(store_options.url, "memory_history") == 1

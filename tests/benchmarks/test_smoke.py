@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from benchmarks import perf_search, perf_write
+from benchmarks import perf_search, perf_search_stores, perf_write
 from benchmarks.data import Haystack, default_data_dir, load_locomo, load_longmemeval
 from benchmarks.precomputed import synthetic_vector
 from benchmarks.retrieval import run_benchmark
@@ -101,3 +101,11 @@ def test_perf_search_runs(tmp_path: Path) -> None:
                                 "--cache", str(tmp_path / "c.sqlite"), "--out", str(tmp_path)])
     assert [row["memories"] for row in summary["sizes"]] == [30, 60]
     assert summary["vectors"]["synthetic"] >= 60
+
+
+def test_perf_search_stores_runs_on_both_stores(tmp_path: Path) -> None:
+    summary = perf_search_stores.main(["--size", "40", "--queries", "3", "--source", "oracle",
+                                       "--cache", str(tmp_path / "c.sqlite"), "--out", str(tmp_path)])
+    assert [row["store"] for row in summary["stores"]] == ["sqlite", "postgres"]
+    assert all(row["memories"] == 40 and row["m3_p50"] > 0 and row["m3_filtered_p95"] > 0
+               for row in summary["stores"])

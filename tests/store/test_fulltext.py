@@ -1,4 +1,4 @@
-"""Keyword retrieval: safe query terms, OR semantics, and BM25 order on the real FTS5 index."""
+"""Keyword retrieval: safe query terms, OR semantics and score order on the real FTS5 and tsvector indexes."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sqlalchemy import Engine, true
+from sqlalchemy import Engine, text, true
 
 from m3.protocols.messages import NewMemory, WriteChat
 from m3.store import chat, fulltext
@@ -26,6 +26,7 @@ DOCS = {
     "short": "quarterly report due",
     "long": "quarterly review of the budget for the marketing department and the sales team offsite",
     "gpt": "We switched the summariser to gpt-4o last week.",
+    "file": "The proxy settings live in config.yaml on the bastion host.",
 }
 FILLER = [f"filler document number {i} about gardening and cooking" for i in range(12)]
 
@@ -40,9 +41,8 @@ NASTY = [
 
 
 @pytest.fixture(scope="module")
-def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
-    url = f"sqlite:///{tmp_path_factory.mktemp('fts') / 'm3.db'}"
-    eng = open_engine(StoreOptions(url=url), "writer")
+def engine(module_store_url: str) -> Iterator[Engine]:
+    eng = open_engine(StoreOptions(url=module_store_url), "writer")
     migrate(eng)
     with eng.begin() as conn:
         for name, content in [*DOCS.items(), *((f"filler{i}", t) for i, t in enumerate(FILLER))]:
@@ -55,14 +55,14 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
 
 def keyword_ids(engine: Engine, query: str, limit: int = 50) -> list[str]:
     with engine.connect() as conn:
-        hits = fulltext.memory_hits(conn, fulltext.query_terms(query), true(), limit)
+        hits = fulltext.memory_hits(conn, query, true(), limit)
         conn.rollback()
     return [h.id for h in hits]
 
 
 def chat_count(engine: Engine, query: str) -> int:
     with engine.connect() as conn:
-        hits = fulltext.chat_hits(conn, fulltext.query_terms(query), true(), 10)
+        hits = fulltext.chat_hits(conn, query, true(), 10)
         conn.rollback()
     return len(hits)
 
@@ -152,6 +152,67 @@ def test_matching_more_query_words_ranks_higher(engine: Engine) -> None:
 
 def _scores(engine: Engine, query: str) -> dict[str, float]:
     with engine.connect() as conn:
-        hits = fulltext.memory_hits(conn, fulltext.query_terms(query), true(), 50)
+        hits = fulltext.memory_hits(conn, query, true(), 50)
         conn.rollback()
     return {h.id: h.bm25 for h in hits}
+
+
+def test_a_file_name_in_the_query_finds_the_document_naming_it(engine: Engine) -> None:
+    assert keyword_ids(engine, "Where is config.yaml?")[:1] == ["file"]
+
+
+def test_a_title_only_match_is_found_with_a_zero_keyword_score(engine: Engine) -> None:
+    with engine.begin() as conn:
+        rows.insert_memory(conn, NewMemory(type="note", title="okapi", content="An animal of the rainforest."),
+                           memory_id="titled", digest=rows.content_hash("An animal of the rainforest."), now=NOW)
+    try:
+        assert _scores(engine, "okapi") == {"titled": 0.0}
+    finally:
+        with engine.begin() as conn:
+            rows.hard_delete(conn, "titled")
+
+
+# -- PostgreSQL: the tsquery built from user text ------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def pg_engine(engine: Engine) -> Engine:
+    if engine.dialect.name != "postgresql":
+        pytest.skip("PostgreSQL only: these check the tsquery PostgreSQL builds; FTS5's is checked above")
+    return engine
+
+
+def tsquery(engine: Engine, query: str) -> str | None:
+    with engine.connect() as conn:
+        found = fulltext.pg_tsquery(conn, query)
+        conn.rollback()
+    return found
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    ("gpt-4o", "'gpt-4o' | 'gpt' | '4o'"),
+    ("a/b", "'a/b'"),
+    ("field:value", "'field' | 'valu'"),
+    ("The invoices and the payments", "'invoic' | 'payment'"),
+    ("http://x.com/a'b", "'x.com/a''b' | 'x.com' | '/a''b'"),
+    ("*", None), ("the and of", None), ("", None), ("\x00", None),
+], ids=repr)
+def test_the_query_goes_through_the_documents_parser_and_each_lexeme_is_quoted(
+        pg_engine: Engine, query: str, expected: str | None) -> None:
+    assert tsquery(pg_engine, query) == expected
+
+
+@settings(max_examples=150, deadline=None)
+@given(query=st.text(max_size=300) | st.text(alphabet="'\\\"|&!():*<->@/.-_ ab", max_size=60))
+def test_any_text_gives_a_tsquery_that_parses_again_or_none(pg_engine: Engine, query: str) -> None:
+    found = tsquery(pg_engine, query)
+    if found is not None:
+        with pg_engine.connect() as conn:
+            assert conn.execute(text("SELECT CAST(CAST(:q AS tsquery) AS text)"), {"q": found}).scalar() == found
+            conn.rollback()
+
+
+def test_only_the_first_terms_of_a_long_query_are_searched(pg_engine: Engine) -> None:
+    found = tsquery(pg_engine, " ".join(f"word{i}" for i in range(500)))
+    assert found is not None
+    assert found.count("|") == fulltext.MAX_TERMS - 1
+    assert found.startswith("'word0' | 'word1'")

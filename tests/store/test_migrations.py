@@ -18,7 +18,7 @@ from sqlalchemy import Column, Engine, Integer, MetaData, Table, insert, select,
 import m3.store.engine as store_engine
 from m3.store import migrations
 from m3.store.engine import StoreOptions, current_revision, migrate, open_engine
-from m3.store.schema import memory_history
+from m3.store.schema import memories, memory_history
 from m3.store.schema import metadata as schema_metadata
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -26,9 +26,16 @@ FULLTEXT_TABLES = ("memories_fts", "chatlog_fts")
 
 
 def _not_fulltext_or_alembic(obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any) -> bool:
-    """Leave out what the ORM metadata does not describe: FTS5 virtual/shadow tables and alembic_version."""
-    if type_ == "table" and name is not None:
+    """Leave out what the schema module does not describe: alembic_version, the full-text index (FTS5
+    virtual/shadow tables; tsvector columns and their GIN indexes) and the per-model HNSW indexes."""
+    if name is None:
+        return True
+    if type_ == "table":
         return name != "alembic_version" and not name.startswith(FULLTEXT_TABLES)
+    if type_ == "column":
+        return not name.startswith("fts_")
+    if type_ == "index":
+        return "_fts_" not in name and not name.startswith("ix_embeddings_hnsw_")
     return True
 
 
@@ -40,10 +47,28 @@ def schema_diff(engine: Engine, target: MetaData) -> list[Any]:
         return list(compare_metadata(context, target))
 
 
-def sqlite_master(engine: Engine) -> list[tuple[Any, ...]]:
+def schema_objects(engine: Engine) -> list[tuple[Any, ...]]:
+    """Every table, index, trigger and column definition as the database itself reports them."""
     with engine.connect() as conn:
-        query = text("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY name")
-        return [tuple(r) for r in conn.execute(query)]
+        if conn.dialect.name == "sqlite":
+            query = text("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY name")
+        else:
+            query = text(
+                "SELECT 'index', indexname, tablename, indexdef FROM pg_indexes WHERE schemaname = current_schema() "
+                "UNION ALL SELECT 'column', column_name, table_name, data_type || ' ' || is_nullable || ' ' || "
+                "coalesce(generation_expression, '') FROM information_schema.columns "
+                "WHERE table_schema = current_schema() "
+                "UNION ALL SELECT 'trigger', tgname, tgrelid::regclass::text, '' FROM pg_trigger "
+                "WHERE NOT tgisinternal ORDER BY 2, 3")
+        rows = [tuple(r) for r in conn.execute(query)]
+        conn.rollback()
+        return rows
+
+
+@pytest.fixture
+def store_options(empty_store_url: str) -> StoreOptions:
+    """Migration tests start from a store nothing was done to (PostgreSQL: an empty database)."""
+    return StoreOptions(url=empty_store_url)
 
 
 def test_head_names_the_newest_alembic_revision() -> None:
@@ -70,7 +95,7 @@ def test_the_schema_comparison_would_notice_a_missing_column(writer_engine: Engi
 
 
 def test_migrating_twice_changes_nothing_and_keeps_the_data(writer_engine: Engine) -> None:
-    before = sqlite_master(writer_engine)
+    before = schema_objects(writer_engine)
     with writer_engine.begin() as conn:
         conn.execute(text("CREATE TABLE canary (x INTEGER)"))
         conn.execute(text("INSERT INTO canary VALUES (42)"))
@@ -79,7 +104,7 @@ def test_migrating_twice_changes_nothing_and_keeps_the_data(writer_engine: Engin
         assert conn.execute(text("SELECT x FROM canary")).scalar_one() == 42
         assert conn.execute(text("SELECT count(*) FROM alembic_version")).scalar_one() == 1
         conn.rollback()
-    after = [row for row in sqlite_master(writer_engine) if row[1] != "canary"]
+    after = [row for row in schema_objects(writer_engine) if row[2] != "canary" and row[1] != "canary"]
     assert after == before
 
 
@@ -166,10 +191,9 @@ def test_an_unmigrated_store_reports_no_revision(store_options: StoreOptions) ->
 def test_foreign_keys_cascade_history_when_a_memory_row_goes(writer_engine: Engine) -> None:
     # The cascade is declared in the migration; it only works because connections turn foreign_keys on.
     with writer_engine.begin() as conn:
-        conn.execute(text(
-            "INSERT INTO memories (id, type, content, metadata, scope, importance, pinned, content_hash, "
-            "access_count, valid_from, recorded_at) VALUES ('m1', 'note', 'x', '{}', 'agent', 0.5, 0, 'h', 0, "
-            "'2026-01-01 00:00:00.000000', '2026-01-01 00:00:00.000000')"))
+        conn.execute(insert(memories).values(
+            id="m1", type="note", content="x", metadata={}, scope="agent", importance=0.5, pinned=False,
+            content_hash="h", access_count=0, valid_from=_aware(), recorded_at=_aware()))
         conn.execute(insert(memory_history).values(memory_id="m1", event="created", actor="t",
                                                    at=_aware(), details={}))
         conn.execute(text("DELETE FROM memories WHERE id = 'm1'"))

@@ -54,6 +54,9 @@ async def embedder_status(svc: Service, a: p.EmbedderStatusArgs, ctx: CallContex
         backend=info["backend"], model=info["model"], dim=info["dim"],
         loaded=bool(getattr(backend, "loaded", False)), pending=stats["pending"],
         vectors_by_model=stats["vectors_by_model"], memories=stats["memories"],
+        active_model=stats["active_model"] or info["model"],
+        reembedding=(stats["active_model"] or info["model"]) != info["model"],
+        queued=info["queued"], last_error=info["last_error"], server=info["server"],
     )
 
 

@@ -25,6 +25,10 @@ def _seq() -> sa.Column:  # type: ignore[type-arg]
 
 
 def upgrade() -> None:
+    if op.get_bind().dialect.name == "postgresql":
+        # Before memory_embeddings: its column has pgvector's type. A server where m3's role may not create
+        # extensions needs it created once by an administrator (docs/postgres.md).
+        op.execute("CREATE EXTENSION IF NOT EXISTS vector")
     op.create_table(
         "memories", _seq(),
         sa.Column("id", sa.String(36), nullable=False, unique=True),
@@ -146,7 +150,6 @@ def _sqlite_fulltext() -> None:
 
 
 def _postgres_fulltext() -> None:
-    op.execute("CREATE EXTENSION IF NOT EXISTS vector")
     op.execute(
         "ALTER TABLE memories ADD COLUMN fts_content tsvector "
         "GENERATED ALWAYS AS (to_tsvector('english', content)) STORED"

@@ -2,8 +2,8 @@
 
 The same tables on SQLite and PostgreSQL: no dialect-specific part.
 
-Revision ID: 0002_coordination
-Revises: 0001
+Revision ID: 0003
+Revises: 0002
 Create Date: 2026-12-01
 """
 
@@ -14,8 +14,8 @@ from alembic import op
 
 from m3.store.types import UTCDateTime, json_type
 
-revision = "0002_coordination"
-down_revision = "0001"
+revision = "0003"
+down_revision = "0002"
 branch_labels = None
 depends_on = None
 

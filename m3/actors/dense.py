@@ -1,0 +1,137 @@
+"""The Searcher's dense (by meaning) retrieval leg, one implementation per store.
+
+* SQLite: :class:`MatrixLeg` keeps the active model's vectors in an
+  in-memory float32 matrix (brute force, exact), loading what was added
+  since it last looked before each search. Filters are SQL on the ids it
+  proposes; when they prune too much, the top among the ids they admit.
+* PostgreSQL: :class:`SqlLeg` asks the database: the model's HNSW index
+  with the filters in the same SQL statement (iterative scan, strict
+  order), and an exact scan of the filtered rows when the index yields
+  fewer than asked. No vector is held in memory between searches, so any
+  number of processes can search a large store.
+
+Both return the hits that pass the filters, best first, as (id, cosine),
+and the vectors of the candidates so that MMR and fresh-write scoring work
+alike on both stores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+from sqlalchemy import Connection, RowMapping, select
+
+from m3.actors.vector_index import VectorIndex
+from m3.store import memories as rows
+from m3.store import vectors
+from m3.store.schema import memories as m
+
+Vector = npt.NDArray[np.float32]
+Hits = list[tuple[str, float]]
+
+
+class DenseLeg(Protocol):
+    def ready(self, conn: Connection, model: str) -> bool:
+        """True when ``model`` has stored vectors (refreshing what the leg knows)."""
+
+    def top(self, conn: Connection, model: str, query: Vector, clause: Any, n: int
+            ) -> tuple[Hits, dict[str, RowMapping]]:
+        """The ``n`` best hits passing ``clause``, and any rows it loaded on the way (keyed by id)."""
+
+    def vectors(self, conn: Connection, model: str, ids: Sequence[str]) -> dict[str, Vector]:
+        """Stored vectors of ``ids`` (those that have one)."""
+
+    def forget(self, ids: Iterable[str]) -> None:
+        """Memories erased for good."""
+
+    def size(self) -> int | None:
+        """Vectors held in memory (None when the leg holds none between searches)."""
+
+
+class MatrixLeg:
+    """Brute force over an in-memory matrix, refreshed incrementally by ``seq``."""
+
+    def __init__(self) -> None:
+        self.index = VectorIndex()
+
+    def ready(self, conn: Connection, model: str) -> bool:
+        while True:
+            last, ids, matrix = vectors.load_after(conn, model, self.index.last_seq)
+            if not ids:
+                return len(self.index) > 0
+            self.index.add(ids, matrix)
+            self.index.last_seq = last
+
+    def top(self, conn: Connection, model: str, query: Vector, clause: Any, n: int
+            ) -> tuple[Hits, dict[str, RowMapping]]:
+        proposed = self.index.top(query, n * 4)
+        found = rows.rows_by_ids(conn, [i for i, _ in proposed], clause)
+        hits = [(i, s) for i, s in proposed if i in found][:n]
+        if len(hits) < n and len(proposed) < len(self.index):
+            # The filters pruned the global top: rank among the ids they admit.
+            allowed = [r[0] for r in conn.execute(select(m.c.id).where(clause).limit(500_000))]
+            hits = self.index.top(query, n, allowed)
+            found.update(rows.rows_by_ids(conn, [i for i, _ in hits if i not in found], clause))
+        return hits, found
+
+    def vectors(self, conn: Connection, model: str, ids: Sequence[str]) -> dict[str, Vector]:
+        out = {}
+        for memory_id in ids:
+            vec = self.index.vector(memory_id)
+            if vec is not None:
+                out[memory_id] = vec
+        return out
+
+    def forget(self, ids: Iterable[str]) -> None:
+        self.index.remove(ids)
+
+    def size(self) -> int | None:
+        return len(self.index)
+
+
+class SqlLeg:
+    """pgvector HNSW in SQL, filters in the same statement; keeps only the current search's vectors."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, Vector] = {}
+
+    def ready(self, conn: Connection, model: str) -> bool:
+        from m3.store.postgres import has_vectors
+
+        self._seen = {}
+        return has_vectors(conn, model)
+
+    def top(self, conn: Connection, model: str, query: Vector, clause: Any, n: int
+            ) -> tuple[Hits, dict[str, RowMapping]]:
+        from m3.store.postgres import nearest
+
+        dim = int(query.shape[0])
+        found = nearest(conn, model, dim, query, clause, n)
+        if len(found) < n:
+            # The index gave up before n visible rows (a narrow filter): compare every admitted row.
+            found = nearest(conn, model, dim, query, clause, n, exact=True)
+        self._seen = {memory_id: vec for memory_id, _, vec in found}
+        return [(memory_id, cosine) for memory_id, cosine, _ in found], {}
+
+    def vectors(self, conn: Connection, model: str, ids: Sequence[str]) -> dict[str, Vector]:
+        from m3.store.postgres import vectors_by_ids
+
+        out = {i: self._seen[i] for i in ids if i in self._seen}
+        missing = [i for i in ids if i not in out]
+        if missing:
+            out.update(vectors_by_ids(conn, model, missing))
+        return out
+
+    def forget(self, ids: Iterable[str]) -> None:
+        for memory_id in ids:
+            self._seen.pop(memory_id, None)
+
+    def size(self) -> int | None:
+        return None
+
+
+def leg_for(dialect: str) -> DenseLeg:
+    return SqlLeg() if dialect == "postgresql" else MatrixLeg()

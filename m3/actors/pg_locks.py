@@ -1,0 +1,81 @@
+"""Exactly-once write decisions when several processes write one PostgreSQL store at once.
+
+On SQLite one write lock serialises every writer, so the Writer's checks
+("is there an identical current memory?", "which current memory does this
+vector supersede?") see everything committed before them. On PostgreSQL
+each process has its own Writer and transactions overlap; two processes
+storing near-identical memories would each miss the other's uncommitted
+row and both stay current. So, at the start of each write transaction and
+before it writes anything, the Writer takes transaction-scoped advisory
+locks, in ascending key order:
+
+* one per **owner group** (model, type, agent, user) of the vectors the
+  batch stores, for similarity supersession;
+* one per **duplicate key** (content hash, type, agent, user, conversation)
+  of the memories the batch writes, for exact deduplication.
+
+A second transaction touching the same group waits until the first
+commits; under READ COMMITTED its next statement then sees the first's
+rows, so the nearest-neighbour query run inside it (pgvector, with the
+group's filters) finds them and the rule closes the older one. Exactly one
+stays current. Taking every lock before any row lock, in one order, means
+these locks alone cannot deadlock; row-lock deadlocks between unrelated
+updates are retried by the Writer. The HNSW index of a model seen for the
+first time is created in the same preparation step, for the same reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import Connection, RowMapping, select
+
+from m3.actors.supersession import Vector
+from m3.protocols.base import Message
+from m3.protocols.messages import StoreVectors, WriteMemories
+from m3.store import memories as rows
+from m3.store import postgres
+from m3.store.schema import memories as m
+
+#: Most candidates one stored vector is compared with (as the in-memory index on SQLite).
+NEAR_LIMIT = 32
+
+
+def duplicate_key(content_hash: str, mtype: str, agent: str | None, user: str | None,
+                  conversation: str | None) -> int:
+    return postgres.lock_key("duplicate", content_hash, mtype, agent, user, conversation)
+
+
+def group_key(model: str, mtype: str, agent: str | None, user: str | None) -> int:
+    return postgres.lock_key("group", model, mtype, agent, user)
+
+
+class LockedCandidates:
+    """Supersession candidates straight from PostgreSQL, under per-group advisory locks."""
+
+    def __init__(self, exempt_types: frozenset[str]):
+        self._exempt = exempt_types
+
+    def prepare(self, conn: Connection, batch: Sequence[Message]) -> None:
+        keys: list[int] = []
+        for msg in batch:
+            if isinstance(msg, WriteMemories):
+                keys += [duplicate_key(rows.content_hash(mem.content), mem.type, mem.agent_id, mem.user_id,
+                                       mem.conversation_id) for mem in msg.memories]
+        stores = [msg for msg in batch if isinstance(msg, StoreVectors)]
+        for model, dim in sorted({(msg.model, msg.dim) for msg in stores}):
+            postgres.ensure_hnsw_index(conn, model, dim)
+        for msg in stores:
+            owners = conn.execute(select(m.c.type, m.c.agent_id, m.c.user_id).where(m.c.id.in_(list(msg.ids))))
+            keys += [group_key(msg.model, t, a, u) for t, a, u in owners if t not in self._exempt]
+        postgres.lock_all(conn, keys)
+
+    def add(self, model: str, memory_id: str, owner: tuple[str, str | None, str | None], vector: Vector) -> None:
+        return None  # the database is the index
+
+    def discard(self, memory_id: str) -> None:
+        return None
+
+    def near(self, conn: Connection, model: str, row: RowMapping, vector: Vector, threshold: float) -> list[str]:
+        found = postgres.nearest(conn, model, int(vector.shape[0]), vector, rows.same_owner_clause(row), NEAR_LIMIT)
+        return [memory_id for memory_id, cosine, _ in found if cosine > threshold]

@@ -1,0 +1,152 @@
+"""Downloading a model's files into its folder: ``m3 embedder fetch-model``.
+
+The only place m3 downloads weights, and only when asked. Files, sizes,
+SHA-256 digests and URLs are bge-m3-lite's pinned ones (a fixed Hugging Face
+revision plus its release assets; ``HF_ENDPOINT`` selects a mirror). Each
+file is streamed to ``<name>.part`` (an interrupted download resumes from
+there), checked for size and digest, then renamed into place, so the folder
+never holds a file that looks complete but is not. Files already complete
+are skipped. Progress goes to a text stream (stderr for the CLI).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+import httpx2 as httpx
+
+from m3.embed import bge_m3
+from m3.errors import DownloadFailed, InvalidArgument
+
+__all__ = ["FETCHABLE", "fetch_model"]
+
+FETCHABLE = bge_m3.MODELS
+CONNECT_TIMEOUT_S = 10.0
+READ_TIMEOUT_S = 60.0
+CHUNK = 1 << 20
+
+
+def fetch_model(model: str, folder: Path, *, progress: TextIO | None = None) -> dict[str, Any]:
+    """Download what ``folder`` lacks of ``model``; return ``{model, dir, downloaded, present, bytes}``.
+
+    Raises:
+        InvalidArgument: ``model`` is not one of :data:`FETCHABLE`.
+        EmbedderUnavailable: bge-m3-lite is not installed.
+        DownloadFailed: the network or the server failed, or a file arrived with the wrong size or
+            digest; ``details.files`` lists what is still missing. What was fetched so far is kept.
+    """
+    if model not in FETCHABLE:
+        raise InvalidArgument(f"m3 cannot fetch {model!r}", hint=f"Fetchable models: {', '.join(FETCHABLE)}.")
+    from bge_m3_lite import hub
+
+    folder.mkdir(parents=True, exist_ok=True)
+    problems = {p.name for p in bge_m3.check_files(folder, model)}
+    todo = [remote for remote in bge_m3.required_files(model) if remote.name in problems]
+    bar = _Progress(progress, sum(int(r.size) for r in todo))
+    done: list[str] = []
+    with httpx.Client(timeout=httpx.Timeout(READ_TIMEOUT_S, connect=CONNECT_TIMEOUT_S), follow_redirects=True,
+                      headers={"User-Agent": "m3-memory"}) as client:
+        for remote in todo:
+            try:
+                _download(client, hub.file_url(remote), remote, folder, bar)
+            except (httpx.HTTPError, OSError, _Mismatch) as exc:
+                missing = [r.name for r in todo if r.name not in done]
+                raise DownloadFailed(f"downloading {remote.name} for {model} failed: {_reason(exc)}",
+                                     details={"dir": str(folder), "files": missing,
+                                              "url": hub.file_url(remote)}) from None
+            done.append(remote.name)
+    bar.close()
+    present = [r.name for r in bge_m3.required_files(model) if r.name not in done]
+    return {"model": model, "dir": str(folder), "downloaded": done, "present": present,
+            "bytes": bar.total if todo else 0}
+
+
+class _Mismatch(Exception):
+    """A downloaded file whose size or digest is not the pinned one."""
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, httpx.HTTPStatusError):
+        return f"HTTP {exc.response.status_code} from {exc.request.url.host}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _download(client: httpx.Client, url: str, remote: Any, folder: Path, bar: _Progress) -> None:
+    dest = folder / remote.name
+    part = folder / (remote.name + ".part")
+    offset = part.stat().st_size if part.exists() else 0
+    if offset > remote.size:
+        part.unlink()
+        offset = 0
+    headers = {"Range": f"bytes={offset}-"} if offset else {}
+    bar.add(offset)
+    if offset < remote.size:
+        with client.stream("GET", url, headers=headers) as response:
+            response.raise_for_status()
+            if offset and response.status_code != 206:  # the server ignored the range: start over
+                bar.add(-offset)
+                offset = 0
+            with part.open("ab" if offset else "wb") as out:
+                for chunk in response.iter_bytes(CHUNK):
+                    out.write(chunk)
+                    bar.add(len(chunk))
+    _verify(part, remote)
+    os.replace(part, dest)
+
+
+def _verify(path: Path, remote: Any) -> None:
+    size = path.stat().st_size
+    if size != remote.size:
+        raise _Mismatch(f"{remote.name} has {size} bytes, expected {remote.size}")
+    if remote.sha256:
+        digest = hashlib.sha256()
+        with path.open("rb") as f:
+            while chunk := f.read(CHUNK):
+                digest.update(chunk)
+        if digest.hexdigest() != remote.sha256:
+            path.unlink()
+            raise _Mismatch(f"{remote.name} does not match its pinned SHA-256 (removed; run again)")
+
+
+class _Progress:
+    """A one-line progress bar: redrawn in place on a terminal, a line per 10 % otherwise."""
+
+    def __init__(self, stream: TextIO | None, total: int) -> None:
+        self._stream = stream
+        self.total = total
+        self._done = 0
+        self._last_tenth = -1
+        self._last_draw = 0.0
+        self._start = time.monotonic()
+        self._tty = bool(stream is not None and stream.isatty())
+
+    def add(self, n: int) -> None:
+        self._done += n
+        if self._stream is None or self.total <= 0:
+            return
+        now = time.monotonic()
+        tenth = self._done * 10 // self.total
+        if self._tty and now - self._last_draw >= 0.2:
+            self._draw("\r", "")
+            self._last_draw = now
+        elif not self._tty and tenth != self._last_tenth:
+            self._draw("", "\n")
+        self._last_tenth = tenth
+
+    def close(self) -> None:
+        if self._stream is not None and self.total > 0 and self._tty:
+            self._draw("\r", "\n")
+
+    def _draw(self, prefix: str, suffix: str) -> None:
+        assert self._stream is not None
+        share = min(1.0, self._done / self.total)
+        filled = int(share * 30)
+        speed = self._done / max(time.monotonic() - self._start, 1e-6) / (1 << 20)
+        self._stream.write(f"{prefix}[{'#' * filled}{'.' * (30 - filled)}] {share * 100:5.1f}% "
+                           f"{self._done / (1 << 20):,.0f}/{self.total / (1 << 20):,.0f} MiB {speed:5.1f} MiB/s"
+                           f"{suffix}")
+        self._stream.flush()

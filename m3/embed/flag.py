@@ -1,0 +1,160 @@
+"""BGE-M3 through FlagEmbedding (torch; GPUs), an optional extra.
+
+``pip install "m3-memory[flagembedding]"`` brings FlagEmbedding with
+``transformers<5`` (FlagEmbedding 1.4.2 does not import with transformers 5)
+and torch. The model is loaded from a local folder only (a Hugging Face
+snapshot of BAAI/bge-m3; ``embed.model_dir``), with the hub switched off.
+That folder must hold ``colbert_linear.pt`` and ``sparse_linear.pt`` besides
+the transformer: without them FlagEmbedding silently starts the sparse and
+ColBERT heads from random weights, so their absence is refused here.
+
+The dense vectors equal bge-m3-lite's fp32 ones, so both store them under the
+model id ``bge-m3`` and a store can move between the two without re-embedding.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from m3.embed.base import check_texts, unit_rows
+from m3.errors import EmbedderUnavailable
+
+__all__ = ["DIM", "MODEL_ID", "FlagEmbeddingEmbedder", "missing_files"]
+
+DIM = 1024
+MODEL_ID = "bge-m3"
+INSTALL_HINT = 'Install the optional extra: pip install "m3-memory[flagembedding]" (brings torch and transformers<5).'
+
+#: Every entry must be present; a tuple means any one of its names will do.
+REQUIRED: tuple[str | tuple[str, ...], ...] = (
+    "config.json",
+    ("model.safetensors", "pytorch_model.bin"),
+    ("tokenizer.json", "sentencepiece.bpe.model"),
+    "colbert_linear.pt",
+    "sparse_linear.pt",
+)
+
+
+def missing_files(folder: Path) -> list[str]:
+    """The required files ``folder`` lacks (``a|b`` when either would do); empty when complete."""
+    missing = []
+    for entry in REQUIRED:
+        names = (entry,) if isinstance(entry, str) else entry
+        if not any((folder / name).is_file() for name in names):
+            missing.append("|".join(names))
+    return missing
+
+
+def _import_flag_model() -> Any:
+    """``FlagEmbedding.BGEM3FlagModel``, after checking that transformers is below 5."""
+    try:
+        import transformers
+    except ImportError as exc:
+        raise EmbedderUnavailable("the 'transformers' package is not installed", hint=INSTALL_HINT) from exc
+    major = int(str(transformers.__version__).split(".", 1)[0])
+    if major >= 5:
+        raise EmbedderUnavailable(f"FlagEmbedding does not work with transformers {transformers.__version__}",
+                                  hint='pip install "transformers<5"')
+    try:
+        from FlagEmbedding import BGEM3FlagModel
+    except ImportError as exc:
+        raise EmbedderUnavailable(f"FlagEmbedding cannot be imported: {exc}", hint=INSTALL_HINT) from exc
+    return BGEM3FlagModel
+
+
+class FlagEmbeddingEmbedder:
+    """BGE-M3 dense vectors computed by FlagEmbedding from a local folder.
+
+    Construction touches nothing; the folder is checked, then FlagEmbedding
+    imported and the model loaded on the first :meth:`embed` (or :meth:`load`).
+
+    Args:
+        folder: A local snapshot of BAAI/bge-m3 (see :data:`REQUIRED`).
+        use_fp16: Half precision (GPU); vectors then differ slightly from fp32.
+        max_batch: Texts per forward pass.
+        max_tokens: Truncation in tokens.
+        devices: Passed to ``BGEM3FlagModel`` (e.g. ``"cuda:0"``); None lets it choose.
+
+    Thread safety: model calls are serialised under a lock.
+    """
+
+    def __init__(self, folder: Path, *, use_fp16: bool = False, max_batch: int = 12, max_tokens: int = 512,
+                 devices: str | None = None) -> None:
+        self._folder = Path(folder).expanduser()
+        self._use_fp16 = use_fp16
+        self._max_batch = max(1, max_batch)
+        self._max_tokens = max(8, min(max_tokens, 8192))
+        self._devices = devices
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def model_id(self) -> str:
+        return MODEL_ID
+
+    @property
+    def dim(self) -> int:
+        return DIM
+
+    @property
+    def folder(self) -> Path:
+        return self._folder
+
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    def __repr__(self) -> str:
+        return f"FlagEmbeddingEmbedder({str(self._folder)!r})"
+
+    def load(self) -> None:
+        """Check the folder, import FlagEmbedding and load the model.
+
+        Raises:
+            EmbedderUnavailable: a required file is missing (all are named in ``details.files``),
+                FlagEmbedding or a compatible transformers is not installed, or loading fails.
+        """
+        with self._lock:
+            if self._model is None:
+                self._model = self._load()
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Dense BGE-M3 vectors; see :meth:`m3.embed.base.Embedder.embed`."""
+        check_texts(texts)
+        if not texts:
+            return np.zeros((0, DIM), dtype=np.float32)
+        self.load()
+        with self._lock:
+            out = self._model.encode(list(texts), batch_size=self._max_batch, max_length=self._max_tokens,
+                                     return_dense=True, return_sparse=False, return_colbert_vecs=False)
+        return unit_rows(np.asarray(out["dense_vecs"], dtype=np.float32))
+
+    def _load(self) -> Any:
+        missing = missing_files(self._folder)
+        if missing:
+            raise EmbedderUnavailable(
+                f"the BGE-M3 folder {self._folder} lacks {', '.join(missing)}",
+                hint="Put a complete local snapshot of BAAI/bge-m3 there (colbert_linear.pt and sparse_linear.pt "
+                     "included) or point embed.model_dir at one; m3 never downloads it through FlagEmbedding.",
+                details={"dir": str(self._folder), "files": missing},
+            )
+        flag_model = _import_flag_model()
+        # A local folder needs no hub; these make sure a missing piece fails instead of downloading.
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        os.environ["TRANSFORMERS_OFFLINE"] = "1"
+        kwargs: dict[str, Any] = {"use_fp16": self._use_fp16}
+        if self._devices:
+            kwargs["devices"] = self._devices
+        try:
+            return flag_model(str(self._folder), **kwargs)
+        except Exception as exc:  # torch and transformers raise many unrelated classes
+            raise EmbedderUnavailable(f"FlagEmbedding could not load {self._folder}: {exc}",
+                                      hint="Check the folder is a complete BAAI/bge-m3 snapshot.",
+                                      details={"dir": str(self._folder)}) from exc

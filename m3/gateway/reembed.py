@@ -1,0 +1,98 @@
+"""``m3 embedder reembed``: give every memory a vector of the configured model, with progress.
+
+The work is the Embedder actor's ordinary backlog (memories lacking a vector
+of the configured model), done a batch at a time; this command only starts
+m3, watches the count go down, prints progress on stderr and waits until the
+store has switched search to the configured model. Everything stored is
+committed batch by batch, so an interrupted run loses at most one batch and
+the next run (or the next start of any m3 process) continues where it
+stopped. Search keeps using the previous model meanwhile, in this process
+and in every other one sharing the store.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, TextIO
+
+from m3.config import Config
+from m3.errors import EmbedderUnavailable
+from m3.gateway.runtime import running
+from m3.protocols.messages import EmbedderInfo, EmbeddingStats
+
+#: Seconds between two looks at the progress.
+TICK_S = 0.5
+
+
+def reembed(config: Config, progress: TextIO | None = None, *, stop: threading.Event | None = None
+            ) -> dict[str, Any]:
+    """Re-embed the store for the configured model; return a summary once search uses it.
+
+    Args:
+        config: The configuration (its ``embed.*`` settings name the model).
+        progress: Where to draw progress (stderr for the CLI); None for silence.
+        stop: Set it to return early (the work stays resumable).
+
+    Raises:
+        EmbedderUnavailable: the configured model cannot embed (nothing is lost; run again once fixed).
+    """
+    stop = stop or threading.Event()
+    started = time.monotonic()
+    with running(config, drain_embeddings=False) as svc:
+        system = svc.system
+        model = system.embedder_backend.model_id
+        first = system.searcher.ask(EmbeddingStats(model=model), system.ask_timeout)
+        bar = _Bar(progress, model, first["memories"])
+        while True:
+            stats = system.searcher.ask(EmbeddingStats(model=model), system.ask_timeout)
+            bar.draw(stats["memories"] - stats["pending"], stats["memories"])
+            if stats["pending"] == 0 and stats["active_model"] in (model, None):
+                break
+            info = system.embedder.ask(EmbedderInfo(), system.ask_timeout)
+            if info["last_error"] and info["queued"] == 0:
+                raise EmbedderUnavailable(f"re-embedding for {model} stopped: {info['last_error']}",
+                                          hint="Fix the embedder (see `m3 embedder status`) and run "
+                                               "`m3 embedder reembed` again; it continues where it stopped.")
+            if stop.wait(TICK_S):
+                break
+        info = system.embedder.ask(EmbedderInfo(), system.ask_timeout)
+        bar.close()
+        return {"model": model, "previous_model": first["active_model"], "active_model": stats["active_model"],
+                "memories": stats["memories"], "pending": stats["pending"],
+                "embedded": info["embedded"], "reused": info["reused"],
+                "switched": first["active_model"] not in (model, None) and stats["active_model"] == model,
+                "seconds": round(time.monotonic() - started, 3)}
+
+
+class _Bar:
+    """``re-embedding for <model>: done/total (share) rate/s`` on one line (a terminal) or a line per 10 %."""
+
+    def __init__(self, stream: TextIO | None, model: str, total: int) -> None:
+        self._stream = stream
+        self._model = model
+        self._tty = bool(stream is not None and stream.isatty())
+        self._start = time.monotonic()
+        self._first: int | None = None
+        self._last_tenth = -1
+        self._drawn = False
+
+    def draw(self, done: int, total: int) -> None:
+        if self._stream is None or total == 0:
+            return
+        if self._first is None:
+            self._first = done
+        tenth = done * 10 // total
+        if not self._tty and tenth == self._last_tenth:
+            return
+        self._last_tenth = tenth
+        rate = (done - self._first) / max(time.monotonic() - self._start, 1e-6)
+        line = f"re-embedding for {self._model}: {done}/{total} memories ({100 * done / total:.0f}%), {rate:.1f}/s"
+        self._stream.write(("\r" + line) if self._tty else line + "\n")
+        self._stream.flush()
+        self._drawn = True
+
+    def close(self) -> None:
+        if self._stream is not None and self._tty and self._drawn:
+            self._stream.write("\n")
+            self._stream.flush()

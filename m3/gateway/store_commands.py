@@ -1,0 +1,193 @@
+"""Admin commands for the store: secrets, ``m3 store migrate|status``, ``m3 postgres start|stop|status``.
+
+Nothing here prints a secret: store URLs are shown with the password
+replaced by ``***``, and ``config set-secret`` reads the value from stdin
+(without echo on a terminal), never from the command line, where it would
+land in the shell's history and the process list.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import sys
+from pathlib import Path
+from typing import Any
+
+from m3.config import Config, set_in_file, set_secret, setting
+from m3.errors import ConfigError
+
+HIDDEN = "<set, hidden>"
+EMBEDDED_DATABASE = "m3"
+
+
+# -- secrets ---------------------------------------------------------------------------------------
+
+def secret_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("key", help="A secret setting, e.g. store.url.")
+
+
+def set_secret_command(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
+    setting(ns.key)
+    # Never from the command line (shell history, process list); from a terminal without echo.
+    raw = getpass.getpass(f"{ns.key}: ", stream=sys.stderr) if sys.stdin.isatty() else sys.stdin.read()
+    raw = raw.strip()
+    if not raw:
+        raise ConfigError(f"no value for {ns.key} on stdin",
+                          hint=f"Pipe it in, e.g. `printf %s \"$URL\" | m3 config set-secret {ns.key}`.")
+    if ns.key == "store.url":
+        from m3.store.engine import parse_url
+
+        parse_url(raw)  # refuse a malformed URL now, without repeating it
+    path = set_secret(config, ns.key, raw)
+    return _secret_result(config, ns.key, path, HIDDEN)
+
+
+def unset_secret_command(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
+    path = set_secret(config, ns.key, None)
+    return _secret_result(config, ns.key, path, None)
+
+
+def _secret_result(config: Config, key: str, path: Path, value: str | None) -> dict[str, Any]:
+    result: dict[str, Any] = {"file": str(path), "key": key, "value": value}
+    if config.origin(key) == "env":
+        result["warning"] = f"{setting(key).env_var} is set in the environment and overrides the secret"
+    return result
+
+
+def password_warning(key: str, raw: str) -> str | None:
+    """For ``config set``: a store URL with a password is better kept as a secret."""
+    if key != "store.url":
+        return None
+    from m3.store.engine import parse_url
+
+    if parse_url(raw).password:
+        return ("the URL holds a password and m3_config.toml is a plain file; "
+                "`m3 config set-secret store.url` keeps it in an owner-only file instead")
+    return None
+
+
+# -- m3 store migrate | status ---------------------------------------------------------------------
+
+def store_migrate(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
+    from m3.store.engine import StoreOptions, migrate, open_engine
+
+    engine = open_engine(StoreOptions(url=config.store_url, busy_timeout_ms=config["store.busy_timeout_ms"]),
+                         "writer")
+    try:
+        before = _revision(engine)
+        after = migrate(engine)
+    finally:
+        engine.dispose()
+    return {**_where(config), "from": before or None, "to": after, "migrated": before != after}
+
+
+def store_status(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
+    from m3.store.engine import StoreOptions, open_engine
+    from m3.store.migrations import HEAD
+    from m3.store.status import describe
+
+    where = _where(config)
+    if where["backend"] == "sqlite" and not _sqlite_file_exists(config.store_url):
+        return {**where, "schema": {"revision": None, "head": HEAD, "current": False}, "exists": False,
+                "hint": "No store yet: m3 creates it on first use, or run `m3 store migrate`."}
+    engine = open_engine(StoreOptions(url=config.store_url), "reader")
+    try:
+        revision = _revision(engine)
+        result: dict[str, Any] = {**where, "schema": {"revision": revision or None, "head": HEAD,
+                                                                "current": revision == HEAD}}
+        if not revision:
+            result["hint"] = "The store has no schema yet: run `m3 store migrate` (m3 also migrates on start)."
+            return result
+        with engine.connect() as conn:
+            result.update(describe(conn, config["embed.model"]))
+            conn.rollback()
+    finally:
+        engine.dispose()
+    return result
+
+
+def _sqlite_file_exists(url: str) -> bool:
+    from m3.store.engine import parse_url
+
+    database = parse_url(url).database
+    return not database or database == ":memory:" or Path(database).expanduser().exists()
+
+
+def _revision(engine: Any) -> str:
+    from sqlalchemy.exc import DBAPIError
+
+    from m3.store.engine import current_revision, unreachable_error
+
+    try:
+        return str(current_revision(engine))
+    except DBAPIError as exc:
+        raise unreachable_error(exc) from None
+
+
+def _where(config: Config) -> dict[str, Any]:
+    from m3.store.engine import parse_url
+    from m3.store.postgres import redact
+
+    url = parse_url(config.store_url)
+    return {"backend": url.get_backend_name(), "url": redact(url), "url_origin": config.origin("store.url")}
+
+
+# -- m3 postgres start | stop | status -------------------------------------------------------------
+
+def pgdata_of(config: Config) -> Path:
+    return config.engine_root / "postgres" / "data"
+
+
+def postgres_start_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--port", type=int, default=5432, help="Names the Unix socket file (no TCP is opened).")
+    p.add_argument("--configure", action="store_true", help="Also write the printed URL into store.url.")
+
+
+def postgres_start(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
+    from m3.store import embedded_pg, postgres
+    from m3.store.engine import StoreOptions, migrate, open_engine
+
+    pgdata = pgdata_of(config)
+    was_running = embedded_pg.status(pgdata) is not None
+    cluster = embedded_pg.ensure_cluster(pgdata, port=ns.port)
+    postgres.create_database(cluster.url("postgres"), EMBEDDED_DATABASE)
+    url = cluster.url(EMBEDDED_DATABASE)
+    engine = open_engine(StoreOptions(url=url), "writer")
+    try:
+        migrate(engine)
+    finally:
+        engine.dispose()
+    result = {**_cluster_info(cluster, pgdata), "started": not was_running}
+    if ns.configure:
+        set_in_file(config, "store.url", url)
+        result["configured"] = str(config.file)
+    elif config.store_url != url:
+        result["hint"] = f"Use it with `m3 config set store.url '{url}'` (or M3_STORE_URL)."
+    return result
+
+
+def postgres_stop(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
+    from m3.store import embedded_pg
+
+    pgdata = pgdata_of(config)
+    return {"pgdata": str(pgdata), "stopped": embedded_pg.stop(pgdata)}
+
+
+def postgres_status(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
+    from m3.store import embedded_pg
+
+    pgdata = pgdata_of(config)
+    cluster = embedded_pg.status(pgdata)
+    if cluster is None:
+        return {"running": False, "pgdata": str(pgdata), "initialised": (pgdata / "PG_VERSION").exists(),
+                "hint": "Start it with `m3 postgres start`."}
+    return _cluster_info(cluster, pgdata)
+
+
+def _cluster_info(cluster: Any, pgdata: Path) -> dict[str, Any]:
+    from m3.store import embedded_pg
+
+    return {"running": True, "pid": cluster.pid, "pgdata": str(pgdata), "socket_dir": str(cluster.socket_dir),
+            "port": cluster.port, "version": embedded_pg.server_version(pgdata), "log": str(pgdata / "server.log"),
+            "url": cluster.url(EMBEDDED_DATABASE)}

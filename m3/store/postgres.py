@@ -1,0 +1,298 @@
+"""PostgreSQL specifics: engines, vector adaptation, per-model HNSW indexes, advisory locks, databases.
+
+The PostgreSQL driver (psycopg 3) and pgvector come with the ``[postgres]``
+extra and are imported only when a PostgreSQL store is opened.
+
+* **Vectors** travel in pgvector's binary format: every connection gets
+  ``pgvector.psycopg.register_vector`` (numpy arrays are sent binary), and
+  reads select ``vector_send(vector)`` (see :mod:`m3.store.types`), so no
+  vector is ever formatted or parsed as text.
+* **HNSW per model.** ``memory_embeddings.vector`` has no dimension (one
+  table holds several models), so each model gets a partial expression
+  index ``USING hnsw ((vector::vector(<dim>)) vector_cosine_ops) WHERE
+  model = '<model>' AND dim = <dim>``, created by the Writer before it
+  stores that model's first vectors. Nearest-neighbour queries repeat the
+  same cast and predicate with the model inlined as a literal, so the
+  planner can prove the partial index applies.
+* ``hnsw.iterative_scan = strict_order`` on every connection: a filtered
+  HNSW query keeps scanning until it has LIMIT visible rows (otherwise
+  filters, retired rows and other sessions' uncommitted rows make it
+  return fewer), in exact distance order.
+* **Advisory locks** (``pg_advisory_xact_lock``) make decisions that span
+  several processes exactly-once; keys are 64-bit hashes of a namespace and
+  the parts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import urllib.parse
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+from sqlalchemy import Connection, Engine, Float, String, bindparam, cast, create_engine, event, literal, select, text
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.pool import NullPool
+
+from m3.errors import ConfigError, ExtraNotInstalled, StoreError
+
+log = logging.getLogger(__name__)
+
+Matrix = npt.NDArray[np.float32]
+HNSW_M, HNSW_EF_CONSTRUCTION = 16, 64
+_VECTOR_REGISTERED = "m3_vector_registered"
+_PLAIN_VALUE = re.compile(r"[A-Za-z0-9/._-]+")
+
+
+# -- engines ---------------------------------------------------------------------------------------
+
+def postgres_engine(url: str, role: Literal["writer", "reader"], lock_timeout_ms: int) -> Engine:
+    """An engine for one actor: UTC sessions, vectors registered, HNSW iterative scans.
+
+    Readers run each request in one REPEATABLE READ snapshot (as on SQLite);
+    writers stay READ COMMITTED, wait at most ``lock_timeout_ms`` for a lock
+    held by another connection, and see other processes' commits statement
+    by statement (which exactly-once supersession relies on).
+    """
+    parsed = make_url(url)
+    if parsed.drivername != "postgresql+psycopg":
+        raise ConfigError(f"unsupported PostgreSQL driver {parsed.drivername!r}",
+                          hint="Use a postgresql+psycopg:// URL (psycopg 3, installed by the [postgres] extra).")
+    _require_driver()
+    settings = ["SET TIME ZONE 'UTC'", "SET hnsw.iterative_scan = strict_order"]
+    if role == "writer":
+        settings.append(f"SET lock_timeout = {int(lock_timeout_ms)}")
+    options: dict[str, Any] = {"pool_size": 2, "max_overflow": 2, "pool_pre_ping": True,
+                               "connect_args": {"application_name": f"m3 {role}"}}
+    if role == "reader":
+        options["isolation_level"] = "REPEATABLE READ"
+    engine = create_engine(parsed, **options)
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, record: Any) -> None:
+        with dbapi_conn.cursor() as cur:
+            for statement in settings:
+                cur.execute(statement)
+        dbapi_conn.commit()  # a SET inside a transaction that is later rolled back would be undone
+        record.info[_VECTOR_REGISTERED] = _register_vector(dbapi_conn)
+
+    @event.listens_for(engine, "checkout")
+    def _on_checkout(dbapi_conn: Any, record: Any, _proxy: Any) -> None:
+        # A connection opened before the first migration created the extension learns the type now.
+        if not record.info.get(_VECTOR_REGISTERED, True):
+            record.info[_VECTOR_REGISTERED] = _register_vector(dbapi_conn)
+
+    return engine
+
+
+def _require_driver() -> None:
+    try:
+        import pgvector  # noqa: F401
+        import psycopg  # noqa: F401
+    except ImportError as exc:
+        raise ExtraNotInstalled(f"PostgreSQL support is not installed ({exc.name} is missing)") from None
+
+
+def _register_vector(dbapi_conn: Any) -> bool:
+    """Teach one psycopg connection pgvector's types; False while the extension does not exist yet."""
+    from pgvector.psycopg import register_vector
+    from psycopg import ProgrammingError
+
+    try:
+        register_vector(dbapi_conn)
+    except ProgrammingError:
+        dbapi_conn.rollback()
+        return False
+    dbapi_conn.commit()
+    return True
+
+
+def admin_engine(url: str) -> Engine:
+    """A one-connection AUTOCOMMIT engine (CREATE/DROP DATABASE cannot run in a transaction)."""
+    _require_driver()
+    return create_engine(make_url(url), isolation_level="AUTOCOMMIT", poolclass=NullPool)
+
+
+# -- databases -------------------------------------------------------------------------------------
+
+def quote_ident(engine: Engine, name: str) -> str:
+    return str(engine.dialect.identifier_preparer.quote(name))
+
+
+def create_database(server_url: str, name: str, *, template: str | None = None) -> bool:
+    """Create database ``name`` on the server of ``server_url`` unless it exists; True when created.
+
+    Serialised by a session advisory lock: two processes creating the same
+    database at once would otherwise race into a unique violation.
+    """
+    engine = admin_engine(make_url(server_url).set(database="postgres").render_as_string(hide_password=False))
+    try:
+        with engine.connect() as conn:
+            key = lock_key("create-database", name)
+            conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": key})
+            try:
+                if conn.scalar(text("SELECT 1 FROM pg_database WHERE datname = :n"), {"n": name}):
+                    return False
+                sql = f"CREATE DATABASE {quote_ident(engine, name)}"
+                if template is not None:
+                    sql += f" TEMPLATE {quote_ident(engine, template)} STRATEGY FILE_COPY"
+                conn.exec_driver_sql(sql)
+                return True
+            finally:
+                conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": key})
+    finally:
+        engine.dispose()
+
+
+def drop_database(server_url: str, name: str) -> None:
+    """Drop database ``name`` if it exists, ending its sessions first."""
+    engine = admin_engine(make_url(server_url).set(database="postgres").render_as_string(hide_password=False))
+    try:
+        with engine.connect() as conn:
+            conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {quote_ident(engine, name)} WITH (FORCE)")
+    finally:
+        engine.dispose()
+
+
+def database_url(url: str, name: str) -> str:
+    """``url`` pointing at database ``name`` instead."""
+    return make_url(url).set(database=name).render_as_string(hide_password=False)
+
+
+def redact(url: str | URL) -> str:
+    """The URL with its password replaced by ``***`` (query values left readable when that is unambiguous)."""
+    parsed = make_url(url)
+    shown = parsed.render_as_string(hide_password=True)
+    base, _, query = shown.partition("?")
+    if query and all(_PLAIN_VALUE.fullmatch(str(v)) for v in parsed.query.values()):
+        return f"{base}?{urllib.parse.unquote(query)}"
+    return shown
+
+
+# -- advisory locks --------------------------------------------------------------------------------
+
+def lock_key(namespace: str, *parts: Any) -> int:
+    """A signed 64-bit advisory-lock key for ``namespace`` and ``parts`` (stable across processes)."""
+    digest = hashlib.blake2b(repr((namespace, *parts)).encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def lock_all(conn: Connection, keys: Iterable[int]) -> None:
+    """Take transaction-scoped advisory locks on ``keys``, in ascending order (no lock-order deadlock)."""
+    ordered = sorted(set(keys))
+    if ordered:
+        conn.execute(text("SELECT count(pg_advisory_xact_lock(k)) FROM unnest(CAST(:keys AS bigint[])) AS k"),
+                     {"keys": ordered})
+
+
+# -- HNSW per model --------------------------------------------------------------------------------
+
+def hnsw_index_name(model: str, dim: int) -> str:
+    return f"ix_embeddings_hnsw_{hashlib.sha256(model.encode('utf-8')).hexdigest()[:12]}_{int(dim)}"
+
+
+def _model_literal(conn: Connection, model: str) -> str:
+    # Inlined, not bound: the planner must see the literal to use the partial index.
+    return str(literal(model, String()).compile(dialect=conn.dialect, compile_kwargs={"literal_binds": True}))
+
+
+def ensure_hnsw_index(conn: Connection, model: str, dim: int) -> bool:
+    """Create the HNSW index of ``model`` at ``dim`` if missing (inside the caller's transaction); True if created.
+
+    Call before writing anything in the transaction: CREATE INDEX waits for
+    other writers of the table, which must not be waiting for us.
+    """
+    name = hnsw_index_name(model, dim)
+    if _index_exists(conn, name):
+        return False
+    lock_all(conn, [lock_key("hnsw", model, int(dim))])
+    if _index_exists(conn, name):  # another process created it while we waited for the lock
+        return False
+    conn.exec_driver_sql(
+        f"CREATE INDEX {name} ON memory_embeddings USING hnsw ((vector::vector({int(dim)})) vector_cosine_ops) "
+        f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}) "
+        f"WHERE model = {_model_literal(conn, model)} AND dim = {int(dim)}"
+    )
+    log.info("created HNSW index %s for model %s (%d dimensions)", name, model, dim)
+    return True
+
+
+def _index_exists(conn: Connection, name: str) -> bool:
+    # A scan of pg_class with this statement's snapshot, not to_regclass(): name lookups go through the
+    # catalog cache, which an advisory-lock wait does not refresh, and would miss an index committed meanwhile.
+    return conn.execute(text(
+        "SELECT 1 FROM pg_class WHERE relname = :n AND relnamespace = CAST(current_schema() AS regnamespace)"),
+        {"n": name}).first() is not None
+
+
+def nearest(conn: Connection, model: str, dim: int, query: Matrix, where: Any, limit: int, *,
+            exact: bool = False) -> list[tuple[str, float, Matrix]]:
+    """Up to ``limit`` (memory id, cosine, vector) of ``model`` among memories matching ``where``, best first.
+
+    Uses the model's HNSW index (approximate, strict distance order); with
+    ``exact`` the distance expression does not match the index and every
+    matching row is compared.
+    """
+    from m3.store.schema import memories as m
+    from m3.store.schema import memory_embeddings as e
+    from m3.store.types import VectorType, pg_vector_of
+
+    vec = cast(e.c.vector, pg_vector_of(dim))
+    q = bindparam("q", np.asarray(query, dtype=np.float32), type_=VectorType())
+    distance = (e.c.vector if exact else vec).op("<=>", return_type=Float())(q).label("distance")
+    stmt = (
+        select(e.c.memory_id, e.c.vector, distance)
+        .join(m, m.c.id == e.c.memory_id)
+        .where(e.c.model == literal(model, String(), literal_execute=True), e.c.dim == literal(int(dim),
+               literal_execute=True), where)
+        .order_by(distance, e.c.memory_id)
+        .limit(limit)
+    )
+    return [(row[0], 1.0 - float(row[2]), row[1]) for row in conn.execute(stmt)]
+
+
+def vectors_by_ids(conn: Connection, model: str, ids: Sequence[str]) -> dict[str, Matrix]:
+    """Stored vectors of ``model`` for ``ids`` (absent ids are left out)."""
+    from m3.store.schema import memory_embeddings as e
+
+    out: dict[str, Matrix] = {}
+    for start in range(0, len(ids), 500):
+        chunk = list(ids[start:start + 500])
+        for memory_id, vector in conn.execute(
+                select(e.c.memory_id, e.c.vector).where(e.c.model == model, e.c.memory_id.in_(chunk))):
+            out[memory_id] = vector
+    return out
+
+
+def has_vectors(conn: Connection, model: str) -> bool:
+    from m3.store.schema import memory_embeddings as e
+
+    return conn.execute(select(e.c.seq).where(e.c.model == model).limit(1)).first() is not None
+
+
+def server_details(conn: Connection) -> dict[str, Any]:
+    """Server and pgvector versions, for ``m3 store status``."""
+    version = conn.scalar(text("SHOW server_version"))
+    vector = conn.scalar(text("SELECT extversion FROM pg_extension WHERE extname = 'vector'"))
+    indexes = [r[0] for r in conn.execute(text(
+        "SELECT indexname FROM pg_indexes WHERE tablename = 'memory_embeddings' "
+        "AND indexname LIKE 'ix_embeddings_hnsw_%' ORDER BY indexname"))]
+    return {"server_version": version, "pgvector": vector, "hnsw_indexes": indexes}
+
+
+def store_error(exc: BaseException) -> StoreError | None:
+    """A clear StoreError for PostgreSQL failures whose driver text alone would puzzle a user."""
+    sqlstate = getattr(getattr(exc, "orig", None), "sqlstate", None)
+    if sqlstate == "55P03":
+        return StoreError("the store is locked by another connection (lock timeout)",
+                          hint="Another process holds a lock on the store; retry, or raise store.busy_timeout_ms.")
+    return None
+
+
+def retryable(exc: BaseException) -> bool:
+    """A transaction that lost a deadlock or serialization race: running it again is safe."""
+    return getattr(getattr(exc, "orig", None), "sqlstate", None) in {"40001", "40P01"}

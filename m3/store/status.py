@@ -1,0 +1,34 @@
+"""What ``m3 store status`` reports about an open store: counts, and the PostgreSQL server's details."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Connection, func, select
+
+from m3.store import schema, vectors
+
+
+def describe(conn: Connection, model: str) -> dict[str, Any]:
+    """Counts of memories (current and retired), vectors per model, links, history and chat; server details."""
+    m = schema.memories
+
+    def rows_of(table: Any, *where: Any) -> int:
+        return int(conn.execute(select(func.count()).select_from(table).where(*where)).scalar_one())
+
+    counts = {
+        "memories": rows_of(m),
+        "current": rows_of(m, m.c.retired_at.is_(None)),
+        "retired": rows_of(m, m.c.retired_at.is_not(None)),
+        "vectors_by_model": vectors.counts_by_model(conn),
+        "without_vector": vectors.count_missing(conn, model),
+        "relationships": rows_of(schema.memory_relationships),
+        "history_events": rows_of(schema.memory_history),
+        "chat_messages": rows_of(schema.chatlog),
+    }
+    out: dict[str, Any] = {"counts": counts, "embedding_model": model}
+    if conn.dialect.name == "postgresql":
+        from m3.store.postgres import server_details
+
+        out["postgres"] = server_details(conn)
+    return out
