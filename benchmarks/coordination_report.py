@@ -1,4 +1,4 @@
-"""``docs/benchmarks-coordination.md`` from a coordination stress run's summary."""
+"""The coordination section of ``docs/benchmarks.md`` from a coordination stress run's summary."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ write, handoff, claim and completion is stored, and no task was ever
 claimed while another agent's lease on it was valid (the task histories
 are replayed). Latencies (p50/p99 per operation and surface) go to
 ``benchmarks/results/<UTC time>-coordination_stress/summary.json`` and, with
-``--doc``, to ``docs/benchmarks-coordination.md``.
+``--doc``, to the coordination section of ``docs/benchmarks.md``.
 """
 
 from __future__ import annotations
@@ -43,7 +43,6 @@ from m3.gateway.service import CallContext, Service
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
-DOC = ROOT / "docs" / "benchmarks-coordination.md"
 
 
 class HttpServer:
@@ -207,7 +206,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--short-lease", type=float, default=1.0, help="seconds of an abandoned claim's lease")
     parser.add_argument("--seed", type=int, default=5)
     parser.add_argument("--results", type=Path, default=RESULTS, help="where the run folder goes")
-    parser.add_argument("--doc", action="store_true", help=f"also write {DOC.relative_to(ROOT)}")
+    parser.add_argument("--doc", action="store_true", help="also write the coordination section of docs/benchmarks.md")
     parser.add_argument("--baseline", action="store_true",
                         help="first run one agent alone (no contention), for comparison; implied by --doc")
     args = parser.parse_args(argv)
@@ -225,8 +224,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     summary["results_dir"] = str(out)
     if args.doc:
         from benchmarks.coordination_report import render
+        from benchmarks.doc_sections import demote, write_section
 
-        DOC.write_text(render(summary), encoding="utf-8")
+        write_section("coordination-stress", demote(render(summary)))
     print(json.dumps({k: summary[k] for k in ("agents", "operations", "elapsed_s", "ops_per_s", "verification")},
                      indent=2))
     return summary

@@ -2,7 +2,7 @@
 on the same SQLite store, and in processes over remote MCP with bearer tokens, all at once.
 
 The full size (64 threads plus 4 processes) runs from ``benchmarks/`` (see
-docs/benchmarks-coordination.md); here every surface takes part and every check must hold: each
+docs/benchmarks.md); here every surface takes part and every check must hold: each
 acknowledged write, handoff, claim and completion is stored and no task was claimed while another
 agent's lease on it was valid. Short leases make some abandoned tasks expire and be taken over.
 """
