@@ -105,6 +105,16 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("isolation.enforce", bool, False,
             "When true, scope=agent memories are visible only to their own agent."),
     Setting("actors.ask_timeout_s", float, 30.0, "Longest time a caller waits for an actor's answer."),
+    # -- coordination (agents, inboxes, tasks, remote MCP) --
+    Setting("agents.active_window_s", float, 120.0, "An agent whose last heartbeat is younger than this is active."),
+    Setting("agents.offline_after_s", float, 900.0,
+            "An agent whose last heartbeat is older than this is offline (idle in between)."),
+    Setting("inbox.router_idle_s", float, 60.0,
+            "An agent's inbox router actor stops after this long without traffic (it restarts on demand)."),
+    Setting("tasks.lease_s", float, 300.0, "Default lease of a claimed task; task_heartbeat renews it."),
+    Setting("tasks.max_lease_s", float, 86400.0, "Longest lease a claim or heartbeat may ask for."),
+    Setting("serve.host", str, "127.0.0.1", "Address `m3 serve` listens on (remote MCP over Streamable HTTP)."),
+    Setting("serve.port", int, 8080, "Port `m3 serve` listens on; 0 picks a free one."),
 )
 
 _BY_KEY: dict[str, Setting] = {s.key: s for s in SETTINGS}

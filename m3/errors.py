@@ -136,6 +136,30 @@ class EmbeddedPostgresError(StoreError):
     default_hint = "See server.log in the embedded cluster's data directory (`m3 postgres status` names it)."
 
 
+# --- coordination (agents, inboxes, tasks, tokens) ----------------------------------------------
+
+class Forbidden(M3Error):
+    code = "forbidden"
+    default_hint = "Calls through a token act as the token's agent: omit agent_id or give your own."
+    fixable = True
+
+
+class NotShared(InvalidArgument):
+    code = "not_shared"
+    default_hint = ("With isolation on, a scope=agent memory is private to its agent; write what you share with "
+                    "scope 'user' or 'org'.")
+
+
+class IllegalTransition(InvalidArgument):
+    code = "illegal_transition"
+    default_hint = "Move the task only to one of the states listed in details.allowed."
+
+
+class LeaseLost(Conflict):
+    code = "lease_lost"
+    default_hint = "The lease ran out or another agent holds the task now; claim a task again with task_claim."
+
+
 def all_error_classes() -> list[type[M3Error]]:
     """Every error class, base first; used to generate docs/errors.md."""
     seen: list[type[M3Error]] = []

@@ -9,6 +9,7 @@ future is ever awaited and no thread is parked for the caller.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from typing import Any
 
 import trio
@@ -54,4 +55,11 @@ async def ask(handle: ActorHandle, message: Message, timeout: float) -> Any:
     """Send ``message`` to the actor behind ``handle`` and await its answer."""
     reply = TrioReply()
     handle.tell(message, reply)
+    return await reply.wait(timeout)
+
+
+async def ask_via(send: Callable[[TrioReply], None], timeout: float) -> Any:
+    """Like :func:`ask`, for senders that are not one handle (``send`` queues the message with the reply)."""
+    reply = TrioReply()
+    send(reply)
     return await reply.wait(timeout)

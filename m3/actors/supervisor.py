@@ -145,8 +145,11 @@ class ActorHandle:
 
     # -- lifecycle -----------------------------------------------------------------------------
 
-    def stop(self, timeout: float = 30.0) -> None:
-        """Stop after the messages already queued are handled."""
+    def stop(self, timeout: float = 30.0, *, block: bool = True) -> None:
+        """Stop after the messages already queued are handled.
+
+        ``block=False`` only queues the stop (an actor may stop itself this way: it cannot wait for itself).
+        """
         with self._lock:
             self._stopping = True
             if self._timer is not None:
@@ -155,9 +158,17 @@ class ActorHandle:
             self._fail_buffer()
         if ref is not None and ref.is_alive():
             try:
-                ref.stop(block=True, timeout=timeout)
+                if block:
+                    ref.stop(block=True, timeout=timeout)
+                else:
+                    ref.stop(block=False)
             except (pykka.ActorDeadError, pykka.Timeout):
                 log.warning("the %s actor did not stop within %.0f s", self.name, timeout)
+
+    def wait_stopped(self, timeout: float) -> bool:
+        """True once the actor has stopped (after a non-blocking stop); False if ``timeout`` passed first."""
+        ref = self._ref
+        return ref is None or ref.actor_stopped.wait(timeout)
 
     def is_alive(self) -> bool:
         ref = self._ref

@@ -1,20 +1,24 @@
-"""Wiring: one store, its Writer, Searcher and Embedder, started and stopped together."""
+"""Wiring: one store, its Writer, Searcher, Embedder and coordination actors, started and stopped together."""
 
 from __future__ import annotations
 
 import logging
 from typing import Any
 
+from m3.actors.directory import Directory
 from m3.actors.embedder import EmbedderActor
+from m3.actors.router import RouterRegistry
 from m3.actors.searcher import Searcher
 from m3.actors.supersession import SupersessionPolicy
 from m3.actors.supervisor import ActorHandle
+from m3.actors.task_manager import TaskManager
 from m3.actors.writer import Writer
 from m3.config import Config
 from m3.embed.base import Embedder
 from m3.embed.factory import close_embedder, create_embedder, model_resolver
 from m3.errors import M3Error
 from m3.protocols.messages import Drain, Flush, SearchWeights
+from m3.store.agents import Liveness
 from m3.store.engine import StoreOptions, migrate, open_engine
 
 log = logging.getLogger(__name__)
@@ -57,6 +61,9 @@ class ActorSystem:
         self.writer: ActorHandle
         self.searcher: ActorHandle
         self.embedder: ActorHandle
+        self.directory: ActorHandle
+        self.tasks: ActorHandle
+        self.routers: RouterRegistry
         self._started = False
 
     def start(self) -> ActorSystem:
@@ -80,8 +87,12 @@ class ActorSystem:
                                     reembed=self._reembed,
                                     max_batch=self.config["embed.max_batch"],
                                     backend_name=self.config["embed.backend"])
-        self.writer.rebind(searcher=self.searcher, embedder=self.embedder)
-        for handle in (self.writer, self.searcher, self.embedder):
+        self.directory = ActorHandle("directory", Directory, self.options, liveness=Liveness(
+            active_s=self.config["agents.active_window_s"], offline_s=self.config["agents.offline_after_s"]))
+        self.tasks = ActorHandle("tasks", TaskManager, self.options, writer=self.writer)
+        self.routers = RouterRegistry(self.writer, idle_s=self.config["inbox.router_idle_s"])
+        self.writer.rebind(searcher=self.searcher, embedder=self.embedder, on_notified=self.routers.arrived)
+        for handle in (self.writer, self.searcher, self.embedder, self.directory, self.tasks):
             handle.start()
         self._started = True
         return self
@@ -108,6 +119,10 @@ class ActorSystem:
                 # Asked to go now: skip the rest of the drain but still stop in order (the Writer
                 # commits what it holds); the next start's backfill embeds what is left.
                 interrupted = exc
+        # Routers and the task manager forward to the Writer: stop them first, so it commits what they sent.
+        self.routers.stop()
+        self.tasks.stop()
+        self.directory.stop()
         self.embedder.stop()
         self.searcher.stop()
         self.writer.stop()
@@ -118,4 +133,5 @@ class ActorSystem:
             raise interrupted
 
     def statistics(self) -> list[dict[str, Any]]:
-        return [h.statistics() for h in (self.writer, self.searcher, self.embedder)]
+        handles = (self.writer, self.searcher, self.embedder, self.directory, self.tasks)
+        return [h.statistics() for h in handles] + [self.routers.statistics()]

@@ -19,6 +19,7 @@ from typing import Any
 from sqlalchemy import Connection
 from sqlalchemy.exc import OperationalError
 
+from m3.actors import coordination_ops
 from m3.actors.base import Envelope, M3Actor
 from m3.actors.supersession import CandidateIndex, Candidates, SupersessionPolicy, supersede_similar
 from m3.actors.supervisor import ActorHandle
@@ -48,8 +49,10 @@ from m3.store.writes import MemoryWrites
 
 log = logging.getLogger(__name__)
 
-BATCHED = (WriteMemories, SupersedeMemory, UpdateMemory, DeleteMemory, PinMemory, LinkMemories,
-           WriteChat, StoreVectors, TouchMemories)
+BATCHED: tuple[type[Message], ...] = (
+    WriteMemories, SupersedeMemory, UpdateMemory, DeleteMemory, PinMemory, LinkMemories, WriteChat, StoreVectors,
+    TouchMemories, *coordination_ops.OPERATIONS,
+)
 
 
 @dataclass
@@ -59,11 +62,14 @@ class Effects:
     embed_ids: list[str] = field(default_factory=list)
     embed_texts: list[str] = field(default_factory=list)
     erased: list[str] = field(default_factory=list)
+    #: Agents that got a notification (their routers wake waiting callers).
+    notified: list[str] = field(default_factory=list)
 
     def extend(self, other: Effects) -> None:
         self.embed_ids += other.embed_ids
         self.embed_texts += other.embed_texts
         self.erased += other.erased
+        self.notified += other.notified
 
 
 class Clock:
@@ -83,13 +89,15 @@ class Clock:
 
 class Writer(M3Actor):
     def __init__(self, options: StoreOptions, *, max_batch: int, policy: SupersessionPolicy,
-                 searcher: ActorHandle | None, embedder: ActorHandle | None, **base: Any):
+                 searcher: ActorHandle | None, embedder: ActorHandle | None,
+                 on_notified: Callable[[tuple[str, ...]], None] | None = None, **base: Any):
         super().__init__(**base)
         self._options = options
         self._max_batch = max(1, max_batch)
         self._policy = policy
         self._searcher = searcher
         self._embedder = embedder
+        self._on_notified = on_notified
         self._pending: list[Envelope] = []
         self._conn: Connection | None = None
         self._clock = Clock()
@@ -193,6 +201,8 @@ class Writer(M3Actor):
             self._embedder.tell(MemoriesWritten(ids=tuple(fx.embed_ids), texts=tuple(fx.embed_texts)))
         if fx.erased and self._searcher is not None:
             self._searcher.tell(MemoriesErased(ids=tuple(fx.erased)))
+        if fx.notified and self._on_notified is not None:
+            self._on_notified(tuple(dict.fromkeys(fx.notified)))
 
     def _answer_all(self, batch: list[Envelope], outcomes: list[Any]) -> None:
         for env, outcome in zip(batch, outcomes, strict=True):
@@ -210,8 +220,12 @@ class Writer(M3Actor):
     # -- applying one request ------------------------------------------------------------------
 
     def _apply(self, conn: Connection, msg: Message) -> tuple[Any, Effects]:
-        ops = MemoryWrites(conn, self._clock)
         fx = Effects()
+        coordination = coordination_ops.OPERATIONS.get(type(msg))
+        if coordination is not None:
+            result, fx.notified = coordination(conn, msg, self._clock())
+            return result, fx
+        ops = MemoryWrites(conn, self._clock)
         if isinstance(msg, WriteMemories):
             outcomes, fresh = ops.write(msg)
             for memory_id, text in fresh:

@@ -18,7 +18,7 @@ from typing import Any, NoReturn
 from m3 import __version__
 from m3.config import Config, load_config
 from m3.errors import InvalidArgument, M3Error
-from m3.gateway.commands import ADMIN_COMMANDS, AdminCommand
+from m3.gateway.commands import ADMIN_COMMANDS, ALIASES, AdminCommand
 from m3.gateway.registry import Registry, Tool, default_registry
 
 EXIT_ERROR = 1
@@ -162,6 +162,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         setup_logging(config)
         if argv in ([], ["mcp"]):
             argv = ["mcp", "serve"]
+        elif argv[0] in ALIASES:
+            argv = [ALIASES[argv[0]].domain, ALIASES[argv[0]].name, *argv[1:]]
         registry = default_registry()
         ns = build_parser(registry).parse_args(argv)
         if ns.domain is None:

@@ -23,6 +23,8 @@ class AdminCommand:
     help: str
     configure: Callable[[argparse.ArgumentParser], None]
     run: Callable[[Config, argparse.Namespace], Any]
+    #: A top-level spelling, ``m3 <alias> …`` for ``m3 <domain> <name> …``.
+    alias: str | None = None
 
 
 def _no_args(_: argparse.ArgumentParser) -> None:
@@ -110,6 +112,35 @@ def _reembed(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
     return reembed(config, progress=sys.stderr)
 
 
+def _http_serve_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--host", default=None, help="Address to listen on (default serve.host, 127.0.0.1).")
+    p.add_argument("--port", default=None, type=int, help="Port (default serve.port, 8080; 0 picks a free one).")
+
+
+def _http_serve(config: Config, ns: argparse.Namespace) -> None:
+    from m3.gateway.http_server import serve_http
+
+    serve_http(config, ns.host or config["serve.host"], config["serve.port"] if ns.port is None else ns.port)
+
+
+def _token_command(name: str) -> Callable[[Config, argparse.Namespace], Any]:
+    def run(config: Config, ns: argparse.Namespace) -> Any:
+        from m3.gateway import tokens
+
+        return getattr(tokens, name)(config, ns)
+
+    return run
+
+
+def _token_args(name: str) -> Callable[[argparse.ArgumentParser], None]:
+    def configure(p: argparse.ArgumentParser) -> None:
+        from m3.gateway import tokens
+
+        getattr(tokens, name)(p)
+
+    return configure
+
+
 ADMIN_COMMANDS: tuple[AdminCommand, ...] = (
     AdminCommand("config", "show", "Print every setting (with --origin: where it came from).",
                  _config_show_args, _config_show),
@@ -142,4 +173,16 @@ ADMIN_COMMANDS: tuple[AdminCommand, ...] = (
     AdminCommand("postgres", "stop", "Stop the embedded PostgreSQL.", _no_args, store_commands.postgres_stop),
     AdminCommand("postgres", "status", "Whether the embedded PostgreSQL runs, and its URL.",
                  _no_args, store_commands.postgres_status),
+
+
+    # Coordination (issue 5): remote MCP and its bearer tokens.
+    AdminCommand("mcp", "http", "Serve MCP over Streamable HTTP behind bearer tokens; prints {url, pid} once "
+                 "listening.", _http_serve_args, _http_serve, alias="serve"),
+    AdminCommand("token", "create", "Create a bearer token for an agent; prints {token, agent_id, id} (the token "
+                 "only this once).", _token_args("create_args"), _token_command("create")),
+    AdminCommand("token", "list", "List tokens (ids, agents, labels, times; never the tokens).",
+                 _token_args("list_args"), _token_command("list_tokens")),
+    AdminCommand("token", "revoke", "Revoke a token by id, or every token of an agent with --agent.",
+                 _token_args("revoke_args"), _token_command("revoke")),
 )
+ALIASES: dict[str, AdminCommand] = {c.alias: c for c in ADMIN_COMMANDS if c.alias}

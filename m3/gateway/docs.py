@@ -159,7 +159,9 @@ CLI_INTRO = """\
 # Command line
 
 `m3` is a JSON-in, JSON-out command line over the same tools as MCP. Bare `m3` (or `m3 mcp serve`)
-serves MCP on stdio instead.
+serves MCP on stdio instead; `m3 serve [--host H] [--port P]` (`m3 mcp http`) serves it remotely over
+Streamable HTTP, where every client needs a bearer token from `m3 token create --agent NAME` and acts
+as that agent.
 
 ## The JSON contract
 
@@ -217,7 +219,8 @@ def command_rows(domain: str, tools: list[Tool]) -> list[list[str]]:
     rows = [[f"`m3 {domain} {t.spec.name}`",
              f"`m3 {domain} {t.spec.short_name}`" if t.spec.short_name != t.spec.name else "—",
              _flags(t), t.spec.summary] for t in tools]
-    rows += [[f"`{_usage(a)}`", "—", "(administration)", a.help] for a in ADMIN_COMMANDS if a.domain == domain]
+    rows += [[f"`{_usage(a)}`", f"`m3 {a.alias}`" if a.alias else "—", "(administration)", a.help]
+             for a in ADMIN_COMMANDS if a.domain == domain]
     return rows
 
 

@@ -37,7 +37,9 @@ INSTRUCTIONS = (
     "m3 is your long-term memory, shared with other agents. Search it (memory_search) before answering "
     "questions about the user, the project or past decisions; store what should outlast this session "
     "(memory_write); correct facts with memory_supersede. m3_index lists every further tool, reachable "
-    "through m3_call."
+    "through m3_call. Working with other agents: check memory_inbox for work handed to you, hand work on "
+    "with memory_handoff, take shared tasks with task_claim, and wait for news with notifications_wait "
+    "(tools_load_domain 'task', 'notifications' or 'agent' lists them)."
 )
 
 IdentityFn = Callable[[ServerRequestContext[Any]], CallContext]

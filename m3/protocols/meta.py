@@ -23,7 +23,8 @@ M3_CALL = ToolSpec(
     name="m3_call", domain="tools", args=M3CallArgs, result=M3CallResult, startup=True,
     description=(
         "Call any m3 tool by name, including the ones not loaded into this session (pins, history, links, "
-        "graph, chat log, embedder status …). Call m3_index first to see the names and their arguments."
+        "graph, chat log, handoffs and inbox, shared tasks, agents, notifications, embedder status …). Call "
+        "m3_index first to see the names and their arguments."
     ),
 )
 

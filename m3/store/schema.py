@@ -113,6 +113,7 @@ chatlog = Table(
     Index("ix_chatlog_conversation", "conversation_id", "turn"),
 )
 
+
 #: One row per embedding model the store has vectors of; exactly one is ``active`` (the model search uses)
 #: once any model was chosen. A model being filled in for a change of model is ``building``; a model that
 #: was active before is ``retired`` (its vectors are kept, so switching back is quick).
@@ -122,4 +123,108 @@ embedding_models = Table(
     Column("dim", Integer, nullable=False),
     Column("state", String(16), nullable=False),
     Column("updated_at", UTCDateTime(), nullable=False),
+)
+
+
+# --- coordination (migration 0003_coordination) -------------------------------------------------
+
+agents = Table(
+    "agents", metadata,
+    Column("seq", SeqType, primary_key=True, autoincrement=True),
+    Column("id", String(200), nullable=False, unique=True),
+    Column("role", String(200)),
+    Column("description", Text),
+    Column("metadata", json_type(), nullable=False),
+    Column("registered_at", UTCDateTime(), nullable=False),
+    Column("last_seen_at", UTCDateTime(), nullable=False),
+    Column("offline_at", UTCDateTime()),
+)
+
+agent_tokens = Table(
+    "agent_tokens", metadata,
+    Column("seq", SeqType, primary_key=True, autoincrement=True),
+    Column("id", String(36), nullable=False, unique=True),
+    Column("agent_id", String(200), ForeignKey("agents.id"), nullable=False),
+    Column("token_hash", String(64), nullable=False, unique=True),
+    Column("label", String(200)),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Column("revoked_at", UTCDateTime()),
+    Index("ix_agent_tokens_agent", "agent_id"),
+)
+
+tasks = Table(
+    "tasks", metadata,
+    Column("seq", SeqType, primary_key=True, autoincrement=True),
+    Column("id", String(36), nullable=False, unique=True),
+    Column("parent_id", String(36), ForeignKey("tasks.id")),
+    Column("title", Text, nullable=False),
+    Column("description", Text),
+    Column("kind", String(100)),
+    Column("priority", Integer, nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("creator", String(200)),
+    Column("owner", String(200)),
+    Column("lease_expires_at", UTCDateTime()),
+    Column("result_memory_id", String(36), ForeignKey("memories.id", ondelete="SET NULL")),
+    Column("result_note", Text),
+    Column("metadata", json_type(), nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Column("updated_at", UTCDateTime(), nullable=False),
+    Column("deleted_at", UTCDateTime()),
+    Index("ix_tasks_claim", "state", "kind", "priority"),
+    Index("ix_tasks_parent", "parent_id"),
+    Index("ix_tasks_owner", "owner"),
+    Index("ix_tasks_lease", "lease_expires_at"),
+)
+
+task_events = Table(
+    "task_events", metadata,
+    Column("seq", SeqType, primary_key=True, autoincrement=True),
+    Column("task_id", String(36), ForeignKey("tasks.id", ondelete="CASCADE"), nullable=False),
+    Column("event", String(32), nullable=False),
+    Column("actor", String(200)),
+    Column("at", UTCDateTime(), nullable=False),
+    Column("details", json_type(), nullable=False),
+    Index("ix_task_events_task", "task_id", "seq"),
+)
+
+inbox = Table(
+    "inbox", metadata,
+    Column("seq", SeqType, primary_key=True, autoincrement=True),
+    Column("id", String(36), nullable=False, unique=True),
+    Column("agent_id", String(200), nullable=False),
+    Column("from_agent", String(200)),
+    Column("task", Text, nullable=False),
+    Column("note", Text),
+    Column("task_id", String(36), ForeignKey("tasks.id", ondelete="SET NULL")),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Column("read_at", UTCDateTime()),
+    Index("ix_inbox_agent", "agent_id", "read_at", "seq"),
+)
+
+inbox_links = Table(
+    "inbox_links", metadata,
+    Column("seq", SeqType, primary_key=True, autoincrement=True),
+    Column("inbox_id", String(36), ForeignKey("inbox.id", ondelete="CASCADE"), nullable=False),
+    Column("memory_id", String(36), ForeignKey("memories.id", ondelete="CASCADE"), nullable=False),
+    Column("type", String(32), nullable=False),
+    UniqueConstraint("inbox_id", "memory_id", "type", name="uq_inbox_links_edge"),
+    Index("ix_inbox_links_memory", "memory_id"),
+)
+
+notifications = Table(
+    "notifications", metadata,
+    Column("seq", SeqType, primary_key=True, autoincrement=True),
+    Column("id", String(36), nullable=False, unique=True),
+    Column("agent_id", String(200), nullable=False),
+    Column("kind", String(32), nullable=False),
+    Column("from_agent", String(200)),
+    Column("message", Text, nullable=False),
+    Column("ref_id", String(36)),
+    Column("data", json_type(), nullable=False),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Column("acked_at", UTCDateTime()),
+    Index("ix_notifications_agent", "agent_id", "acked_at", "seq"),
+    Index("ix_notifications_ref", "ref_id"),
 )

@@ -170,7 +170,39 @@ async def _exercise_every_tool(client: Client) -> list[str]:
     await run("tools_list_domains")
     await run("tools_load_domain", domain="chatlog")
     await run("embedder_status")
+    await _exercise_coordination(run, a["id"], c["id"])
     return done
+
+
+async def _exercise_coordination(run: Any, memory_id: str, shared_id: str) -> None:
+    """Each coordination tool once, as the local agent working with a second agent."""
+    await run("agent_register", role="tester")
+    await run("agent_heartbeat")
+    await run("agent_register", agent_id="helper")
+    await run("agent_list", status="active")
+    await run("agent_get", id="helper")
+    sent = await run("memory_handoff", to_agent="local", task="Check the deploy day.", context_ids=[shared_id])
+    await run("memory_inbox")
+    await run("memory_inbox_ack", ids=[sent["id"]])
+    await run("notify", to_agent="local", message="ping")
+    waited = await run("notifications_wait", timeout=5)
+    await run("notifications_ack", ids=[waited["items"][0]["id"]])
+    await run("notifications_poll")
+    await run("notifications_ack_all")
+    root = await run("task_create", title="Release 1.0")
+    child = await run("task_create", title="Write notes", parent_id=root["id"], kind="docs")
+    child = await run("task_assign", id=child["id"], version=child["version"], assignee="helper")
+    child = await run("task_assign", id=child["id"], version=child["version"], assignee=None)
+    claimed = (await run("task_claim", filter={"kind": "docs"}, lease=60))["task"]
+    claimed = await run("task_heartbeat", id=claimed["id"], lease=60)
+    claimed = await run("task_set_result", id=claimed["id"], version=claimed["version"], memory_id=shared_id)
+    await run("task_update", id=claimed["id"], version=claimed["version"], state="completed")
+    await run("task_get", id=root["id"], history=True)
+    await run("task_list", state="completed")
+    await run("task_tree", id=root["id"], depth=2)
+    root = await run("task_update", id=root["id"], version=root["version"], state="cancelled")
+    await run("task_delete", id=root["id"], version=root["version"])
+    await run("agent_offline", agent_id="helper")
 
 
 async def test_a_modern_client_lists_the_same_tools_and_hears_of_changes_on_a_listen_stream(

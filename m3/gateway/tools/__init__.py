@@ -1,6 +1,7 @@
 """Tool handlers, one module per domain; ``HANDLERS`` maps every tool name to its handler."""
 
 from m3.gateway.registry import Handler
-from m3.gateway.tools import chatlog, memory, meta
+from m3.gateway.tools import agents, chatlog, inbox, memory, meta, tasks  # coordination (issue 5)
 
 HANDLERS: dict[str, Handler] = {**memory.HANDLERS, **chatlog.HANDLERS, **meta.HANDLERS}
+HANDLERS |= {**agents.HANDLERS, **inbox.HANDLERS, **tasks.HANDLERS}

@@ -26,6 +26,8 @@ async def chatlog_search(svc: Service, a: p.ChatlogSearchArgs, ctx: CallContext)
     k = a.k if a.k is not None else svc.config["search.k"]
     if k > svc.config["limits.max_k"]:
         raise InvalidArgument(f"k={k} is above the limit of {svc.config['limits.max_k']}")
+    if a.agent_id is not None:
+        owner(ctx, a.agent_id)
     found = await svc.ask(svc.system.searcher, SearchChat(query=a.query, k=k, conversation_id=a.conversation_id,
                                                           role=a.role, agent_id=a.agent_id))
     items = [p.ChatItem(**item) for item in found["items"]]

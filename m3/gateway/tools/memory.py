@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from m3.errors import ConfirmationRequired, ContentTooLarge, InvalidArgument
+from m3.errors import ConfirmationRequired, ContentTooLarge, Forbidden, InvalidArgument
 from m3.gateway.registry import Handler
 from m3.protocols import memory as p
 from m3.protocols.messages import (
@@ -35,10 +35,14 @@ def check_content(svc: Service, content: str) -> None:
 
 
 def owner(ctx: CallContext, agent_id: str | None) -> str | None:
-    """The agent a write is attributed to; a token-bound caller may only name itself."""
+    """The agent a call acts as (``agent_id`` or the caller); a token-bound caller may only name itself.
+
+    Every ``agent_id`` argument of every tool goes through here, reads included, so that an agent
+    cannot write or read as another through a token.
+    """
     if agent_id is not None and ctx.bound and agent_id != ctx.agent_id:
-        raise InvalidArgument(f"this caller acts as agent {ctx.agent_id!r} and cannot act as {agent_id!r}",
-                              hint="Omit agent_id; calls through a token act as the token's agent.")
+        raise Forbidden(f"this caller acts as agent {ctx.agent_id!r} and cannot act as {agent_id!r}",
+                        details={"agent_id": ctx.agent_id})
     return agent_id if agent_id is not None else ctx.agent_id
 
 
@@ -68,6 +72,8 @@ async def memory_search(svc: Service, a: p.MemorySearchArgs, ctx: CallContext) -
     if k > svc.config["limits.max_k"]:
         raise InvalidArgument(f"k={k} is above the limit of {svc.config['limits.max_k']}",
                               hint="Ask for fewer results or raise limits.max_k.")
+    if a.agent_id is not None:
+        owner(ctx, a.agent_id)
     flt = svc.read_filter(ctx, type=a.type, agent_id=a.agent_id, user_id=a.user_id, scope=a.scope,
                           conversation_id=a.conversation_id, as_of=a.as_of)
     found = await svc.ask(svc.system.searcher, SearchMemories(query=a.query, k=k, filter=flt, explain=a.explain))

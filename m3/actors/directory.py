@@ -1,0 +1,89 @@
+"""The Directory: reads of agents, inboxes, notifications and tokens.
+
+It owns one read connection and answers each request in its own read
+transaction, so a read sent after a write's reply sees that write. Kept
+apart from the Searcher so that token checks and inbox polls of a busy
+fleet never queue behind a search that is embedding its query.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Connection
+
+from m3.actors.base import M3Actor
+from m3.protocols.base import Message
+from m3.protocols.coordination import (
+    GetAgent,
+    ListAgents,
+    ListTokens,
+    LookupToken,
+    PollNotifications,
+    ReadInbox,
+    ResolveMemories,
+)
+from m3.protocols.messages import Flush
+from m3.store import agents, inbox
+from m3.store import memories as memory_rows
+from m3.store.engine import StoreOptions, open_engine
+from m3.store.filters import isolation_clause
+
+
+class Directory(M3Actor):
+    def __init__(self, options: StoreOptions, *, liveness: agents.Liveness, **base: Any):
+        super().__init__(**base)
+        self._options = options
+        self._liveness = liveness
+        self._conn: Connection | None = None
+
+    def setup(self) -> None:
+        self._engine = open_engine(self._options, "reader")
+        self._conn = self._engine.connect()
+
+    def release(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+            self._engine.dispose()
+
+    def handlers(self) -> dict[type[Message], Callable[[Any], Any]]:
+        return {
+            GetAgent: self.get_agent, ListAgents: self.list_agents, ReadInbox: self.read_inbox,
+            PollNotifications: self.poll, LookupToken: self.lookup_token, ListTokens: self.list_tokens,
+            ResolveMemories: self.resolve_memories, Flush: lambda _msg: True,
+        }
+
+    def handle(self, message: Message) -> Any:
+        conn = self.conn
+        with conn.begin():
+            return super().handle(message)
+
+    @property
+    def conn(self) -> Connection:
+        assert self._conn is not None
+        return self._conn
+
+    def get_agent(self, msg: GetAgent) -> dict[str, Any]:
+        row = agents.require(self.conn, msg.agent_id)
+        return {**agents.public(row, self._liveness, datetime.now(UTC)), **inbox.unread_counts(self.conn, row["id"])}
+
+    def list_agents(self, msg: ListAgents) -> list[dict[str, Any]]:
+        return agents.list_agents(self.conn, self._liveness, datetime.now(UTC), msg.status, msg.role)
+
+    def read_inbox(self, msg: ReadInbox) -> list[dict[str, Any]]:
+        return inbox.read_inbox(self.conn, msg.agent_id, msg.unread_only, msg.limit, isolation_clause(msg.filter))
+
+    def poll(self, msg: PollNotifications) -> list[dict[str, Any]]:
+        return inbox.poll_notifications(self.conn, msg.agent_id, msg.limit)
+
+    def lookup_token(self, msg: LookupToken) -> str | None:
+        return agents.token_agent(self.conn, msg.token_hash)
+
+    def list_tokens(self, msg: ListTokens) -> list[dict[str, Any]]:
+        return agents.list_tokens(self.conn, msg.agent_id)
+
+    def resolve_memories(self, msg: ResolveMemories) -> list[str]:
+        return [memory_rows.resolve_id(self.conn, ref, msg.filter) for ref in msg.refs]

@@ -1,0 +1,225 @@
+"""Inbox routers: one actor per agent, started on demand, stopped when idle.
+
+A router starts with the first ``notifications_wait`` of its agent. While it
+runs it forwards what is sent to its agent (handoffs, notifications) to the
+Writer with the sender's reply, so the sender's answer still means
+"committed" and the agent's traffic stays in order; with no router running,
+sends go straight to the Writer. It holds the replies of
+``notifications_wait`` callers. After
+a commit that notified its agent, the Writer tells the registry, which
+tells the router (if one runs: nobody waits otherwise), and the router
+answers every held reply at once. A held reply is also answered when its
+deadline passes or the router stops, so no caller waits unanswered.
+
+Idle stop: each router keeps at most one ``threading.Timer`` (for its
+earliest waiter deadline or its idle limit, whichever is first). When it
+fires with no waiter held and no message since the idle limit, the router
+asks the registry to retire it; the registry removes it under the same lock
+that every send takes, and only while its mailbox is empty, so a message is
+never sent to a router that is going away.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pykka
+
+from m3.actors.base import Envelope, M3Actor, Reply
+from m3.actors.supervisor import ActorHandle
+from m3.errors import Unavailable
+from m3.protocols.base import Message
+from m3.protocols.coordination import (
+    NotificationsArrived,
+    RouterTick,
+    SendHandoff,
+    SendNotification,
+    WaitNotifications,
+)
+from m3.protocols.messages import Flush
+
+log = logging.getLogger(__name__)
+
+Retire = Callable[[Callable[[], bool]], bool]
+
+
+class Router(M3Actor):
+    def __init__(self, agent_id: str, *, writer: ActorHandle, idle_s: float, retire: Retire | None = None,
+                 **base: Any):
+        super().__init__(**base)
+        self.agent_id = agent_id
+        self._writer = writer
+        self._idle_s = max(0.01, idle_s)
+        self._retire = retire
+        self._waiters: list[tuple[Reply, float]] = []
+        self._last_activity = time.monotonic()
+        self._timer: threading.Timer | None = None
+        self._timer_due = 0.0
+        self._tick = 0
+
+    def handlers(self) -> dict[type[Message], Callable[[Any], Any]]:
+        return {Flush: lambda _msg: True}
+
+    def receive(self, env: Envelope) -> None:
+        msg = env.message
+        if isinstance(msg, RouterTick):
+            self._on_tick(msg)
+            return
+        self._last_activity = time.monotonic()
+        self.stats.handled += 1
+        if isinstance(msg, SendHandoff | SendNotification):
+            self._writer.tell(msg, env.reply)  # the Writer answers the sender after its commit
+        elif isinstance(msg, WaitNotifications):
+            assert env.reply is not None
+            self._waiters.append((env.reply, msg.deadline))
+        elif isinstance(msg, NotificationsArrived):
+            self._wake(True)
+        else:
+            super().receive(env)
+            return
+        self._arm()
+
+    # -- waiters -------------------------------------------------------------------------------
+
+    def _wake(self, arrived: bool) -> None:
+        waiters, self._waiters = self._waiters, []
+        for reply, _deadline in waiters:
+            reply.set_result(arrived)
+
+    def _prune(self, now: float) -> None:
+        due = [w for w in self._waiters if w[1] <= now]
+        self._waiters = [w for w in self._waiters if w[1] > now]
+        for reply, _deadline in due:
+            reply.set_result(False)
+
+    # -- the one timer -------------------------------------------------------------------------
+
+    def _arm(self) -> None:
+        """Make sure a timer fires by the earliest waiter deadline or the idle limit."""
+        due = min([d for _, d in self._waiters] + [self._last_activity + self._idle_s])
+        if self._timer is not None and self._timer_due <= due:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        self._tick += 1
+        tick = RouterTick(generation=self._tick)
+        self._timer = threading.Timer(max(0.0, due - time.monotonic()), self._tell_self, args=(tick,))
+        self._timer.daemon = True
+        self._timer_due = due
+        self._timer.start()
+
+    def _tell_self(self, tick: RouterTick) -> None:
+        with contextlib.suppress(pykka.ActorDeadError):
+            self.actor_ref.tell(Envelope(tick))
+
+    def _on_tick(self, tick: RouterTick) -> None:
+        if tick.generation != self._tick:
+            return  # a timer that was replaced
+        self._timer = None
+        now = time.monotonic()
+        self._prune(now)
+        idle = not self._waiters and now - self._last_activity >= self._idle_s
+        if idle and self._retire is not None and self._retire(self.inbox_empty):
+            return
+        self._arm()
+
+    def release(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        # Callers re-check the store on False, so stopping (or crashing) never loses a wake-up.
+        self._wake(False)
+
+
+class RouterRegistry:
+    """The running routers by agent; starts them on demand and retires them when idle."""
+
+    def __init__(self, writer: ActorHandle, idle_s: float):
+        self._writer = writer
+        self._idle_s = idle_s
+        self._lock = threading.Lock()
+        self._routers: dict[str, ActorHandle] = {}
+        self._stopping = False
+        self.started = 0
+
+    def tell(self, agent_id: str, message: Message, reply: Reply | None = None) -> None:
+        """Send to the agent's router, starting it if none runs (a wait needs one to park at)."""
+        with self._lock:
+            if self._refused(reply):
+                return
+            handle = self._routers.get(agent_id)
+            if handle is None:
+                handle = self._start(agent_id)
+            handle.tell(message, reply)
+
+    def deliver(self, agent_id: str, message: SendHandoff | SendNotification, reply: Reply) -> None:
+        """Send a handoff or notification for ``agent_id``: through its router if one runs, else to the Writer.
+
+        Sending never starts a router: only a waiting agent needs one, and a caller naming agents that
+        do not exist must not be able to start actors.
+        """
+        with self._lock:
+            if self._refused(reply):
+                return
+            handle = self._routers.get(agent_id)
+            if handle is not None:
+                handle.tell(message, reply)
+                return
+        self._writer.tell(message, reply)
+
+    def _refused(self, reply: Reply | None) -> bool:
+        if self._stopping and reply is not None:
+            reply.set_exception(Unavailable("m3 is shutting down"))
+        return self._stopping
+
+    def _start(self, agent_id: str) -> ActorHandle:
+        handle = ActorHandle(f"router:{agent_id}", Router, agent_id, writer=self._writer, idle_s=self._idle_s)
+        handle.rebind(retire=lambda inbox_empty: self._retire(agent_id, handle, inbox_empty))
+        self._routers[agent_id] = handle.start()
+        self.started += 1
+        return handle
+
+    def arrived(self, agents: tuple[str, ...]) -> None:
+        """Called by the Writer after a commit that notified ``agents``: wake the routers that run."""
+        with self._lock:
+            for agent_id in agents:
+                handle = self._routers.get(agent_id)
+                if handle is not None:
+                    handle.tell(NotificationsArrived(agents=(agent_id,)))
+
+    def _retire(self, agent_id: str, handle: ActorHandle, inbox_empty: Callable[[], bool]) -> bool:
+        """Remove an idle router; refused if it was replaced or a message is waiting for it."""
+        with self._lock:
+            if self._routers.get(agent_id) is not handle or not inbox_empty():
+                return False
+            del self._routers[agent_id]
+        handle.stop(block=False)
+        log.debug("stopped the idle router of %s", agent_id)
+        return True
+
+    def handle_of(self, agent_id: str) -> ActorHandle | None:
+        """The agent's running router, if any."""
+        with self._lock:
+            return self._routers.get(agent_id)
+
+    def running(self) -> list[str]:
+        with self._lock:
+            return sorted(self._routers)
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stopping = True
+            handles = list(self._routers.values())
+            self._routers.clear()
+        for handle in handles:
+            handle.stop()
+
+    def statistics(self) -> dict[str, Any]:
+        with self._lock:
+            return {"actor": "routers", "alive": not self._stopping, "running": len(self._routers),
+                    "started": self.started}

@@ -1,0 +1,158 @@
+"""The task-tree manager: the one entry for task requests, and the lease clock.
+
+Reads (get, list, tree) are answered from its own read connection. Changes
+are forwarded to the Writer with the caller's reply: the rules (state
+machine, versions, leases — ``m3.store.tasks``) are conditional SQL inside
+the Writer's transaction, because a check made here against a snapshot
+could be stale by the time another process commits; and SQLite has one
+writer, so a second write path would bring back "database is locked".
+
+Leases end by themselves — every read and write treats a lapsed lease as
+pending — so the clock only makes the store say so: one timer, armed for
+the earliest lease it knows of (from claims and renewals passing through,
+and from the store at start), asks the Writer to sweep; the sweep answers
+with the next expiry still ahead and the timer is armed again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pykka
+from sqlalchemy import Connection
+
+from m3.actors.base import Envelope, M3Actor
+from m3.actors.supervisor import ActorHandle
+from m3.protocols.base import Message
+from m3.protocols.coordination import (
+    ClaimTask,
+    ExpireLeases,
+    GetTask,
+    GetTaskTree,
+    LeaseScheduled,
+    ListTasks,
+    RenewLease,
+    SweepLeases,
+    TaskChange,
+)
+from m3.protocols.messages import Flush
+from m3.store import task_rows
+from m3.store.engine import StoreOptions, open_engine
+from m3.store.filters import isolation_clause
+
+log = logging.getLogger(__name__)
+
+#: Fire a little after the lease ends, so that the sweep's clock is past it.
+SWEEP_MARGIN_S = 0.005
+RETRY_SWEEP_S = 5.0
+
+
+class _SweepReply:
+    """The Writer's answer to a sweep, turned into a message to the manager."""
+
+    def __init__(self, ref: pykka.ActorRef[Any]):
+        self._ref = ref
+
+    def _tell(self, at: datetime | None) -> None:
+        with contextlib.suppress(pykka.ActorDeadError):
+            self._ref.tell(Envelope(LeaseScheduled(at=at)))
+
+    def set_result(self, value: Any) -> None:
+        self._tell(value)
+
+    def set_exception(self, exc: BaseException) -> None:
+        log.warning("lease sweep failed (%r); trying again in %.0f s", exc, RETRY_SWEEP_S)
+        self._tell(datetime.now(UTC) + timedelta(seconds=RETRY_SWEEP_S))
+
+
+class TaskManager(M3Actor):
+    def __init__(self, options: StoreOptions, *, writer: ActorHandle, **base: Any):
+        super().__init__(**base)
+        self._options = options
+        self._writer = writer
+        self._conn: Connection | None = None
+        self._timer: threading.Timer | None = None
+        self._timer_at: datetime | None = None
+
+    def setup(self) -> None:
+        self._engine = open_engine(self._options, "reader")
+        self._conn = self._engine.connect()
+        with self._conn.begin():
+            first = task_rows.next_expiry(self._conn, datetime.now(UTC))
+        self._arm(first)
+
+    def release(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+            self._engine.dispose()
+
+    def handlers(self) -> dict[type[Message], Callable[[Any], Any]]:
+        return {GetTask: self.get, ListTasks: self.list, GetTaskTree: self.tree, Flush: lambda _msg: True}
+
+    def receive(self, env: Envelope) -> None:
+        msg = env.message
+        if isinstance(msg, TaskChange):
+            self._writer.tell(msg, env.reply)  # the Writer answers the caller after its commit
+            if isinstance(msg, ClaimTask | RenewLease):
+                self._arm(datetime.now(UTC) + timedelta(seconds=msg.lease_s))
+            self.stats.handled += 1
+        elif isinstance(msg, SweepLeases):
+            self._timer, self._timer_at = None, None
+            self._writer.tell(ExpireLeases(), _SweepReply(self.actor_ref))
+        elif isinstance(msg, LeaseScheduled):
+            self._arm(msg.at)
+        else:
+            super().receive(env)
+
+    def handle(self, message: Message) -> Any:
+        conn = self.conn
+        with conn.begin():
+            return super().handle(message)
+
+    @property
+    def conn(self) -> Connection:
+        assert self._conn is not None
+        return self._conn
+
+    # -- the lease clock -----------------------------------------------------------------------
+
+    def _arm(self, at: datetime | None) -> None:
+        """Make sure a sweep runs soon after ``at`` (keeps an earlier timer)."""
+        if at is None or (self._timer_at is not None and self._timer_at <= at):
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        delay = max(0.0, (at - datetime.now(UTC)).total_seconds()) + SWEEP_MARGIN_S
+        self._timer = threading.Timer(delay, self._fire)
+        self._timer.daemon = True
+        self._timer_at = at
+        self._timer.start()
+
+    def _fire(self) -> None:
+        with contextlib.suppress(pykka.ActorDeadError):
+            self.actor_ref.tell(Envelope(SweepLeases()))
+
+    # -- reads ---------------------------------------------------------------------------------
+
+    def get(self, msg: GetTask) -> dict[str, Any]:
+        task = task_rows.get(self.conn, msg.id, datetime.now(UTC), isolation_clause(msg.filter))
+        if msg.history:
+            task["history"] = task_rows.history(self.conn, task["id"])
+        return task
+
+    def list(self, msg: ListTasks) -> list[dict[str, Any]]:
+        return task_rows.list_tasks(self.conn, msg.filter, msg.limit, datetime.now(UTC),
+                                    isolation_clause(msg.filter_memories))
+
+    def tree(self, msg: GetTaskTree) -> dict[str, Any]:
+        return task_rows.tree(self.conn, msg.id, msg.depth, msg.include_deleted, datetime.now(UTC),
+                              isolation_clause(msg.filter_memories))

@@ -1,0 +1,81 @@
+"""Bearer tokens for remote MCP: ``m3 token create|list|revoke``.
+
+A token is 256 random bits (``secrets``), shown once at creation; the
+store keeps only its SHA-256, so a copy of the database does not hand out
+access. Creating a token registers its agent if needed. These are
+administration commands, not tools: no agent can mint itself a token.
+"""
+
+from __future__ import annotations
+
+import argparse
+import secrets
+from typing import Any
+
+from m3.config import Config
+from m3.errors import InvalidArgument
+from m3.protocols.coordination import CreateToken, ListTokens, RevokeTokens
+from m3.protocols.fields import format_time
+
+TOKEN_PREFIX = "m3_"
+MAX_AGENT_CHARS = 200
+
+
+def new_token() -> str:
+    return TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+
+def _agent_name(raw: str) -> str:
+    name = raw.strip()
+    if not name or len(name) > MAX_AGENT_CHARS:
+        raise InvalidArgument(f"--agent must be 1 to {MAX_AGENT_CHARS} characters")
+    return name
+
+
+def _public(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: format_time(v) if hasattr(v, "tzinfo") else v for k, v in row.items()}
+
+
+def create_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--agent", required=True, help="The agent the token acts as (registered if new).")
+    p.add_argument("--label", default=None, help="A note to tell tokens apart, e.g. the host it is for.")
+
+
+def create(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
+    from m3.gateway.runtime import running
+    from m3.store.agents import hash_token
+
+    agent = _agent_name(ns.agent)
+    token = new_token()
+    with running(config, drain_embeddings=False) as svc:
+        row = svc.system.writer.ask(CreateToken(agent_id=agent, token_hash=hash_token(token), label=ns.label),
+                                    svc.timeout)
+    return {"token": token, "agent_id": agent, "id": row["id"]}
+
+
+def list_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--agent", default=None, help="Only this agent's tokens.")
+
+
+def list_tokens(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
+    from m3.gateway.runtime import running
+
+    with running(config, drain_embeddings=False) as svc:
+        rows = svc.system.directory.ask(ListTokens(agent_id=ns.agent), svc.timeout)
+    return {"tokens": [_public(r) for r in rows]}
+
+
+def revoke_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("id", nargs="?", default=None, help="The token id (from `m3 token list`).")
+    p.add_argument("--agent", default=None, help="Revoke every token of this agent instead.")
+
+
+def revoke(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
+    from m3.gateway.runtime import running
+
+    if (ns.id is None) == (ns.agent is None):
+        raise InvalidArgument("give a token id or --agent, not both or neither",
+                              hint="`m3 token list` shows the token ids.")
+    with running(config, drain_embeddings=False) as svc:
+        revoked = svc.system.writer.ask(RevokeTokens(token_id=ns.id, agent_id=ns.agent), svc.timeout)
+    return {"revoked": revoked}

@@ -1,0 +1,147 @@
+"""Handlers of handoffs, inboxes and notifications.
+
+Handoffs and notifications go to the Writer, through the receiver's router
+when one runs; ``notifications_wait`` parks its reply at the waiting
+agent's router, which answers it when a notification for that agent
+commits (or at the deadline). The wait therefore returns as soon as
+something arrives, with no polling loop: it reads the store once before
+waiting (nothing is lost between that read and the wait, because the
+waiter is registered first) and once after each wake-up.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from m3.actors import bridge
+from m3.errors import NotFound, NotShared, Timeout
+from m3.gateway.registry import Handler
+from m3.gateway.tools.agents import acting
+from m3.protocols import inbox as p
+from m3.protocols.coordination import (
+    AckInbox,
+    AckNotifications,
+    GetTask,
+    PollNotifications,
+    ReadInbox,
+    ResolveMemories,
+    SendHandoff,
+    SendNotification,
+    WaitNotifications,
+)
+from m3.protocols.messages import MemoryFilter
+
+if TYPE_CHECKING:
+    from m3.gateway.service import CallContext, Service
+
+
+def reader(svc: Service, ctx: CallContext, agent_id: str) -> MemoryFilter:
+    """The memory filter of reads made as ``agent_id``."""
+    return svc.read_filter(replace(ctx, agent_id=agent_id))
+
+
+async def deliver(svc: Service, agent_id: str, message: SendHandoff | SendNotification) -> Any:
+    return await bridge.ask_via(lambda reply: svc.system.routers.deliver(agent_id, message, reply), svc.timeout)
+
+
+async def shareable(svc: Service, sender: MemoryFilter, refs: list[str], audience: str | None) -> list[str]:
+    """Full ids of ``refs`` as the ``sender`` filter sees them; with isolation on, each must be visible to ``audience``.
+
+    ``audience`` None means every agent (task results). The check is the store's isolation clause.
+    """
+    if not refs:
+        return []
+    ids: list[str] = await svc.ask(svc.system.directory, ResolveMemories(refs=tuple(refs),
+                                                                        filter=sender))
+    if svc.config["isolation.enforce"]:
+        for memory_id in ids:
+            try:
+                await svc.ask(svc.system.directory, ResolveMemories(refs=(memory_id,), filter=MemoryFilter(
+                    reader_agent_id=audience, enforce_isolation=True)))
+            except NotFound:
+                who = f"agent {audience!r}" if audience else "the other agents"
+                raise NotShared(f"memory {memory_id} is private to its agent (scope=agent); {who} could not read it",
+                                details={"memory_id": memory_id}) from None
+    return ids
+
+
+async def memory_handoff(svc: Service, a: p.MemoryHandoffArgs, ctx: CallContext) -> p.MemoryHandoffResult:
+    sender = acting(ctx, a.from_agent)
+    context = await shareable(svc, reader(svc, ctx, sender), a.context_ids, a.to_agent)
+    task_id = None
+    if a.task_id is not None:
+        task_id = (await svc.ask(svc.system.tasks, GetTask(id=a.task_id)))["id"]
+    out = await deliver(svc, a.to_agent, SendHandoff(
+        from_agent=sender, to_agent=a.to_agent, task=a.task, note=a.note, task_id=task_id,
+        context_ids=tuple(context)))
+    return p.MemoryHandoffResult(from_agent=sender, **out)
+
+
+async def memory_inbox(svc: Service, a: p.MemoryInboxArgs, ctx: CallContext) -> p.MemoryInboxResult:
+    agent = acting(ctx, a.agent_id)
+    items = await svc.ask(svc.system.directory, ReadInbox(agent_id=agent, unread_only=a.unread_only, limit=a.limit,
+                                                          filter=reader(svc, ctx, agent)))
+    return p.MemoryInboxResult(count=len(items), items=[p.InboxItem(**item) for item in items])
+
+
+async def memory_inbox_ack(svc: Service, a: p.MemoryInboxAckArgs, ctx: CallContext) -> p.MemoryInboxAckResult:
+    acked = await svc.ask(svc.system.writer, AckInbox(agent_id=acting(ctx, a.agent_id), ids=tuple(a.ids)))
+    return p.MemoryInboxAckResult(acked=acked)
+
+
+async def notify(svc: Service, a: p.NotifyArgs, ctx: CallContext) -> p.NotifyResult:
+    out = await deliver(svc, a.to_agent, SendNotification(
+        from_agent=acting(ctx, a.from_agent), to_agent=a.to_agent, message=a.message, kind=a.kind, data=a.data))
+    return p.NotifyResult(**out)
+
+
+async def _poll(svc: Service, agent: str, limit: int) -> list[p.Notification]:
+    found = await svc.ask(svc.system.directory, PollNotifications(agent_id=agent, limit=limit))
+    return [p.Notification(**item) for item in found]
+
+
+async def notifications_poll(svc: Service, a: p.NotificationsPollArgs, ctx: CallContext) -> p.NotificationsResult:
+    items = await _poll(svc, acting(ctx, a.agent_id), a.limit)
+    return p.NotificationsResult(count=len(items), items=items)
+
+
+async def notifications_ack(svc: Service, a: p.NotificationsAckArgs, ctx: CallContext) -> p.NotificationsAckResult:
+    n = await svc.ask(svc.system.writer, AckNotifications(agent_id=acting(ctx, a.agent_id), ids=tuple(a.ids)))
+    return p.NotificationsAckResult(acked=n)
+
+
+async def notifications_ack_all(svc: Service, a: p.NotificationsAckAllArgs, ctx: CallContext
+                                ) -> p.NotificationsAckResult:
+    n = await svc.ask(svc.system.writer, AckNotifications(agent_id=acting(ctx, a.agent_id), ids=None))
+    return p.NotificationsAckResult(acked=n)
+
+
+async def notifications_wait(svc: Service, a: p.NotificationsWaitArgs, ctx: CallContext
+                             ) -> p.NotificationsWaitResult:
+    agent = acting(ctx, a.agent_id)
+    deadline = time.monotonic() + a.timeout
+    items = await _poll(svc, agent, a.limit)
+    while not items:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return p.NotificationsWaitResult(count=0, items=[], timed_out=True)
+        # Register first, then look: a notification committed in between wakes the waiter at once.
+        woken = bridge.TrioReply()
+        svc.system.routers.tell(agent, WaitNotifications(agent_id=agent, deadline=deadline), woken)
+        items = await _poll(svc, agent, a.limit)
+        if items:
+            break
+        with contextlib.suppress(Timeout):
+            await woken.wait(remaining)
+        items = await _poll(svc, agent, a.limit)
+    return p.NotificationsWaitResult(count=len(items), items=items, timed_out=False)
+
+
+HANDLERS: dict[str, Handler] = {
+    "memory_handoff": memory_handoff, "memory_inbox": memory_inbox, "memory_inbox_ack": memory_inbox_ack,
+    "notify": notify, "notifications_poll": notifications_poll, "notifications_ack": notifications_ack,
+    "notifications_ack_all": notifications_ack_all, "notifications_wait": notifications_wait,
+}

@@ -1,0 +1,247 @@
+"""Messages of the coordination actors: agents and tokens, inboxes and notifications, task trees.
+
+Changes are Writer requests (one Writer per store: SQLite has one writer,
+so a second write path would bring back "database is locked"); the rules
+they enforce — recipients exist, task state machine, versions, leases — are
+SQL predicates evaluated inside the Writer's transaction. Reads go to the
+Directory (agents, inboxes, notifications, tokens) and the TaskManager
+(tasks). Requests expect one reply; events (``…ed`` names) expect none.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import Field
+
+from m3.protocols.base import Message
+from m3.protocols.messages import MemoryFilter
+
+# --- agents and tokens (Writer) -----------------------------------------------------------------
+
+
+class RegisterAgent(Message):
+    agent_id: str
+    role: str | None = None
+    description: str | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class AgentHeartbeat(Message):
+    agent_id: str
+
+
+class AgentOffline(Message):
+    agent_id: str
+
+
+class CreateToken(Message):
+    """Store a token's SHA-256 for ``agent_id`` (registering the agent if new). The token itself is never stored."""
+
+    agent_id: str
+    token_hash: str
+    label: str | None = None
+
+
+class RevokeTokens(Message):
+    """Revoke one token by id, or every token of an agent."""
+
+    token_id: str | None = None
+    agent_id: str | None = None
+
+
+# --- inboxes and notifications (Writer, through the receiver's router) --------------------------
+
+
+class SendHandoff(Message):
+    from_agent: str | None
+    to_agent: str
+    task: str
+    note: str | None = None
+    task_id: str | None = None
+    #: Full memory ids, already resolved and checked against the receiver's visibility.
+    context_ids: tuple[str, ...] = ()
+
+
+class SendNotification(Message):
+    from_agent: str | None
+    to_agent: str
+    message: str
+    kind: str = "message"
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+class AckInbox(Message):
+    agent_id: str
+    ids: tuple[str, ...]
+
+
+class AckNotifications(Message):
+    """Acknowledge some notifications of ``agent_id``, or all of them when ``ids`` is None."""
+
+    agent_id: str
+    ids: tuple[str, ...] | None = None
+
+
+class NotificationsArrived(Message):
+    """Told by the Writer after a commit that added notifications for ``agents``."""
+
+    agents: tuple[str, ...]
+
+
+class WaitNotifications(Message):
+    """Held by the agent's router until a notification for it commits, or ``deadline`` (monotonic) passes."""
+
+    agent_id: str
+    deadline: float
+
+
+class RouterTick(Message):
+    """A router's own timer: drop expired waiters, stop when idle. ``generation`` detects activity since."""
+
+    generation: int
+
+
+# --- reads of agents, inboxes, notifications, tokens (Directory) --------------------------------
+
+
+class GetAgent(Message):
+    agent_id: str
+
+
+class ListAgents(Message):
+    status: str | None = None
+    role: str | None = None
+
+
+class ReadInbox(Message):
+    agent_id: str
+    unread_only: bool
+    limit: int
+    #: Visibility of the context memories (the reader's isolation).
+    filter: MemoryFilter
+
+
+class PollNotifications(Message):
+    agent_id: str
+    limit: int
+
+
+class LookupToken(Message):
+    token_hash: str
+
+
+class ListTokens(Message):
+    agent_id: str | None = None
+
+
+class ResolveMemories(Message):
+    """The full ids of memories (ids or unique prefixes) that ``filter`` lets its reader see; NotFound otherwise."""
+
+    refs: tuple[str, ...]
+    filter: MemoryFilter
+
+
+# --- task trees (TaskManager; changes are committed by the Writer) ------------------------------
+
+
+class TaskFilter(Message):
+    """Which tasks a listing or a claim considers."""
+
+    state: str | None = None
+    kind: str | None = None
+    owner: str | None = None
+    creator: str | None = None
+    parent_id: str | None = None
+    include_deleted: bool = False
+
+
+class TaskChange(Message):
+    """A change to a task tree, committed by the Writer; ``reader`` decides which result memory it may show."""
+
+    actor: str | None = None
+    reader: MemoryFilter = MemoryFilter()
+
+
+class CreateTask(TaskChange):
+    title: str
+    description: str | None = None
+    parent_id: str | None = None
+    kind: str | None = None
+    priority: int = 0
+    assignee: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class AssignTask(TaskChange):
+    id: str
+    version: int
+    assignee: str | None
+
+
+class UpdateTask(TaskChange):
+    id: str
+    version: int
+    state: str | None = None
+    changes: dict[str, Any] = Field(default_factory=dict)
+    reason: str | None = None
+
+
+class SetTaskResult(TaskChange):
+    id: str
+    version: int
+    memory_id: str | None
+    note: str | None = None
+
+
+class DeleteTask(TaskChange):
+    id: str
+    version: int
+    hard: bool = False
+    reason: str | None = None
+
+
+class ClaimTask(TaskChange):
+    agent_id: str
+    filter: TaskFilter
+    lease_s: float
+
+
+class RenewLease(TaskChange):
+    id: str
+    agent_id: str
+    lease_s: float
+
+
+class ExpireLeases(Message):
+    """Return every task whose lease has run out to pending; answered with the next expiry (or None)."""
+
+
+class LeaseScheduled(Message):
+    """Told to the TaskManager: a lease may expire at ``at``; sweep then."""
+
+    at: datetime | None
+
+
+class SweepLeases(Message):
+    """The TaskManager's timer fired."""
+
+
+class GetTask(Message):
+    id: str
+    history: bool = False
+    filter: MemoryFilter = MemoryFilter()
+
+
+class ListTasks(Message):
+    filter: TaskFilter
+    limit: int
+    filter_memories: MemoryFilter = MemoryFilter()
+
+
+class GetTaskTree(Message):
+    id: str
+    depth: int
+    include_deleted: bool = False
+    filter_memories: MemoryFilter = MemoryFilter()

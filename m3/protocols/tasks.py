@@ -1,0 +1,268 @@
+"""Arguments, results and declarations of the ``task`` domain tools (shared task trees)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from m3.protocols.agents import ACTING_AGENT
+from m3.protocols.base import ToolArgs, ToolResult, ToolSpec
+from m3.protocols.fields import Identifier, MemoryId, Text, Timestamp
+
+TaskState = Literal["pending", "in_progress", "blocked", "completed", "failed", "cancelled"]
+TaskId = Annotated[str, Field(min_length=8, max_length=36,
+                              description="The task's id or a unique prefix of 8+ characters.")]
+Version = Annotated[int, Field(ge=1, description="The version you read (from task_get, task_list or your last "
+                                                "change of the task).")]
+
+
+class TaskRecord(ToolResult):
+    id: str
+    parent_id: str | None
+    title: str
+    description: str | None
+    kind: str | None
+    priority: int
+    state: TaskState
+    creator: str | None
+    owner: str | None = Field(description="The assignee or the lease holder.")
+    lease_expires_at: Timestamp | None = Field(description="When the owner's claim ends unless renewed.")
+    result_memory_id: str | None = Field(description="The result memory, when this reader may see it.")
+    result_note: str | None
+    metadata: dict[str, Any]
+    version: int = Field(description="Pass it back with your next change of this task.")
+    created_at: Timestamp
+    updated_at: Timestamp
+    deleted_at: Timestamp | None
+
+
+# --- create / assign / update / result / delete -------------------------------------------------
+
+class TaskCreateArgs(ToolArgs):
+    title: Text = Field(max_length=500)
+    description: str | None = Field(None, max_length=20_000, description="What done looks like.")
+    parent_id: str | None = Field(None, min_length=8, max_length=36, description="Makes this a subtask.")
+    kind: str | None = Field(None, max_length=100, description="A label workers claim by, e.g. 'review'.")
+    priority: int = Field(0, ge=-1000, le=1000, description="Higher is more urgent.")
+    assignee: Identifier | None = Field(None, description="A registered agent to give it to now (notified).")
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+TASK_CREATE = ToolSpec(
+    name="task_create", domain="task", args=TaskCreateArgs, result=TaskRecord,
+    description=(
+        "Add a task to the shared task tree, optionally under a parent task and assigned to an agent. Use it to "
+        "split work that several agents share; workers take pending tasks with task_claim. It starts pending, "
+        "at version 1."
+    ),
+)
+
+
+class TaskAssignArgs(ToolArgs):
+    id: TaskId
+    version: Version
+    assignee: Identifier | None = Field(description="The registered agent that owns the task now; null unassigns.")
+
+
+TASK_ASSIGN = ToolSpec(
+    name="task_assign", domain="task", args=TaskAssignArgs, result=TaskRecord,
+    description=(
+        "Give a task to a specific agent (it and the task's creator are notified), or take it back with "
+        "assignee=null. An assigned pending task can only be claimed by its assignee. Fails with 'conflict' if the "
+        "task changed since the version you read."
+    ),
+)
+
+
+class TaskUpdateArgs(ToolArgs):
+    id: TaskId
+    version: Version
+    state: TaskState | None = Field(None, description="The new state (see the allowed moves above).")
+    title: str | None = Field(None, min_length=1, max_length=500)
+    description: str | None = Field(None, max_length=20_000)
+    kind: str | None = Field(None, max_length=100)
+    priority: int | None = Field(None, ge=-1000, le=1000)
+    metadata: dict[str, Any] | None = None
+    reason: str | None = Field(None, max_length=2000, description="Why; kept in the task's history.")
+
+
+TASK_UPDATE = ToolSpec(
+    name="task_update", domain="task", args=TaskUpdateArgs, result=TaskRecord,
+    description=(
+        "Move a task through its states or edit it. Allowed moves: pending → in_progress, blocked or cancelled; "
+        "in_progress → pending (give it back), blocked, completed, failed or cancelled; blocked → pending, "
+        "in_progress, failed or cancelled; failed → pending (retry). Any other move is 'illegal_transition'. "
+        "Pass the version you read: if someone changed the task since, you get 'conflict' (read it again), never "
+        "a silent overwrite. Completing, failing or cancelling notifies the owner and the creator."
+    ),
+)
+
+
+class TaskSetResultArgs(ToolArgs):
+    id: TaskId
+    version: Version
+    memory_id: MemoryId | None = Field(None, description="The memory that holds the result (write it first).")
+    note: str | None = Field(None, max_length=20_000, description="A short outcome, e.g. 'merged as #412'.")
+
+
+TASK_SET_RESULT = ToolSpec(
+    name="task_set_result", domain="task", args=TaskSetResultArgs, result=TaskRecord,
+    description=(
+        "Attach the outcome of a task: a link to the memory holding the result, and/or a short note. Do it "
+        "before completing the task so that whoever reads it finds the result. With isolation on, the memory "
+        "must be shared (scope 'user' or 'org')."
+    ),
+)
+
+
+class TaskDeleteArgs(ToolArgs):
+    id: TaskId
+    version: Version
+    hard: bool = Field(False, description="Erase the task, its subtasks and their history (after a soft delete).")
+    confirm: bool = Field(False, description="Must be true for a hard delete.")
+    reason: str | None = Field(None, max_length=2000)
+
+
+class TaskDeleteResult(TaskRecord):
+    deleted: Literal["soft", "hard"]
+    affected: int = Field(description="Tasks deleted, the subtasks included.")
+
+
+TASK_DELETE = ToolSpec(
+    name="task_delete", domain="task", args=TaskDeleteArgs, result=TaskDeleteResult, destructive=True,
+    description=(
+        "Delete a task and its subtasks. By default softly: hidden from lists, trees and claims but kept with "
+        "its history (task_get still reads it). A soft-deleted task can then be erased for good with "
+        "hard=true and confirm=true."
+    ),
+)
+
+
+# --- reads --------------------------------------------------------------------------------------
+
+class TaskGetArgs(ToolArgs):
+    id: TaskId
+    history: bool = Field(False, description="Also return every change with its actor and time.")
+
+
+class TaskEvent(ToolResult):
+    event: str
+    actor: str | None
+    at: Timestamp
+    details: dict[str, Any]
+
+
+class TaskDetails(TaskRecord):
+    history: list[TaskEvent] | None = Field(None, exclude_if=lambda v: v is None)
+
+
+TASK_GET = ToolSpec(
+    name="task_get", domain="task", args=TaskGetArgs, result=TaskDetails, read_only=True,
+    description=(
+        "Read one task with its current state, owner, lease, result and version; history=true adds every change "
+        "with who made it. Read it before changing a task to get the version to pass."
+    ),
+)
+
+
+class TaskListArgs(ToolArgs):
+    state: TaskState | None = None
+    kind: str | None = Field(None, max_length=100)
+    owner: Identifier | None = Field(None, description="Tasks this agent is assigned or holds a lease on.")
+    creator: Identifier | None = None
+    parent_id: str | None = Field(None, min_length=8, max_length=36, description="Direct subtasks of this task.")
+    include_deleted: bool = False
+    limit: int = Field(50, ge=1, le=500)
+
+
+class TaskListResult(ToolResult):
+    count: int
+    items: list[TaskRecord] = Field(description="Most urgent first, then oldest.")
+
+
+TASK_LIST = ToolSpec(
+    name="task_list", domain="task", args=TaskListArgs, result=TaskListResult, read_only=True,
+    description=(
+        "List shared tasks by state, kind, owner, creator or parent, most urgent first. A task whose lease ran "
+        "out is listed as pending again."
+    ),
+)
+
+
+class TaskTreeArgs(ToolArgs):
+    id: TaskId
+    depth: int = Field(3, ge=1, le=10, description="Levels of subtasks to include.")
+    include_deleted: bool = False
+
+
+class TaskNode(TaskRecord):
+    child_count: int = Field(description="Direct subtasks, also those beyond the depth limit.")
+    children: list[TaskNode]
+
+
+class TaskTreeResult(ToolResult):
+    tree: TaskNode = Field(description="The task asked for, its subtasks nested in children.")
+    depth: int
+
+
+TASK_TREE = ToolSpec(
+    name="task_tree", domain="task", args=TaskTreeArgs, result=TaskTreeResult, read_only=True,
+    description=(
+        "Show a task with its subtasks down to a depth limit, to see how a shared piece of work stands. "
+        "child_count tells where the tree goes deeper than shown."
+    ),
+)
+
+
+# --- claims and leases --------------------------------------------------------------------------
+
+class TaskClaimFilter(ToolArgs):
+    kind: str | None = Field(None, max_length=100)
+    parent_id: str | None = Field(None, min_length=8, max_length=36, description="Only direct subtasks of this.")
+    creator: Identifier | None = None
+
+
+class TaskClaimArgs(ToolArgs):
+    agent_id: Identifier | None = Field(None, description=ACTING_AGENT)
+    filter: TaskClaimFilter | None = Field(
+        None, description="Which tasks to consider: {kind, parent_id, creator}; default every pending task.")
+    lease: float | None = Field(None, gt=0,
+                                description="Seconds the claim lasts unless renewed; default tasks.lease_s.")
+
+
+class TaskClaimResult(ToolResult):
+    claimed: bool
+    task: TaskRecord | None = Field(description="The task now in progress under your lease; null if none was free.")
+
+
+TASK_CLAIM = ToolSpec(
+    name="task_claim", domain="task", args=TaskClaimArgs, result=TaskClaimResult,
+    description=(
+        "Take the next pending task (most urgent first) for this agent under a lease, atomically: two agents "
+        "never get the same task while its lease is valid. Renew the lease with task_heartbeat during long work; "
+        "if it runs out, the task goes back to pending for someone else (its creator and you are notified). "
+        "Finish with task_set_result and task_update(state='completed'). claimed=false means nothing was free."
+    ),
+)
+
+
+class TaskHeartbeatArgs(ToolArgs):
+    id: TaskId
+    agent_id: Identifier | None = Field(None, description=ACTING_AGENT)
+    lease: float | None = Field(None, gt=0, description="Seconds from now; default tasks.lease_s.")
+
+
+TASK_HEARTBEAT = ToolSpec(
+    name="task_heartbeat", domain="task", args=TaskHeartbeatArgs, result=TaskRecord,
+    description=(
+        "Renew your lease on a claimed task while you still work on it. Fails with 'lease_lost' if the lease "
+        "already ran out or another agent holds the task: stop and claim again. A renewal does not change the "
+        "task's version."
+    ),
+)
+
+TASK_TOOLS: tuple[ToolSpec, ...] = (
+    TASK_CREATE, TASK_ASSIGN, TASK_UPDATE, TASK_SET_RESULT, TASK_GET, TASK_LIST, TASK_TREE, TASK_DELETE,
+    TASK_CLAIM, TASK_HEARTBEAT,
+)

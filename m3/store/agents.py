@@ -1,0 +1,161 @@
+"""Agents and their bearer tokens.
+
+An agent's status is derived from its last heartbeat, never stored: active
+while the heartbeat is younger than the active window, idle until the
+offline threshold, then offline; ``agent_offline`` marks it offline at once
+until its next heartbeat. Tokens are stored as the SHA-256 of a
+high-entropy random string; the string itself is shown once and never kept.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import ColumnElement, Connection, RowMapping, and_, insert, or_, select, update
+
+from m3.errors import InvalidArgument, NotFound
+from m3.protocols.coordination import AgentHeartbeat, AgentOffline, CreateToken, RegisterAgent, RevokeTokens
+from m3.store.schema import agent_tokens as tk
+from m3.store.schema import agents as a
+
+STATUSES = ("active", "idle", "offline")
+
+
+@dataclass(frozen=True)
+class Liveness:
+    """The heartbeat ages that separate active, idle and offline."""
+
+    active_s: float
+    offline_s: float
+
+    def status(self, row: RowMapping, now: datetime) -> str:
+        if row["offline_at"] is not None:
+            return "offline"
+        age = (now - row["last_seen_at"]).total_seconds()
+        if age <= self.active_s:
+            return "active"
+        return "idle" if age <= self.offline_s else "offline"
+
+    def clause(self, status: str, now: datetime) -> ColumnElement[bool]:
+        """Agents with ``status`` at ``now``, as SQL."""
+        active_since = now - timedelta(seconds=self.active_s)
+        idle_since = now - timedelta(seconds=self.offline_s)
+        online = a.c.offline_at.is_(None)
+        if status == "active":
+            return and_(online, a.c.last_seen_at >= active_since)
+        if status == "idle":
+            return and_(online, a.c.last_seen_at < active_since, a.c.last_seen_at >= idle_since)
+        return or_(a.c.offline_at.is_not(None), a.c.last_seen_at < idle_since)
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def load(conn: Connection, agent_id: str) -> RowMapping | None:
+    return conn.execute(select(a).where(a.c.id == agent_id)).mappings().first()
+
+
+def require(conn: Connection, agent_id: str, role: str = "agent") -> RowMapping:
+    """The registered agent ``agent_id``; NotFound with the closest names otherwise."""
+    row = load(conn, agent_id)
+    if row is not None:
+        return row
+    names = [r[0] for r in conn.execute(select(a.c.id).limit(10_000))]
+    close = difflib.get_close_matches(agent_id, names, n=3, cutoff=0.6)
+    hint = f"Did you mean {', '.join(close)}?" if close else "The agent must call agent_register first."
+    raise NotFound(f"no registered {role} named {agent_id!r}", hint=hint, details={"did_you_mean": close})
+
+
+def public(row: RowMapping, liveness: Liveness, now: datetime) -> dict[str, Any]:
+    return {"id": row["id"], "role": row["role"], "description": row["description"], "metadata": row["metadata"],
+            "registered_at": row["registered_at"], "last_seen_at": row["last_seen_at"],
+            "offline_at": row["offline_at"], "status": liveness.status(row, now)}
+
+
+# --- changes (the Writer's transaction) ---------------------------------------------------------
+
+def register(conn: Connection, msg: RegisterAgent, now: datetime) -> tuple[RowMapping, bool]:
+    """Insert the agent or refresh it (given fields replace stored ones); True when it is new."""
+    row = load(conn, msg.agent_id)
+    if row is None:
+        conn.execute(insert(a).values(id=msg.agent_id, role=msg.role, description=msg.description,
+                                      metadata=dict(msg.metadata or {}), registered_at=now, last_seen_at=now,
+                                      offline_at=None))
+        created = True
+    else:
+        values: dict[str, Any] = {"last_seen_at": now, "offline_at": None}
+        for name in ("role", "description", "metadata"):
+            if getattr(msg, name) is not None:
+                values[name] = getattr(msg, name)
+        conn.execute(update(a).where(a.c.id == msg.agent_id).values(**values))
+        created = False
+    reloaded = load(conn, msg.agent_id)
+    assert reloaded is not None
+    return reloaded, created
+
+
+def heartbeat(conn: Connection, msg: AgentHeartbeat, now: datetime) -> RowMapping:
+    require(conn, msg.agent_id)
+    conn.execute(update(a).where(a.c.id == msg.agent_id).values(last_seen_at=now, offline_at=None))
+    return require(conn, msg.agent_id)
+
+
+def offline(conn: Connection, msg: AgentOffline, now: datetime) -> RowMapping:
+    require(conn, msg.agent_id)
+    conn.execute(update(a).where(a.c.id == msg.agent_id).values(offline_at=now))
+    return require(conn, msg.agent_id)
+
+
+def create_token(conn: Connection, msg: CreateToken, now: datetime) -> dict[str, Any]:
+    if load(conn, msg.agent_id) is None:
+        register(conn, RegisterAgent(agent_id=msg.agent_id), now)
+    token_id = str(uuid.uuid4())
+    conn.execute(insert(tk).values(id=token_id, agent_id=msg.agent_id, token_hash=msg.token_hash, label=msg.label,
+                                   created_at=now, revoked_at=None))
+    return {"id": token_id, "agent_id": msg.agent_id, "label": msg.label, "created_at": now}
+
+
+def revoke_tokens(conn: Connection, msg: RevokeTokens, now: datetime) -> list[str]:
+    """Revoke by token id or by agent; the ids revoked now (already revoked ones are not repeated)."""
+    if (msg.token_id is None) == (msg.agent_id is None):
+        raise InvalidArgument("give a token id or an agent, not both or neither")
+    where = tk.c.id == msg.token_id if msg.token_id is not None else tk.c.agent_id == msg.agent_id
+    found = list(conn.execute(select(tk.c.id, tk.c.revoked_at).where(where)))
+    if not found:
+        what = f"token {msg.token_id!r}" if msg.token_id is not None else f"token of agent {msg.agent_id!r}"
+        raise NotFound(f"no {what}", hint="`m3 token list` shows every token id.")
+    fresh = [row[0] for row in found if row[1] is None]
+    if fresh:
+        conn.execute(update(tk).where(tk.c.id.in_(fresh)).values(revoked_at=now))
+    return fresh
+
+
+# --- reads --------------------------------------------------------------------------------------
+
+def token_agent(conn: Connection, token_hash: str) -> str | None:
+    """The agent of a live (not revoked) token with this hash, else None."""
+    row = conn.execute(select(tk.c.agent_id).where(tk.c.token_hash == token_hash, tk.c.revoked_at.is_(None))).first()
+    return None if row is None else str(row[0])
+
+
+def list_tokens(conn: Connection, agent_id: str | None) -> list[dict[str, Any]]:
+    query = select(tk.c.id, tk.c.agent_id, tk.c.label, tk.c.created_at, tk.c.revoked_at).order_by(tk.c.seq)
+    if agent_id is not None:
+        query = query.where(tk.c.agent_id == agent_id)
+    return [dict(row) for row in conn.execute(query).mappings()]
+
+
+def list_agents(conn: Connection, liveness: Liveness, now: datetime, status: str | None,
+                role: str | None) -> list[dict[str, Any]]:
+    query = select(a).order_by(a.c.id)
+    if status is not None:
+        query = query.where(liveness.clause(status, now))
+    if role is not None:
+        query = query.where(a.c.role == role)
+    return [public(row, liveness, now) for row in conn.execute(query).mappings()]
