@@ -86,12 +86,19 @@ def failure(error: M3Error) -> types.CallToolResult:
 def build_server(service: Service, identity: IdentityFn) -> M3Server:
     """An MCP server over ``service``; ``identity`` says who each request acts as."""
     registry = service.registry
-    listed: dict[str, Tool] = {t.spec.name: t for t in registry.startup()}
+    startup: dict[str, Tool] = {t.spec.name: t for t in registry.startup()}
+    # Each agent has its own list: one agent loading a domain over remote MCP must not change the tools
+    # another agent sees. (Sessions of one agent share it: the SDK gives handlers no public handle on the
+    # connection, and a modern-era client has no lasting session anyway.)
+    by_agent: dict[str | None, dict[str, Tool]] = {}
     bus = InMemorySubscriptionBus()
+
+    def listed_for(ctx: ServerRequestContext[Any]) -> dict[str, Tool]:
+        return by_agent.setdefault(identity(ctx).agent_id, dict(startup))
 
     async def list_tools(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
                          ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[mcp_tool(t) for t in listed.values()])
+        return types.ListToolsResult(tools=[mcp_tool(t) for t in listed_for(ctx).values()])
 
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
         try:
@@ -100,6 +107,7 @@ def build_server(service: Service, identity: IdentityFn) -> M3Server:
             raise MCPError(code=types.INVALID_PARAMS, message=f"{exc.message}. {exc.hint}") from None
 
         async def load_domain(domain: str) -> list[str]:
+            listed = listed_for(ctx)
             added = [t.spec.name for t in registry.domain(domain) if t.spec.name not in listed]
             for t in registry.domain(domain):
                 listed[t.spec.name] = t

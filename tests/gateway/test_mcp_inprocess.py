@@ -18,9 +18,10 @@ import pytest
 import trio
 from mcp import Client, MCPError
 from mcp.client.session import MessageHandlerFnT
+from mcp.server import ServerRequestContext
 
 from m3.gateway.mcp_server import build_server, local_identity
-from m3.gateway.service import Service
+from m3.gateway.service import CallContext, Service
 
 pytestmark = pytest.mark.anyio
 
@@ -102,6 +103,18 @@ async def test_loading_a_domain_notifies_the_client_which_then_lists_the_domain(
         assert listed == STARTUP_TOOLS | memory_tools
         again = ok(await client.call_tool("tools_load_domain", {"domain": "memory"}))
         assert again["registered"] == []
+
+
+async def test_a_domain_loaded_by_one_agent_is_not_listed_for_another_agent(service: Service) -> None:
+    def by_client_name(ctx: ServerRequestContext[Any]) -> CallContext:  # as a token binds a caller to an agent
+        return CallContext(agent_id=ctx.session.client_params.client_info.name, surface="mcp")
+
+    server = build_server(service, by_client_name)
+    async with (Client(server, mode="legacy", client_info=types.Implementation(name="a", version="1")) as first,
+                Client(server, mode="legacy", client_info=types.Implementation(name="b", version="1")) as second):
+        ok(await m3_call(first, "tools_load_domain", domain="memory"))
+        assert "memory_pin" in {t.name for t in (await first.list_tools()).tools}
+        assert {t.name for t in (await second.list_tools()).tools} == STARTUP_TOOLS
 
 
 @pytest.mark.parametrize(("tool", "args", "code"), [
