@@ -98,20 +98,24 @@ def empty_store_url(request: pytest.FixtureRequest, store_kind: str, tmp_path: P
 
 # -- which store each test ran on ---------------------------------------------------------------------
 
-_STORE_OF: dict[str, str] = {}
 _OUTCOMES: dict[str, dict[str, set[str]]] = {}
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        callspec = getattr(item, "callspec", None)
-        for name in ("store_kind", "module_store_url"):
-            if callspec is not None and name in callspec.params:
-                _STORE_OF[item.nodeid] = callspec.params[name]
+def store_of(nodeid: str) -> str | None:
+    """The store a test ran on, from its parameter id (``test_x[postgres]``, ``test_y[sqlite-3]``).
+
+    Read from the id rather than from collected items so that the count also works under pytest-xdist,
+    whose controller sees only the workers' reports.
+    """
+    if not nodeid.endswith("]") or "[" not in nodeid:
+        return None
+    parts = nodeid[nodeid.index("[") + 1:-1].split("-")
+    found = [p for p in parts if p in STORE_NAMES]
+    return found[0] if len(found) == 1 else None
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    store = _STORE_OF.get(report.nodeid)
+    store = store_of(report.nodeid)
     if store is None or not (report.when == "call" or report.outcome != "passed"):
         return
     outcome = "skipped" if report.skipped else "failed" if report.failed else "passed"
