@@ -9,22 +9,21 @@ import numpy as np
 import pytest
 from sqlalchemy import text
 
-from benchmarks.data import default_data_dir, load_locomo
+from benchmarks.data import load_locomo
 from benchmarks.ingest import fresh_system, ingest
 from benchmarks.modes import SearchModes
 from m3.embed.cache import CachingEmbedder
 from m3.store.engine import open_engine
 from m3.store.fulltext import fts5_match, query_terms
+from tests.benchmarks.synthetic import write_dev_data
 from tests.benchmarks.test_smoke import HashEmbedder
 
-DATA = default_data_dir()
-pytestmark = pytest.mark.skipif(not (DATA / "locomo").is_dir(), reason=f"benchmark data not found at {DATA}")
 K = 10
 
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SearchModes, dict, list[str], CachingEmbedder]]:
-    conversation = load_locomo(DATA)[0]
+    conversation = load_locomo(write_dev_data(tmp_path_factory.mktemp("bench-data")))[0]
     embedder = CachingEmbedder(HashEmbedder(), Path(tmp_path_factory.mktemp("cache")) / "c.sqlite")
     with fresh_system(embedder) as system:
         by_id = ingest(system, conversation.turns[:200])

@@ -23,10 +23,15 @@ from benchmarks.precomputed import synthetic_vector
 from benchmarks.retrieval import run_benchmark
 from benchmarks.summarize import table_from_log
 from m3.embed.cache import CachingEmbedder
+from tests.benchmarks.synthetic import write_dev_data
 
-DATA = default_data_dir()
-pytestmark = pytest.mark.skipif(not (DATA / "longmemeval").is_dir() or not (DATA / "locomo").is_dir(),
-                                reason=f"benchmark data not found at {DATA} (the shared dev split)")
+SHARED = default_data_dir()
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Synthetic data in the shapes of the shared dev split (which CI does not have)."""
+    return write_dev_data(tmp_path_factory.mktemp("bench-data"))
 
 
 class HashEmbedder:
@@ -68,44 +73,52 @@ def hash_cache(tmp_path: Path) -> CachingEmbedder:
     return CachingEmbedder(HashEmbedder(), tmp_path / "cache.sqlite")
 
 
-def test_longmemeval_s_on_two_questions(tmp_path: Path, hash_cache: CachingEmbedder) -> None:
-    stacks = trimmed(load_longmemeval(DATA, "s", limit=2), 1, 30)
+def test_longmemeval_s_on_two_questions(tmp_path: Path, data: Path, hash_cache: CachingEmbedder) -> None:
+    stacks = trimmed(load_longmemeval(data, "s", limit=2), 1, 30)
     summary = run_benchmark("longmemeval", args_for(tmp_path, "1,5"), stacks, "session", {"split": "s"},
                             "smoke", embedder=hash_cache)
     check_run(summary, 2)
     assert summary["results"]["overall"]["m3"]["@5"] > 0
 
 
-def test_longmemeval_oracle_pooled(tmp_path: Path, hash_cache: CachingEmbedder) -> None:
-    stacks = trimmed(load_longmemeval(DATA, "oracle", limit=3), 3, 0)
+def test_longmemeval_oracle_pooled(tmp_path: Path, data: Path, hash_cache: CachingEmbedder) -> None:
+    stacks = trimmed(load_longmemeval(data, "oracle", limit=3), 3, 0)
     assert len(stacks) == 1 and len(stacks[0].questions) == 3
     summary = run_benchmark("longmemeval", args_for(tmp_path, "1,5"), stacks, "session", {"split": "oracle"},
                             "smoke", embedder=hash_cache)
     check_run(summary, 3)
 
 
-def test_locomo_on_three_questions(tmp_path: Path, hash_cache: CachingEmbedder) -> None:
-    stacks = trimmed(load_locomo(DATA)[:1], 3, 20)
+def test_locomo_on_three_questions(tmp_path: Path, data: Path, hash_cache: CachingEmbedder) -> None:
+    stacks = trimmed(load_locomo(data)[:1], 3, 20)
     summary = run_benchmark("locomo", args_for(tmp_path, "5,10"), stacks, "turn", {}, "smoke", embedder=hash_cache)
     check_run(summary, 3)
 
 
-def test_perf_write_runs(tmp_path: Path) -> None:
-    summary = perf_write.main(["--writes", "12", "--writers", "1,4", "--cache", str(tmp_path / "c.sqlite"),
-                               "--out", str(tmp_path)])
+def test_perf_write_runs(tmp_path: Path, data: Path) -> None:
+    summary = perf_write.main(["--data", str(data), "--writes", "12", "--writers", "1,4",
+                               "--cache", str(tmp_path / "c.sqlite"), "--out", str(tmp_path)])
     assert [row["writes"] for row in summary["levels"]] == [12, 12]
 
 
-def test_perf_search_runs(tmp_path: Path) -> None:
-    summary = perf_search.main(["--sizes", "30,60", "--queries", "4", "--source", "oracle",
+def test_perf_search_runs(tmp_path: Path, data: Path) -> None:
+    summary = perf_search.main(["--data", str(data), "--sizes", "30,60", "--queries", "4", "--source", "oracle",
                                 "--cache", str(tmp_path / "c.sqlite"), "--out", str(tmp_path)])
     assert [row["memories"] for row in summary["sizes"]] == [30, 60]
     assert summary["vectors"]["synthetic"] >= 60
 
 
-def test_perf_search_stores_runs_on_both_stores(tmp_path: Path) -> None:
-    summary = perf_search_stores.main(["--size", "40", "--queries", "3", "--source", "oracle",
+def test_perf_search_stores_runs_on_both_stores(tmp_path: Path, data: Path) -> None:
+    summary = perf_search_stores.main(["--data", str(data), "--size", "40", "--queries", "3", "--source", "oracle",
                                        "--cache", str(tmp_path / "c.sqlite"), "--out", str(tmp_path)])
     assert [row["store"] for row in summary["stores"]] == ["sqlite", "postgres"]
     assert all(row["memories"] == 40 and row["m3_p50"] > 0 and row["m3_filtered_p95"] > 0
                for row in summary["stores"])
+
+
+@pytest.mark.skipif(not (SHARED / "longmemeval").is_dir() or not (SHARED / "locomo").is_dir(),
+                    reason=f"the shared dev split is not at {SHARED} (it is never part of the project)")
+def test_the_shared_dev_data_loads_in_full() -> None:
+    assert len(load_longmemeval(SHARED, "s")) == 400
+    assert len(load_longmemeval(SHARED, "oracle")[0].questions) == 402
+    assert len(load_locomo(SHARED)) == 7
