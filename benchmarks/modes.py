@@ -28,7 +28,7 @@ from m3.config import Config
 from m3.embed.base import Embedder
 from m3.protocols.messages import MemoryFilter, SearchMemories
 
-_SIGNALS = ("dense", "bm25", "title", "importance", "recency", "access", "pin")
+_SIGNALS = ("dense", "bm25", "title", "importance", "recency", "access", "pin", "conversation")
 
 
 def only(signal: str) -> dict[str, float]:

@@ -1,16 +1,32 @@
 """Score fusion and MMR diversity for memory search (pure functions).
 
-Each candidate gets signals in 0..1:
+Each candidate gets signals in 0..1. The memory's own signals:
 
-- ``dense``: cosine similarity of query and memory vectors (0 when the memory
-  has no vector yet, or when the cosine is negative);
+- ``dense``: cosine similarity of query and memory vectors, as it is (0 when
+  the memory has no vector yet, or when the cosine is negative). It is not
+  rescaled per pool: the cosine says how close a match is in absolute terms,
+  and rescaling it by the pool's best measured worse (docs/search.md).
+  Cosines of a pool lie close together (MiniLM: about 0.2-0.7) while the
+  scaled BM25 spans 0-1, so a keyword match sways the order more than the
+  nominal weights suggest; the default weights were measured that way;
 - ``bm25``: BM25 of the content divided by the best BM25 in the candidate
   pool, so the strongest keyword match scores 1 and a non-match 0;
 - ``title``: share of query terms found in the title;
 - ``importance``, ``recency`` (half-life decay of the valid time), ``access``
   (log of the read count), ``pin``.
 
-The fused score is the weighted mean of the signals. A missing signal is 0,
+Their weighted mean is the memory's own relevance. Then one signal from its
+neighbours:
+
+- ``conversation``: support from the memory's conversation — the mean of
+  the ``conversation_top`` best own relevances among the pool's memories of
+  the same ``conversation_id`` (a place the conversation lacks counts 0).
+  A conversation that matches the query in several memories lifts each of
+  them above a lone match elsewhere. A memory without a conversation is its
+  own support (the signal equals its own relevance): neither lifted nor
+  lowered.
+
+The fused score is the weighted mean of all signals. A missing signal is 0,
 never the maximum, so nothing outranks a real match for lack of evidence.
 MMR then reorders the pool for diversity; the score returned stays the
 fused relevance.
@@ -20,6 +36,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -29,7 +46,9 @@ import numpy.typing as npt
 
 from m3.protocols.messages import SearchWeights
 
-SIGNALS = ("dense", "bm25", "title", "importance", "recency", "access", "pin")
+#: The memory's own signals, then the one taken from its conversation.
+OWN_SIGNALS = ("dense", "bm25", "title", "importance", "recency", "access", "pin")
+SIGNALS = (*OWN_SIGNALS, "conversation")
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -41,15 +60,17 @@ class Candidate:
     bm25: float = 0.0
     vector: npt.NDArray[np.float32] | None = None
     signals: dict[str, float] = field(default_factory=dict)
+    #: Weighted mean of the own signals (before the conversation signal).
+    own: float = 0.0
     score: float = 0.0
 
 
 def fuse(cands: list[Candidate], terms: list[str], weights: SearchWeights, now: datetime) -> None:
-    """Fill ``signals`` and ``score`` of every candidate in place."""
+    """Fill ``signals``, ``own`` and ``score`` of every candidate in place."""
     best_bm25 = max((c.bm25 for c in cands), default=0.0)
     wanted = set(terms)
     w = weight_map(weights)
-    total = sum(w.values()) or 1.0
+    own_total = sum(w[name] for name in OWN_SIGNALS) or 1.0
     for c in cands:
         row = c.row
         c.signals = {
@@ -61,7 +82,27 @@ def fuse(cands: list[Candidate], terms: list[str], weights: SearchWeights, now: 
             "access": min(1.0, math.log1p(row["access_count"]) / math.log1p(100)),
             "pin": 1.0 if row["pinned"] else 0.0,
         }
+        c.own = sum(w[name] * c.signals[name] for name in OWN_SIGNALS) / own_total
+    _conversation_support(cands, weights.conversation_top)
+    total = sum(w.values()) or 1.0
+    for c in cands:
         c.score = sum(w[name] * c.signals[name] for name in SIGNALS) / total
+
+
+def _conversation_support(cands: list[Candidate], top: int) -> None:
+    """Set the ``conversation`` signal: the mean of the ``top`` best own relevances in the memory's conversation."""
+    by_conversation: dict[str, list[Candidate]] = defaultdict(list)
+    for c in cands:
+        conversation = c.row.get("conversation_id")
+        if conversation is None:
+            c.signals["conversation"] = c.own
+        else:
+            by_conversation[conversation].append(c)
+    for members in by_conversation.values():
+        best = sorted((c.own for c in members), reverse=True)[: max(1, top)]
+        support = sum(best) / max(1, top)
+        for c in members:
+            c.signals["conversation"] = support
 
 
 def weight_map(weights: SearchWeights) -> dict[str, float]:
@@ -79,10 +120,14 @@ def explain(c: Candidate, weights: SearchWeights, rank: int, relevance_rank: int
         },
         "cosine": None if c.cosine is None else round(c.cosine, 6),
         "bm25_raw": round(c.bm25, 6),
+        "own": round(c.own, 6),
+        "conversation_top": weights.conversation_top,
         "score": round(c.score, 6),
         "relevance_rank": relevance_rank,
         "mmr_rank": rank,
-        "formula": "score = sum(weight * value) / sum(weights); order = MMR(lambda) over the pool",
+        "formula": ("own = weighted mean of the memory's own signals; conversation = mean of the conversation_top "
+                    "best own values in its conversation (its own value without one); score = sum(weight * value) "
+                    "/ sum(weights) over every signal; order = MMR(lambda) over the pool"),
     }
 
 

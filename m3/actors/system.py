@@ -35,7 +35,8 @@ def search_weights(config: Config) -> SearchWeights:
         title=config["search.weight_title"], importance=config["search.weight_importance"],
         recency=config["search.weight_recency"], access=config["search.weight_access"],
         pin=config["search.weight_pin"], recency_half_life_days=config["search.recency_half_life_days"],
-        mmr_lambda=config["search.mmr_lambda"],
+        mmr_lambda=config["search.mmr_lambda"], conversation=config["search.weight_conversation"],
+        conversation_top=config["search.conversation_top"],
     )
 
 

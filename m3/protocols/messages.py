@@ -167,6 +167,10 @@ class SearchWeights(Message):
     pin: float
     recency_half_life_days: float
     mmr_lambda: float
+    #: Weight of the conversation signal (support from the memory's conversation, see ranking.py).
+    conversation: float = 0.0
+    #: How many of a conversation's best-scoring memories its support is the mean of.
+    conversation_top: int = 2
 
 
 class SearchMemories(Message):

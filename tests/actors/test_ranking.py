@@ -16,11 +16,12 @@ from m3.protocols.messages import SearchWeights
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 DEFAULT = SearchWeights(dense=0.75, bm25=0.15, title=0.04, importance=0.03, recency=0.02, access=0.005,
                         pin=0.005, recency_half_life_days=30.0, mmr_lambda=0.8)
+WITH_CONVERSATION = DEFAULT.model_copy(update={"conversation": 0.3, "conversation_top": 2})
 
 
 def row(**overrides: Any) -> dict[str, Any]:
     base: dict[str, Any] = {"title": None, "importance": 0.5, "valid_from": NOW, "access_count": 0,
-                            "pinned": False, "content": "some content"}
+                            "pinned": False, "content": "some content", "conversation_id": None}
     return {**base, **overrides}
 
 
@@ -52,6 +53,12 @@ def test_a_negative_cosine_counts_as_zero_similarity() -> None:
     c = cand("a", cosine=-0.7)
     fuse([c], [], DEFAULT, NOW)
     assert c.signals["dense"] == 0.0
+
+
+def test_dense_is_the_cosine_itself_not_rescaled_by_the_pool() -> None:
+    pool = [cand("a", cosine=0.5), cand("b", cosine=0.25), cand("c", cosine=None, bm25=1.0)]
+    fuse(pool, ["x"], DEFAULT, NOW)
+    assert [c.signals["dense"] for c in pool] == [0.5, 0.25, 0.0]
 
 
 def test_bm25_is_scaled_by_the_best_match_in_the_pool() -> None:
@@ -116,19 +123,57 @@ def test_every_signal_lies_between_zero_and_one() -> None:
 
 
 def test_explain_lists_every_signal_and_the_contributions_sum_to_the_score() -> None:
-    pool = [cand("a", cosine=0.7, bm25=2.0, title="Deploy", importance=0.8, pinned=True, access_count=3),
-            cand("b", cosine=0.1, bm25=5.0)]
-    fuse(pool, ["deploy"], DEFAULT, NOW)
-    total = sum(DEFAULT.model_dump()[name] for name in SIGNALS)
+    pool = [cand("a", cosine=0.7, bm25=2.0, title="Deploy", importance=0.8, pinned=True, access_count=3,
+                 conversation_id="c"),
+            cand("b", cosine=0.1, bm25=5.0, conversation_id="c"), cand("c", cosine=0.3)]
+    weights = WITH_CONVERSATION
+    fuse(pool, ["deploy"], weights, NOW)
+    total = sum(weights.model_dump()[name] for name in SIGNALS)
     for c in pool:
-        out = explain(c, DEFAULT, rank=1, relevance_rank=1)
+        out = explain(c, weights, rank=1, relevance_rank=1)
         assert list(out["signals"]) == list(SIGNALS)
+        assert out["own"] == pytest.approx(c.own, abs=1e-6)
         for name, part in out["signals"].items():
             assert part["value"] == pytest.approx(c.signals[name], abs=1e-6)
-            assert part["weight"] == getattr(DEFAULT, name)
+            assert part["weight"] == getattr(weights, name)
             assert part["contribution"] == pytest.approx(part["weight"] * part["value"] / total, abs=1e-6)
         assert sum(p["contribution"] for p in out["signals"].values()) == pytest.approx(c.score, abs=1e-5)
         assert out["score"] == pytest.approx(c.score, abs=1e-6)
+
+
+# -- conversation support ------------------------------------------------------------------------
+
+def test_conversation_support_is_the_mean_of_its_best_own_scores_with_missing_places_counting_zero() -> None:
+    pool = [cand("a1", cosine=0.8, conversation_id="A"), cand("a2", cosine=0.4, conversation_id="A"),
+            cand("a3", cosine=0.2, conversation_id="A"), cand("b1", cosine=0.6, conversation_id="B")]
+    fuse(pool, [], WITH_CONVERSATION, NOW)
+    a1, a2, _a3, b1 = pool
+    assert [c.signals["conversation"] for c in pool[:3]] == pytest.approx([(a1.own + a2.own) / 2] * 3)
+    assert b1.signals["conversation"] == pytest.approx(b1.own / 2)
+
+
+def test_a_memory_without_a_conversation_is_its_own_support_neither_lifted_nor_lowered() -> None:
+    note = cand("note", cosine=0.7)
+    fuse([note, cand("turn", cosine=0.9, conversation_id="A")], [], WITH_CONVERSATION, NOW)
+    assert note.signals["conversation"] == note.own
+    assert note.score == pytest.approx(note.own)
+
+
+def test_a_match_backed_by_its_conversation_outranks_a_slightly_better_lone_match() -> None:
+    lone = cand("lone", cosine=0.62, conversation_id="L")
+    backed = cand("backed", cosine=0.60, conversation_id="C")
+    pool = [lone, backed, cand("support", cosine=0.55, conversation_id="C")]
+    fuse(pool, [], DEFAULT, NOW)
+    assert lone.score > backed.score  # the conversation signal has no weight here
+    fuse(pool, [], WITH_CONVERSATION, NOW)
+    assert backed.score > lone.score
+
+
+def test_a_conversation_cannot_lift_a_memory_above_the_best_own_score_of_its_conversation() -> None:
+    pool = [cand("best", cosine=0.9, bm25=3.0, conversation_id="C"),
+            *(cand(f"weak{i}", cosine=0.3, conversation_id="C") for i in range(5))]
+    fuse(pool, ["x"], WITH_CONVERSATION, NOW)
+    assert all(c.score <= pool[0].score for c in pool)
 
 
 # -- MMR -----------------------------------------------------------------------------------------

@@ -53,3 +53,25 @@ def test_the_meaning_signal_of_a_fresh_memory_does_not_change_when_its_vector_ar
     assert before["id"] == after["id"] == fresh.id
     assert before["explanation"]["signals"]["dense"]["value"] == pytest.approx(
         after["explanation"]["signals"]["dense"]["value"], abs=1e-5)
+
+
+TRIP = ["We land in Lisbon on Friday morning.", "The Lisbon hotel is near the river, booked for three nights.",
+        "Remember to pack the camera charger."]
+
+
+def test_memories_of_one_conversation_share_its_support_and_a_memory_without_one_is_its_own(
+        system: ActorSystem) -> None:
+    for text in TRIP:
+        system.writer.ask(write_one(text, conversation_id="trip"), WAIT_S)
+    note = system.writer.ask(write_one("Lisbon trams take contactless cards."), WAIT_S)[0]
+    system.wait_embedded()
+    found = system.searcher.ask(SearchMemories(query="Lisbon trip", k=4, filter=MemoryFilter(), explain=True), WAIT_S)
+    items = found["items"]
+    assert len(items) == 4
+    support = {i["explanation"]["signals"]["conversation"]["value"] for i in items if i["conversation_id"] == "trip"}
+    assert len(support) == 1
+    alone = next(i for i in items if i["id"] == note.id)["explanation"]
+    assert alone["signals"]["conversation"]["value"] == pytest.approx(alone["own"], abs=1e-6)
+    for item in items:
+        parts = item["explanation"]["signals"]
+        assert sum(p["contribution"] for p in parts.values()) == pytest.approx(item["score"], abs=1e-5)
