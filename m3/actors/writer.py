@@ -3,7 +3,8 @@
 Group commit: write requests accumulate while more messages wait in the
 mailbox; when the mailbox is empty (or the batch is full) the batch runs in
 one transaction, each request inside its own savepoint so that one bad
-request fails alone. After the commit the Writer tells the other actors
+request fails alone (a batch of one needs no savepoint: its transaction
+rolls back instead). After the commit the Writer tells the other actors
 what changed, then answers every caller. An answer therefore always means
 "committed".
 """
@@ -171,6 +172,8 @@ class Writer(M3Actor):
     def _run(self, batch: list[Envelope]) -> tuple[list[Any], Effects]:
         conn = self._conn
         assert conn is not None
+        if len(batch) == 1:
+            return self._run_one(conn, batch[0])
         outcomes: list[Any] = []
         effects = Effects()
         with conn.begin():
@@ -187,6 +190,17 @@ class Writer(M3Actor):
                 outcomes.append(result)
                 effects.extend(fx)
         return outcomes, effects
+
+    def _run_one(self, conn: Connection, env: Envelope) -> tuple[list[Any], Effects]:
+        """A batch of one request: no savepoint (two statements saved); a refused request rolls back the
+        whole transaction instead, which then holds nothing else."""
+        try:
+            with conn.begin():
+                self._candidates.prepare(conn, [env.message])
+                result, fx = self._apply(conn, env.message)
+        except M3Error as exc:
+            return [exc], Effects()
+        return [result], fx
 
     def _publish(self, fx: Effects) -> None:
         if fx.embed_ids and self._embedder is not None:

@@ -7,13 +7,13 @@ and re-inserts it so that its ``seq`` grows and incremental loaders
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import Connection, delete, func, insert, select
+from sqlalchemy import Connection, bindparam, delete, func, insert, select
 
 from m3.store.schema import memories as m
 from m3.store.schema import memory_embeddings as e
@@ -21,15 +21,25 @@ from m3.store.schema import memory_embeddings as e
 Matrix = npt.NDArray[np.float32]
 
 
-def store(conn: Connection, model: str, dim: int, ids: Sequence[str], vectors: Matrix, at: datetime) -> list[str]:
-    """Store one vector per id for ``model``; return the ids that still exist (others were deleted meanwhile)."""
-    existing = {row[0] for row in conn.execute(select(m.c.id).where(m.c.id.in_(list(ids))))}
+_EXISTING = select(m.c.id).where(m.c.id.in_(bindparam("ids", expanding=True)))
+_DELETE = delete(e).where(e.c.model == bindparam("model"), e.c.memory_id.in_(bindparam("ids", expanding=True)))
+_INSERT = insert(e)
+
+
+def store(conn: Connection, model: str, dim: int, ids: Sequence[str], vectors: Matrix, at: datetime,
+          existing: Collection[str] | None = None) -> list[str]:
+    """Store one vector per id for ``model``; return the ids that still exist (others were deleted meanwhile).
+
+    ``existing``: the ids among ``ids`` known to exist in this transaction, when the caller has read them.
+    """
+    if existing is None:
+        existing = {row[0] for row in conn.execute(_EXISTING, {"ids": list(ids)})}
     keep = [i for i, memory_id in enumerate(ids) if memory_id in existing]
     if not keep:
         return []
     kept_ids = [ids[i] for i in keep]
-    conn.execute(delete(e).where(e.c.model == model, e.c.memory_id.in_(kept_ids)))
-    conn.execute(insert(e), [
+    conn.execute(_DELETE, {"model": model, "ids": kept_ids})
+    conn.execute(_INSERT, [
         {"memory_id": ids[i], "model": model, "dim": dim, "vector": vectors[i], "created_at": at} for i in keep
     ])
     return kept_ids

@@ -38,21 +38,33 @@ class MemoryWrites:
         self.clock = clock
 
     def write(self, msg: WriteMemories) -> tuple[list[WriteOutcome], list[tuple[str, str]]]:
-        """Insert each memory unless an identical current one exists; return outcomes and (id, text) to embed."""
+        """Insert each memory unless an identical current one exists; return outcomes and (id, text) to embed.
+
+        One query finds the duplicates of the whole message; the new rows and their history events go in
+        one executemany each. A memory repeating an earlier one of the same message is its duplicate.
+        """
+        digests = [rows.content_hash(mem.content) for mem in msg.memories]
+        current: dict[rows.DuplicateKey, Any] = rows.find_duplicates(self.conn, list(zip(msg.memories, digests,
+                                                                                          strict=True)))
         outcomes: list[WriteOutcome] = []
         fresh: list[tuple[str, str]] = []
-        for mem in msg.memories:
-            digest = rows.content_hash(mem.content)
-            dup = rows.find_duplicate(self.conn, mem, digest)
+        values: list[dict[str, Any]] = []
+        events: list[dict[str, Any]] = []
+        for mem, digest in zip(msg.memories, digests, strict=True):
+            key = rows.duplicate_key(mem, digest)
+            dup = current.get(key)
             if dup is not None:
                 outcomes.append(WriteOutcome(id=dup["id"], created=False, content_hash=digest,
                                              recorded_at=dup["recorded_at"]))
                 continue
             memory_id, now = rows.new_id(), self.clock()
-            rows.insert_memory(self.conn, mem, memory_id=memory_id, digest=digest, now=now)
-            rows.record_events(self.conn, [rows.event(memory_id, "created", msg.actor, now, type=mem.type)])
+            values.append(rows.memory_values(mem, memory_id=memory_id, digest=digest, now=now))
+            events.append(rows.event(memory_id, "created", msg.actor, now, type=mem.type))
+            current[key] = {"id": memory_id, "recorded_at": now}
             outcomes.append(WriteOutcome(id=memory_id, created=True, content_hash=digest, recorded_at=now))
             fresh.append((memory_id, embed_text(mem.title, mem.content)))
+        rows.insert_memories(self.conn, values)
+        rows.record_events(self.conn, events)
         return outcomes, fresh
 
     def supersede(self, msg: SupersedeMemory) -> tuple[WriteOutcome, str]:

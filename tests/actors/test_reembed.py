@@ -15,12 +15,14 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 import numpy.typing as npt
 import pytest
+from sqlalchemy import select, text
 
 from m3.actors.system import ActorSystem
 from m3.config import Config
 from m3.embed.minilm import MODEL_ID, MiniLMEmbedder
 from m3.errors import EmbedderUnavailable
 from m3.protocols.messages import EmbedderInfo, EmbeddingStats, MemoryFilter, SearchMemories
+from m3.store.schema import memory_embeddings as emb
 from tests.actors.conftest import WAIT_S, write_one
 from tests.stored import fresh
 
@@ -60,13 +62,13 @@ class GatedModel:
 
 def vectors_of(url: str, model: str) -> dict[str, np.ndarray]:
     with fresh(url) as conn:
-        rows = conn.execute("SELECT memory_id, vector FROM memory_embeddings WHERE model = ?", (model,)).fetchall()
-    return {row[0]: np.frombuffer(row[1], dtype="<f4") for row in rows}
+        rows = conn.execute(select(emb.c.memory_id, emb.c.vector).where(emb.c.model == model)).all()
+    return {row[0]: np.asarray(row[1], dtype=np.float32) for row in rows}
 
 
 def current_ids(url: str) -> set[str]:
     with fresh(url) as conn:
-        return {row[0] for row in conn.execute("SELECT id FROM memories WHERE retired_at IS NULL")}
+        return {row[0] for row in conn.execute(text("SELECT id FROM memories WHERE retired_at IS NULL"))}
 
 
 def search(system: ActorSystem, query: str) -> list[dict[str, object]]:
