@@ -209,16 +209,34 @@ def count_current(conn: Connection) -> int:
     return int(conn.execute(select(func.count()).select_from(m).where(m.c.retired_at.is_(None))).scalar_one())
 
 
-def rows_by_ids(conn: Connection, ids: Sequence[str], where: Any = None) -> dict[str, RowMapping]:
-    """Rows for ``ids`` that also satisfy ``where``; a dict keyed by id."""
+#: The columns of a memory row except the large ones (content, metadata, source): what search ranks by.
+RANKING_COLUMNS = tuple(c for c in m.c if c.name not in ("content", "metadata", "source"))
+
+
+def rows_by_ids(conn: Connection, ids: Sequence[str], where: Any = None,
+                columns: Sequence[Any] | None = None) -> dict[str, RowMapping]:
+    """Rows for ``ids`` that also satisfy ``where``, with ``columns`` (default: all; ``id`` always); a dict
+    keyed by id."""
     out: dict[str, RowMapping] = {}
+    wanted = list(columns) if columns is not None else [m]
+    if columns is not None and m.c.id not in columns:
+        wanted.append(m.c.id)
     for start in range(0, len(ids), 500):
         chunk = list(ids[start:start + 500])
-        query = select(m).where(m.c.id.in_(chunk))
+        query = select(*wanted).where(m.c.id.in_(chunk))
         if where is not None:
             query = query.where(where)
         for row in conn.execute(query).mappings():
             out[row["id"]] = row
+    return out
+
+
+def visible_ids(conn: Connection, ids: Sequence[str], where: Any) -> set[str]:
+    """Those of ``ids`` whose rows satisfy ``where``."""
+    out: set[str] = set()
+    for start in range(0, len(ids), 500):
+        query = select(m.c.id).where(m.c.id.in_(list(ids[start:start + 500])), where)
+        out.update(row[0] for row in conn.execute(query))
     return out
 
 
