@@ -127,8 +127,9 @@ def supersede_similar(conn: Connection, msg: StoreVectors, policy: SupersessionP
                       clock: Callable[[], datetime], index: Candidates) -> list[tuple[str, str]]:
     """Store the vectors, then apply the rule; returns (retired id, winner id) pairs."""
     matrix = np.frombuffer(msg.vectors, dtype="<f4").reshape(len(msg.ids), msg.dim)
-    found = rows.decision_rows(conn, msg.ids)
-    kept = vectors.store(conn, msg.model, msg.dim, msg.ids, matrix, clock(), existing=found.keys())
+    found = rows.decision_rows(conn, msg.ids, msg.model)
+    kept = vectors.store(conn, msg.model, msg.dim, msg.ids, matrix, clock(),
+                         existing={i: bool(row["has_vector"]) for i, row in found.items()})
     position = {memory_id: i for i, memory_id in enumerate(msg.ids)}
     stored = sorted((found[i] for i in kept), key=lambda r: r["recorded_at"])
     for row in stored:

@@ -185,7 +185,7 @@ class Writer(M3Actor):
             # Before anything is written: the candidates see committed data only, and on PostgreSQL
             # the transaction takes its advisory locks before any row lock.
             self._candidates.prepare(conn, [env.message for env in batch])
-            for unit in _units(batch):
+            for unit in work_units(batch):
                 msgs = [batch[i].message for i in unit]
                 if isinstance(msgs[0], REFUSABLE):
                     try:
@@ -209,10 +209,10 @@ class Writer(M3Actor):
         try:
             with conn.begin():
                 self._candidates.prepare(conn, [env.message])
-                result, fx = self._apply(conn, env.message)
+                results, fx = self._apply_unit(conn, [env.message])
         except M3Error as exc:
             return [exc], Effects()
-        return [result], fx
+        return results, fx
 
     def _publish(self, fx: Effects) -> None:
         if fx.embed_ids and self._embedder is not None:
@@ -236,7 +236,7 @@ class Writer(M3Actor):
     # -- applying requests ---------------------------------------------------------------------
 
     def _apply_unit(self, conn: Connection, msgs: list[Message]) -> tuple[list[Any], Effects]:
-        """Apply requests that run together (see :func:`_units`); one result per request."""
+        """Apply requests that run together (see :func:`work_units`); one result per request."""
         if len(msgs) == 1:
             result, fx = self._apply(conn, msgs[0])
             return [result], fx
@@ -296,7 +296,7 @@ class Writer(M3Actor):
 REFUSABLE = (SupersedeMemory, UpdateMemory, DeleteMemory, PinMemory, LinkMemories)
 
 
-def _units(batch: list[Envelope]) -> list[list[int]]:
+def work_units(batch: list[Envelope]) -> list[list[int]]:
     """Positions in ``batch`` grouped into units applied at once: a run of consecutive WriteMemories, or of
     consecutive StoreVectors of one model and supersede flag; any other request alone. Order is kept."""
     units: list[list[int]] = []

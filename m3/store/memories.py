@@ -18,6 +18,7 @@ from m3.errors import AmbiguousId, NotFound
 from m3.protocols.messages import MemoryFilter, NewMemory
 from m3.store.filters import isolation_clause
 from m3.store.schema import memories as m
+from m3.store.schema import memory_embeddings as e
 from m3.store.schema import memory_history as h
 from m3.store.schema import memory_relationships as r
 
@@ -240,18 +241,22 @@ def visible_ids(conn: Connection, ids: Sequence[str], where: Any) -> set[str]:
     return out
 
 
-#: What similarity supersession decides on (no content: a stored vector needs its owner and times only).
+#: What similarity supersession decides on (no content: a stored vector needs its owner and times only), and
+#: whether the memory has a vector of the model already.
 _DECISION_ROWS = select(
     m.c.id, m.c.type, m.c.agent_id, m.c.user_id, m.c.content_hash, m.c.valid_from, m.c.recorded_at,
     m.c.retired_at,
+    select(e.c.seq).where(e.c.memory_id == m.c.id, e.c.model == bindparam("model")).exists().label("has_vector"),
 ).where(m.c.id.in_(bindparam("ids", expanding=True)))
 
 
-def decision_rows(conn: Connection, ids: Sequence[str]) -> dict[str, RowMapping]:
-    """Existing memories among ``ids`` with the columns supersession needs, keyed by id."""
+def decision_rows(conn: Connection, ids: Sequence[str], model: str) -> dict[str, RowMapping]:
+    """Existing memories among ``ids`` with the columns supersession needs and ``has_vector`` (of ``model``),
+    keyed by id."""
     out: dict[str, RowMapping] = {}
     for start in range(0, len(ids), 500):
-        for row in conn.execute(_DECISION_ROWS, {"ids": list(ids[start:start + 500])}).mappings():
+        chunk = list(ids[start:start + 500])
+        for row in conn.execute(_DECISION_ROWS, {"ids": chunk, "model": model}).mappings():
             out[row["id"]] = row
     return out
 

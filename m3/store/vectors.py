@@ -7,7 +7,7 @@ and re-inserts it so that its ``seq`` grows and incremental loaders
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -27,18 +27,21 @@ _INSERT = insert(e)
 
 
 def store(conn: Connection, model: str, dim: int, ids: Sequence[str], vectors: Matrix, at: datetime,
-          existing: Collection[str] | None = None) -> list[str]:
+          existing: Mapping[str, bool] | None = None) -> list[str]:
     """Store one vector per id for ``model``; return the ids that still exist (others were deleted meanwhile).
 
-    ``existing``: the ids among ``ids`` known to exist in this transaction, when the caller has read them.
+    ``existing``: when the caller has read them in this transaction, the ids among ``ids`` that exist, each
+    mapped to whether it has a vector of ``model`` already (to be replaced).
     """
     if existing is None:
-        existing = {row[0] for row in conn.execute(_EXISTING, {"ids": list(ids)})}
+        existing = {row[0]: True for row in conn.execute(_EXISTING, {"ids": list(ids)})}
     keep = [i for i, memory_id in enumerate(ids) if memory_id in existing]
     if not keep:
         return []
     kept_ids = [ids[i] for i in keep]
-    conn.execute(_DELETE, {"model": model, "ids": kept_ids})
+    replaced = [memory_id for memory_id in kept_ids if existing[memory_id]]
+    if replaced:
+        conn.execute(_DELETE, {"model": model, "ids": replaced})
     conn.execute(_INSERT, [
         {"memory_id": ids[i], "model": model, "dim": dim, "vector": vectors[i], "created_at": at} for i in keep
     ])

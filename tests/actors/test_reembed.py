@@ -24,7 +24,7 @@ from m3.errors import EmbedderUnavailable
 from m3.protocols.messages import EmbedderInfo, EmbeddingStats, MemoryFilter, SearchMemories
 from m3.store.schema import memory_embeddings as emb
 from tests.actors.conftest import WAIT_S, write_one
-from tests.stored import fresh
+from tests.stored import fresh, is_postgres
 
 NEW_MODEL = f"{MODEL_ID}@128"
 TOPICS = {
@@ -113,7 +113,8 @@ def test_switching_the_model_re_embeds_in_the_background_while_search_keeps_the_
         assert isinstance(explanation, dict)
         assert explanation["dense_model"] == MODEL_ID and explanation["cosine"] > 0.3
         stats = system.searcher.ask(EmbeddingStats(model=NEW_MODEL), WAIT_S)
-        assert (stats["search_model"], stats["index_size"]) == (MODEL_ID, len(seeded))
+        in_memory = not is_postgres(store_url)  # PostgreSQL's dense leg holds no vectors between searches
+        assert (stats["search_model"], stats["index_size"]) == (MODEL_ID, len(seeded) if in_memory else None)
 
         # A write during it is acknowledged at once and found by meaning too.
         fresh_id = system.writer.ask(write_one("The spare house key hangs behind the kitchen door."), WAIT_S)[0].id
@@ -132,7 +133,7 @@ def test_switching_the_model_re_embeds_in_the_background_while_search_keeps_the_
         explanation = hits[0]["explanation"]
         assert isinstance(explanation, dict) and explanation["dense_model"] == NEW_MODEL
         stats = system.searcher.ask(EmbeddingStats(model=NEW_MODEL), WAIT_S)
-        assert (stats["search_model"], stats["index_size"]) == (NEW_MODEL, len(seeded) + 1)
+        assert (stats["search_model"], stats["index_size"]) == (NEW_MODEL, len(seeded) + 1 if in_memory else None)
     finally:
         system.stop()
     new_vectors = vectors_of(store_url, NEW_MODEL)
