@@ -2,11 +2,20 @@
 
 Group commit: write requests accumulate while more messages wait in the
 mailbox; when the mailbox is empty (or the batch is full) the batch runs in
-one transaction, each request inside its own savepoint so that one bad
-request fails alone (a batch of one needs no savepoint: its transaction
-rolls back instead). After the commit the Writer tells the other actors
-what changed, then answers every caller. An answer therefore always means
-"committed".
+one transaction, and one bad request fails alone:
+
+* a request the Writer may refuse after writing part of it (supersede,
+  update, delete, pin, link: unknown ids, retired memories) runs inside its
+  own savepoint;
+* the others (new memories, vectors, chat, read statistics) were validated
+  before they were sent and run without one; consecutive ones of a kind run
+  as one unit (one duplicate query, one executemany). Should one fail
+  anyway, the transaction rolls back and every request of the batch runs
+  again alone;
+* a batch of one request needs no savepoint: its transaction rolls back.
+
+After the commit the Writer tells the other actors what changed, then
+answers every caller. An answer therefore always means "committed".
 """
 
 from __future__ import annotations
@@ -195,7 +204,7 @@ class Writer(M3Actor):
                         outcomes[unit[0]] = exc
                         continue
                 else:
-                    # Validated before it was sent, so not refused here: no savepoint. Should it fail anyway,
+                    # Validated before it was sent, not expected to fail: no savepoint. Should it fail anyway,
                     # the transaction rolls back and _flush runs every request of the batch alone.
                     results, fx = self._apply_unit(conn, msgs)
                 for i, result in zip(unit, results, strict=True):
