@@ -98,11 +98,13 @@ def reusable(conn: Connection, model: str, ids: Sequence[str]) -> dict[str, Matr
     if not ids:
         return {}
     other = m.alias("other")
+    # ``model || ''``, not ``model``: otherwise SQLite (no statistics) drives the join from the
+    # (model, seq) index, reading every vector of the model per call (0.85 s at 20k memories, not 1 ms).
     rows = conn.execute(
         select(m.c.id, e.c.vector)
         .join(other, (other.c.content_hash == m.c.content_hash) & (other.c.id != m.c.id)
               & other.c.title.is_not_distinct_from(m.c.title))
-        .join(e, (e.c.memory_id == other.c.id) & (e.c.model == model))
+        .join(e, (e.c.memory_id == other.c.id) & (e.c.model.concat("") == model))
         .where(m.c.id.in_(list(ids)))
     ).all()
     return {row[0]: np.asarray(row[1], dtype=np.float32) for row in rows}

@@ -16,7 +16,7 @@ from m3.embed.minilm import MODEL_ID, MiniLMEmbedder
 from m3.protocols.messages import NewMemory, WriteMemories
 from tests.actors.conftest import WAIT_S
 from tests.embedserver import M3, running_server, server_env
-from tests.stored import fresh
+from tests.stored import count
 
 NEW_MODEL = f"{MODEL_ID}@128"
 CLI_TIMEOUT_S = 300
@@ -38,8 +38,7 @@ def seed(config: Config, embedder: MiniLMEmbedder, n: int, *, embed: bool) -> No
 
 
 def count_vectors(url: str, model: str) -> int:
-    with fresh(url) as conn:
-        return int(conn.execute("SELECT count(*) FROM memory_embeddings WHERE model = ?", (model,)).fetchone()[0])
+    return count(url, "memory_embeddings", "model = :model", {"model": model})
 
 
 def run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:

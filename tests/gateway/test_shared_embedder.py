@@ -7,11 +7,13 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
+from sqlalchemy import select
 
 from m3.actors.system import ActorSystem
 from m3.config import Config
 from m3.embed.minilm import MODEL_ID, MiniLMEmbedder
 from m3.protocols.messages import EmbedderInfo, MemoryFilter, SearchMemories
+from m3.store.schema import memory_embeddings as emb
 from tests.actors.conftest import WAIT_S, write_one
 from tests.embedserver import M3, running_server, server_env, start_server
 from tests.stored import fresh
@@ -32,9 +34,9 @@ def write(env: dict[str, str], content: str) -> tuple[str, str]:
 
 def stored_vector(url: str, memory_id: str) -> np.ndarray:
     with fresh(url) as conn:
-        rows = conn.execute("SELECT model, vector FROM memory_embeddings WHERE memory_id = ?", (memory_id,)).fetchall()
+        rows = conn.execute(select(emb.c.model, emb.c.vector).where(emb.c.memory_id == memory_id)).all()
     assert [row[0] for row in rows] == [MODEL_ID], rows
-    return np.frombuffer(rows[0][1], dtype="<f4")
+    return np.asarray(rows[0][1], dtype=np.float32)
 
 
 def test_two_m3_processes_embed_through_the_shared_server_and_its_counters_show_both(

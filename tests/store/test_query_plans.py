@@ -16,6 +16,7 @@ from sqlalchemy import Connection, Engine, event
 
 from m3.protocols.messages import MemoryFilter, NewMemory
 from m3.store import memories as rows
+from m3.store import vectors
 from m3.store.filters import search_clause
 from tests.stored import is_postgres
 
@@ -67,3 +68,8 @@ def test_time_travel_can_still_use_the_retired_index(sqlite_conn: Connection) ->
     plan = [str(step[3]) for step in sqlite_conn.exec_driver_sql(
         "EXPLAIN QUERY PLAN SELECT id FROM memories WHERE retired_at > '2026-01-01'").all()]
     assert any("ix_memories_retired" in step for step in plan), plan
+
+
+def test_reusable_vectors_are_found_from_the_given_ids(sqlite_conn: Connection) -> None:
+    plan = plan_of(sqlite_conn, lambda c: vectors.reusable(c, "some-model", IDS[:64]))
+    assert "(id=?)" in plan[0] and not any("ix_embeddings_model_seq" in step for step in plan), plan
