@@ -81,7 +81,10 @@ def duplicate_key(mem: NewMemory, digest: str) -> DuplicateKey:
 # Statements built once: SQLAlchemy caches their compiled form, so a write pays for binding values only.
 _CURRENT_BY_HASH = select(
     m.c.id, m.c.content_hash, m.c.recorded_at, m.c.type, m.c.agent_id, m.c.user_id, m.c.conversation_id,
-).where(m.c.content_hash.in_(bindparam("digests", expanding=True)), m.c.retired_at.is_(None)).order_by(m.c.seq)
+).where(m.c.content_hash.in_(bindparam("digests", expanding=True)), m.c.retired_at.is_(None),
+        m.c.type.in_(bindparam("types", expanding=True))).order_by(m.c.seq)
+# A text repeated in many conversations ("Thanks!") must not bring back every one of them.
+_CURRENT_BY_HASH_IN = _CURRENT_BY_HASH.where(m.c.conversation_id.in_(bindparam("conversations", expanding=True)))
 _INSERT_MEMORY = insert(m)
 _INSERT_HISTORY = insert(h)
 
@@ -91,9 +94,14 @@ def find_duplicates(conn: Connection, wanted: Sequence[tuple[NewMemory, str]]) -
     conversation, keyed by :func:`duplicate_key` (absent when there is none). One query per 500 hashes."""
     keys = {duplicate_key(mem, digest) for mem, digest in wanted}
     digests = sorted({key[0] for key in keys})
+    params: dict[str, Any] = {"types": sorted({key[1] for key in keys})}
+    conversations = {key[4] for key in keys}
+    query = _CURRENT_BY_HASH
+    if None not in conversations:
+        query, params["conversations"] = _CURRENT_BY_HASH_IN, sorted(conversations)
     found: dict[DuplicateKey, RowMapping] = {}
     for start in range(0, len(digests), 500):
-        for row in conn.execute(_CURRENT_BY_HASH, {"digests": digests[start:start + 500]}).mappings():
+        for row in conn.execute(query, {**params, "digests": digests[start:start + 500]}).mappings():
             key = (row["content_hash"], row["type"], row["agent_id"], row["user_id"], row["conversation_id"])
             if key in keys:
                 found.setdefault(key, row)

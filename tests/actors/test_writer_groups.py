@@ -155,3 +155,20 @@ def test_consecutive_writes_and_vector_stores_of_one_model_form_units_in_request
     touch = TouchMemories(ids=("id",), at=datetime.now(UTC))
     batch = [Envelope(msg) for msg in (w, w, pin, w, v, v, v_other, touch, w)]
     assert work_units(batch) == [[0, 1], [2], [3], [4, 5], [6], [7], [8]]
+
+
+def test_a_text_repeated_elsewhere_is_a_new_memory_and_in_the_same_place_a_duplicate(
+        start_writer: Callable[..., ActorHandle], store_options: StoreOptions) -> None:
+    writer = start_writer()
+    places = [{"type": "conversation", "conversation_id": "c1"}, {"type": "conversation", "conversation_id": "c2"},
+              {"type": "note", "conversation_id": "c1"}, {"type": "note"}, {"type": "note", "agent_id": "a"},
+              {"type": "note", "user_id": "u"}]
+    first = [writer.ask(write_one("Thanks!", **place), WAIT_S)[0] for place in places]
+    assert all(out.created for out in first) and len({out.id for out in first}) == len(places)
+    with write_lock_held(store_options.url):  # again, in one group and one request of all six
+        replies = [send(writer, write_one("Thanks!", **place)) for place in places]
+        together = send(writer, WriteMemories(memories=tuple(write_one("Thanks!", **p).memories[0] for p in places)))
+    again = [r.wait(WAIT_S)[0] for r in replies]
+    assert [(out.id, out.created) for out in again] == [(out.id, False) for out in first]
+    assert [(out.id, out.created) for out in together.wait(WAIT_S)] == [(out.id, False) for out in first]
+    assert count(store_options.url, "memories") == len(places)
