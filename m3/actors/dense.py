@@ -68,14 +68,14 @@ class MatrixLeg:
     def top(self, conn: Connection, model: str, query: Vector, clause: Any, n: int
             ) -> tuple[Hits, dict[str, RowMapping]]:
         proposed = self.index.top(query, n * 4)
-        found = rows.rows_by_ids(conn, [i for i, _ in proposed], clause)
-        hits = [(i, s) for i, s in proposed if i in found][:n]
+        # Which pass the filters: ids only; the Searcher loads the rows it ranks.
+        visible = rows.visible_ids(conn, [i for i, _ in proposed], clause)
+        hits = [(i, s) for i, s in proposed if i in visible][:n]
         if len(hits) < n and len(proposed) < len(self.index):
             # The filters pruned the global top: rank among the ids they admit.
             allowed = [r[0] for r in conn.execute(select(m.c.id).where(clause).limit(500_000))]
             hits = self.index.top(query, n, allowed)
-            found.update(rows.rows_by_ids(conn, [i for i, _ in hits if i not in found], clause))
-        return hits, found
+        return hits, {}
 
     def vectors(self, conn: Connection, model: str, ids: Sequence[str]) -> dict[str, Vector]:
         out = {}

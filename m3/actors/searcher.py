@@ -20,6 +20,7 @@ from sqlalchemy import Connection, RowMapping, and_, select
 
 from m3.actors import ranking
 from m3.actors.base import M3Actor
+from m3.actors.candidate_rows import CandidateRows
 from m3.actors.dense import DenseLeg, leg_for
 from m3.actors.supervisor import ActorHandle
 from m3.embed.base import Embedder
@@ -68,6 +69,8 @@ class Searcher(M3Actor):
         self._conn: Connection | None = None
         #: The current search's query vector; set per request by _dense_hits.
         self._query_vec: Any = None
+        #: The current search's candidate rows; set per request by search.
+        self._rows: CandidateRows | None = None
 
     def setup(self) -> None:
         self._engine = open_engine(self._options, "reader")
@@ -107,16 +110,19 @@ class Searcher(M3Actor):
         hits = fulltext.memory_hits(self.conn, msg.query, clause, n)
         dense, found = self._dense_hits(msg.query, clause, n)
         wanted = dict.fromkeys([h.id for h in hits] + [i for i, _ in dense])
-        found.update(rows.rows_by_ids(self.conn, [i for i in wanted if i not in found], clause))
+        # Narrow rows (no content) for ranking; the chosen few are completed below.
+        self._rows = loaded = CandidateRows(self.conn)
+        found.update(loaded.fetch([i for i in wanted if i not in found], clause))
         cands = self._candidates_from(found, hits, [(i, s) for i, s in dense if i in found])
         ranking.fuse(cands, terms, self._weights, msg.filter.as_of or now)
         by_relevance = {c.id: r for r, c in enumerate(sorted(cands, key=lambda c: c.score, reverse=True), 1)}
         chosen = ranking.mmr(cands, msg.k, self._weights.mmr_lambda)
+        loaded.complete([c.id for c in chosen])
         items = [self._item(c, msg.explain, rank, by_relevance[c.id]) for rank, c in enumerate(chosen, 1)]
         self._touch([c.id for c in chosen], now)
         return {"count": len(items), "items": items, "query": msg.query}
 
-    def _dense_hits(self, query: str, clause: Any, n: int) -> tuple[list[tuple[str, float]], dict[str, RowMapping]]:
+    def _dense_hits(self, query: str, clause: Any, n: int) -> tuple[list[tuple[str, float]], dict[str, Any]]:
         """The dense leg's filtered top ``n`` and the rows it loaded; sets the query vector when there are vectors."""
         self._query_vec = None
         self._follow_active_model()
@@ -145,7 +151,7 @@ class Searcher(M3Actor):
         if self._embedder is None:
             log.warning("no embedder for %s in this process: searching by keyword until it is available", active)
 
-    def _candidates_from(self, found: dict[str, RowMapping], hits: list[fulltext.KeywordHit],
+    def _candidates_from(self, found: dict[str, Any], hits: list[fulltext.KeywordHit],
                          dense: list[tuple[str, float]]) -> list[ranking.Candidate]:
         cands: dict[str, ranking.Candidate] = {}
         for h in hits:
@@ -172,6 +178,8 @@ class Searcher(M3Actor):
         pending = sorted(pending, key=lambda c: c.bm25, reverse=True)[:PENDING_EMBED_MAX]
         if not pending or self._query_vec is None or self._embedder is None:
             return
+        if self._rows is not None:
+            self._rows.complete([c.id for c in pending])
         try:
             matrix = self._embedder.embed([vectors.embed_text(c.row["title"], c.row["content"]) for c in pending])
         except EmbedderUnavailable as exc:

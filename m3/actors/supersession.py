@@ -33,7 +33,7 @@ from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import Connection, RowMapping, select
+from sqlalchemy import Connection, RowMapping, bindparam, select
 
 from m3.actors.vector_index import VectorIndex
 from m3.protocols.base import Message
@@ -70,6 +70,14 @@ class Candidates(Protocol):
         """Ids in ``row``'s owner group whose cosine to ``vector`` exceeds ``threshold``, best first."""
 
 
+_COMMITTED_AFTER = (
+    select(e.c.seq, e.c.memory_id, e.c.vector, m.c.type, m.c.agent_id, m.c.user_id)
+    .join(m, m.c.id == e.c.memory_id)
+    .where(e.c.model == bindparam("model"), e.c.seq > bindparam("after"))
+    .order_by(e.c.seq).limit(bindparam("page"))
+)
+
+
 class CandidateIndex:
     """Vectors of supersedable memories per owner group, in memory; owned by one SQLite Writer."""
 
@@ -87,13 +95,8 @@ class CandidateIndex:
     def refresh(self, conn: Connection, model: str, page: int = 20_000) -> None:
         """Load committed vectors of ``model`` not seen yet. Call before writing in the transaction."""
         while True:
-            query = (
-                select(e.c.seq, e.c.memory_id, e.c.vector, m.c.type, m.c.agent_id, m.c.user_id)
-                .join(m, m.c.id == e.c.memory_id)
-                .where(e.c.model == model, e.c.seq > self._last_seq.get(model, 0))
-                .order_by(e.c.seq).limit(page)
-            )
-            found = conn.execute(query).all()
+            found = conn.execute(_COMMITTED_AFTER, {"model": model, "after": self._last_seq.get(model, 0),
+                                                    "page": page}).all()
             for seq, memory_id, vector, mtype, agent, user in found:
                 self._last_seq[model] = int(seq)
                 if mtype not in self._exempt:
@@ -124,9 +127,11 @@ def supersede_similar(conn: Connection, msg: StoreVectors, policy: SupersessionP
                       clock: Callable[[], datetime], index: Candidates) -> list[tuple[str, str]]:
     """Store the vectors, then apply the rule; returns (retired id, winner id) pairs."""
     matrix = np.frombuffer(msg.vectors, dtype="<f4").reshape(len(msg.ids), msg.dim)
-    kept = vectors.store(conn, msg.model, msg.dim, msg.ids, matrix, clock())
+    found = rows.decision_rows(conn, msg.ids, msg.model)
+    kept = vectors.store(conn, msg.model, msg.dim, msg.ids, matrix, clock(),
+                         existing={i: bool(row["has_vector"]) for i, row in found.items()})
     position = {memory_id: i for i, memory_id in enumerate(msg.ids)}
-    stored = sorted(rows.rows_by_ids(conn, kept).values(), key=lambda r: r["recorded_at"])
+    stored = sorted((found[i] for i in kept), key=lambda r: r["recorded_at"])
     for row in stored:
         if row["type"] not in policy.exempt_types and row["retired_at"] is None:
             index.add(msg.model, row["id"], (row["type"], row["agent_id"], row["user_id"]),
@@ -136,14 +141,15 @@ def supersede_similar(conn: Connection, msg: StoreVectors, policy: SupersessionP
     closed: list[tuple[str, str]] = []
     ops = MemoryWrites(conn, clock)
     for row in stored:
-        if row["type"] in policy.exempt_types:
-            continue
-        current = rows.load(conn, row["id"])
-        if current["retired_at"] is not None:
+        if row["type"] in policy.exempt_types or row["retired_at"] is not None:
             continue
         vector = matrix[position[row["id"]]]
-        candidates = index.near(conn, msg.model, current, vector, policy.threshold)
-        if candidates:
+        # The owner (type, agent, user) never changes, so candidates come before the row is read again.
+        candidates = index.near(conn, msg.model, row, vector, policy.threshold)
+        if not candidates:
+            continue
+        current = rows.load(conn, row["id"])  # an earlier row of this batch may have retired it
+        if current["retired_at"] is None:
             closed += _apply_rule(conn, ops, current, vector, msg.model, candidates, policy, index)
     for loser, _winner in closed:
         index.discard(loser)

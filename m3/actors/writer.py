@@ -2,10 +2,20 @@
 
 Group commit: write requests accumulate while more messages wait in the
 mailbox; when the mailbox is empty (or the batch is full) the batch runs in
-one transaction, each request inside its own savepoint so that one bad
-request fails alone. After the commit the Writer tells the other actors
-what changed, then answers every caller. An answer therefore always means
-"committed".
+one transaction, and one bad request fails alone:
+
+* a request the Writer may refuse after writing part of it (supersede,
+  update, delete, pin, link: unknown ids, retired memories) runs inside its
+  own savepoint;
+* the others (new memories, vectors, chat, read statistics) were validated
+  before they were sent and run without one; consecutive ones of a kind run
+  as one unit (one duplicate query, one executemany). Should one fail
+  anyway, the transaction rolls back and every request of the batch runs
+  again alone;
+* a batch of one request needs no savepoint: its transaction rolls back.
+
+After the commit the Writer tells the other actors what changed, then
+answers every caller. An answer therefore always means "committed".
 """
 
 from __future__ import annotations
@@ -64,6 +74,11 @@ class Effects:
     erased: list[str] = field(default_factory=list)
     #: Agents that got a notification (their routers wake waiting callers).
     notified: list[str] = field(default_factory=list)
+
+    def add_fresh(self, fresh: list[tuple[str, str]]) -> None:
+        for memory_id, text in fresh:
+            self.embed_ids.append(memory_id)
+            self.embed_texts.append(text)
 
     def extend(self, other: Effects) -> None:
         self.embed_ids += other.embed_ids
@@ -179,22 +194,42 @@ class Writer(M3Actor):
     def _run(self, batch: list[Envelope]) -> tuple[list[Any], Effects]:
         conn = self._conn
         assert conn is not None
-        outcomes: list[Any] = []
+        if len(batch) == 1:
+            return self._run_one(conn, batch[0])
+        outcomes: list[Any] = [None] * len(batch)
         effects = Effects()
         with conn.begin():
             # Before anything is written: the candidates see committed data only, and on PostgreSQL
             # the transaction takes its advisory locks before any row lock.
             self._candidates.prepare(conn, [env.message for env in batch])
-            for env in batch:
-                try:
-                    with conn.begin_nested():
-                        result, fx = self._apply(conn, env.message)
-                except M3Error as exc:
-                    outcomes.append(exc)
-                    continue
-                outcomes.append(result)
+            for unit in work_units(batch):
+                msgs = [batch[i].message for i in unit]
+                if isinstance(msgs[0], REFUSABLE):
+                    try:
+                        with conn.begin_nested():
+                            results, fx = self._apply_unit(conn, msgs)
+                    except M3Error as exc:
+                        outcomes[unit[0]] = exc
+                        continue
+                else:
+                    # Validated before it was sent, not expected to fail: no savepoint. Should it fail anyway,
+                    # the transaction rolls back and _flush runs every request of the batch alone.
+                    results, fx = self._apply_unit(conn, msgs)
+                for i, result in zip(unit, results, strict=True):
+                    outcomes[i] = result
                 effects.extend(fx)
         return outcomes, effects
+
+    def _run_one(self, conn: Connection, env: Envelope) -> tuple[list[Any], Effects]:
+        """A batch of one request: no savepoint (two statements saved); a refused request rolls back the
+        whole transaction instead, which then holds nothing else."""
+        try:
+            with conn.begin():
+                self._candidates.prepare(conn, [env.message])
+                results, fx = self._apply_unit(conn, [env.message])
+        except M3Error as exc:
+            return [exc], Effects()
+        return results, fx
 
     def _publish(self, fx: Effects) -> None:
         if fx.embed_ids and self._embedder is not None:
@@ -217,7 +252,24 @@ class Writer(M3Actor):
                 if env.reply is not None:
                     env.reply.set_result(outcome)
 
-    # -- applying one request ------------------------------------------------------------------
+    # -- applying requests ---------------------------------------------------------------------
+
+    def _apply_unit(self, conn: Connection, msgs: list[Message]) -> tuple[list[Any], Effects]:
+        """Apply requests that run together (see :func:`work_units`); one result per request."""
+        if len(msgs) == 1:
+            result, fx = self._apply(conn, msgs[0])
+            return [result], fx
+        if isinstance(msgs[0], StoreVectors):
+            merged = merge_vectors([msg for msg in msgs if isinstance(msg, StoreVectors)])
+            supersede_similar(conn, merged, self._policy, self._clock, self._candidates)
+            return [None] * len(msgs), Effects()
+        fx = Effects()
+        results = []
+        writes = [msg for msg in msgs if isinstance(msg, WriteMemories)]
+        for outcomes, fresh in MemoryWrites(conn, self._clock).write_all(writes):
+            results.append(outcomes)
+            fx.add_fresh(fresh)
+        return results, fx
 
     def _apply(self, conn: Connection, msg: Message) -> tuple[Any, Effects]:
         fx = Effects()
@@ -228,9 +280,7 @@ class Writer(M3Actor):
         ops = MemoryWrites(conn, self._clock)
         if isinstance(msg, WriteMemories):
             outcomes, fresh = ops.write(msg)
-            for memory_id, text in fresh:
-                fx.embed_ids.append(memory_id)
-                fx.embed_texts.append(text)
+            fx.add_fresh(fresh)
             return outcomes, fx
         if isinstance(msg, SupersedeMemory):
             outcome, text = ops.supersede(msg)
@@ -263,6 +313,45 @@ class Writer(M3Actor):
         if isinstance(msg, WriteChat):
             return chat_rows.append(conn, msg, self._clock()), fx
         raise TypeError(f"Writer cannot apply {type(msg).__name__}")
+
+
+#: Requests the Writer may refuse (M3Error) after writing part of them: in a group, each gets a savepoint.
+REFUSABLE = (SupersedeMemory, UpdateMemory, DeleteMemory, PinMemory, LinkMemories)
+
+
+def work_units(batch: list[Envelope]) -> list[list[int]]:
+    """Positions in ``batch`` grouped into units applied at once: a run of consecutive WriteMemories, or of
+    consecutive StoreVectors of one model and supersede flag; any other request alone. Order is kept."""
+    units: list[list[int]] = []
+    for i, env in enumerate(batch):
+        if units and _mergeable(batch[units[-1][-1]].message, env.message):
+            units[-1].append(i)
+        else:
+            units.append([i])
+    return units
+
+
+def _mergeable(a: Message, b: Message) -> bool:
+    if isinstance(a, WriteMemories) and isinstance(b, WriteMemories):
+        return True
+    if isinstance(a, StoreVectors) and isinstance(b, StoreVectors):
+        return (a.model, a.dim, a.supersede) == (b.model, b.dim, b.supersede)
+    return False
+
+
+def merge_vectors(msgs: list[StoreVectors]) -> StoreVectors:
+    """One StoreVectors doing what ``msgs`` do in turn (of one model and flag): a memory given several
+    vectors keeps the last."""
+    width = msgs[0].dim * 4
+    last: dict[str, bytes] = {}
+    for msg in msgs:
+        if len(msg.vectors) != width * len(msg.ids):
+            raise ValueError(f"StoreVectors holds {len(msg.vectors)} bytes for {len(msg.ids)} vectors of {msg.dim}")
+        for i, memory_id in enumerate(msg.ids):
+            last.pop(memory_id, None)
+            last[memory_id] = msg.vectors[i * width:(i + 1) * width]
+    return StoreVectors(model=msgs[0].model, dim=msgs[0].dim, ids=tuple(last), vectors=b"".join(last.values()),
+                        supersede=msgs[0].supersede)
 
 
 #: How often a transaction that lost a deadlock or serialization race (PostgreSQL) is run.

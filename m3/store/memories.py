@@ -12,12 +12,13 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, RowMapping, and_, delete, func, insert, or_, select, update
+from sqlalchemy import Connection, RowMapping, and_, bindparam, delete, func, insert, or_, select, update
 
 from m3.errors import AmbiguousId, NotFound
 from m3.protocols.messages import MemoryFilter, NewMemory
 from m3.store.filters import isolation_clause
 from m3.store.schema import memories as m
+from m3.store.schema import memory_embeddings as e
 from m3.store.schema import memory_history as h
 from m3.store.schema import memory_relationships as r
 
@@ -67,36 +68,76 @@ def load(conn: Connection, memory_id: str) -> RowMapping:
 
 def find_duplicate(conn: Connection, mem: NewMemory, digest: str) -> RowMapping | None:
     """A current memory with the same content, type, owner and conversation, if any."""
-    query = select(m.c.id, m.c.content_hash, m.c.recorded_at).where(
-        m.c.content_hash == digest,
-        m.c.type == mem.type,
-        m.c.retired_at.is_(None),
-        _same(m.c.agent_id, mem.agent_id),
-        _same(m.c.user_id, mem.user_id),
-        _same(m.c.conversation_id, mem.conversation_id),
-    )
-    return conn.execute(query.limit(1)).mappings().first()
+    return find_duplicates(conn, [(mem, digest)]).get(duplicate_key(mem, digest))
+
+
+DuplicateKey = tuple[str, str, str | None, str | None, str | None]  # hash, type, agent, user, conversation
+
+
+def duplicate_key(mem: NewMemory, digest: str) -> DuplicateKey:
+    return (digest, mem.type, mem.agent_id, mem.user_id, mem.conversation_id)
+
+
+# Statements built once: SQLAlchemy caches their compiled form, so a write pays for binding values only.
+_CURRENT_BY_HASH = select(
+    m.c.id, m.c.content_hash, m.c.recorded_at, m.c.type, m.c.agent_id, m.c.user_id, m.c.conversation_id,
+).where(m.c.content_hash.in_(bindparam("digests", expanding=True)), m.c.retired_at.is_(None),
+        m.c.type.in_(bindparam("types", expanding=True))).order_by(m.c.seq)
+# A text repeated in many conversations ("Thanks!") must not bring back every one of them.
+_CURRENT_BY_HASH_IN = _CURRENT_BY_HASH.where(m.c.conversation_id.in_(bindparam("conversations", expanding=True)))
+_INSERT_MEMORY = insert(m)
+_INSERT_HISTORY = insert(h)
+
+
+def find_duplicates(conn: Connection, wanted: Sequence[tuple[NewMemory, str]]) -> dict[DuplicateKey, RowMapping]:
+    """For (memory, content hash) pairs: the current memory with the same content, type, owner and
+    conversation, keyed by :func:`duplicate_key` (absent when there is none). One query per 500 hashes."""
+    keys = {duplicate_key(mem, digest) for mem, digest in wanted}
+    digests = sorted({key[0] for key in keys})
+    params: dict[str, Any] = {"types": sorted({key[1] for key in keys})}
+    conversations = {key[4] for key in keys}
+    query = _CURRENT_BY_HASH
+    if None not in conversations:
+        query, params["conversations"] = _CURRENT_BY_HASH_IN, sorted(conversations)
+    found: dict[DuplicateKey, RowMapping] = {}
+    for start in range(0, len(digests), 500):
+        for row in conn.execute(query, {**params, "digests": digests[start:start + 500]}).mappings():
+            key = (row["content_hash"], row["type"], row["agent_id"], row["user_id"], row["conversation_id"])
+            if key in keys:
+                found.setdefault(key, row)
+    return found
 
 
 def _same(column: Any, value: str | None) -> Any:
     return column.is_(None) if value is None else column == value
 
 
+def memory_values(mem: NewMemory, *, memory_id: str, digest: str, now: datetime) -> dict[str, Any]:
+    """The column values of a new memory row."""
+    return {
+        "id": memory_id, "type": mem.type, "title": mem.title, "content": mem.content,
+        "metadata": dict(mem.metadata), "scope": mem.scope, "agent_id": mem.agent_id, "user_id": mem.user_id,
+        "importance": mem.importance, "pinned": mem.pinned, "expires_at": mem.expires_at,
+        "content_hash": digest, "access_count": 0, "last_accessed_at": None,
+        "conversation_id": mem.conversation_id, "source": mem.source, "valid_from": mem.valid_from or now,
+        "valid_to": None, "recorded_at": now, "retired_at": None, "retire_reason": None, "superseded_by": None,
+    }
+
+
 def insert_memory(conn: Connection, mem: NewMemory, *, memory_id: str, digest: str, now: datetime) -> None:
-    conn.execute(insert(m).values(
-        id=memory_id, type=mem.type, title=mem.title, content=mem.content, metadata=dict(mem.metadata),
-        scope=mem.scope, agent_id=mem.agent_id, user_id=mem.user_id, importance=mem.importance,
-        pinned=mem.pinned, expires_at=mem.expires_at, content_hash=digest, access_count=0,
-        last_accessed_at=None, conversation_id=mem.conversation_id, source=mem.source,
-        valid_from=mem.valid_from or now, valid_to=None, recorded_at=now, retired_at=None,
-        retire_reason=None, superseded_by=None,
-    ))
+    insert_memories(conn, [memory_values(mem, memory_id=memory_id, digest=digest, now=now)])
+
+
+def insert_memories(conn: Connection, values: Sequence[dict[str, Any]]) -> None:
+    """Insert rows built by :func:`memory_values` (one executemany)."""
+    if values:
+        conn.execute(_INSERT_MEMORY, list(values))
 
 
 def record_events(conn: Connection, events: Sequence[dict[str, Any]]) -> None:
     """Append history rows: dicts of memory_id, event, actor, at, details."""
     if events:
-        conn.execute(insert(h), [dict(e) for e in events])
+        conn.execute(_INSERT_HISTORY, [dict(e) for e in events])
 
 
 def event(memory_id: str, name: str, actor: str | None, at: datetime, **details: Any) -> dict[str, Any]:
@@ -177,15 +218,53 @@ def count_current(conn: Connection) -> int:
     return int(conn.execute(select(func.count()).select_from(m).where(m.c.retired_at.is_(None))).scalar_one())
 
 
-def rows_by_ids(conn: Connection, ids: Sequence[str], where: Any = None) -> dict[str, RowMapping]:
-    """Rows for ``ids`` that also satisfy ``where``; a dict keyed by id."""
+#: The columns of a memory row except the large ones (content, metadata, source): what search ranks by.
+RANKING_COLUMNS = tuple(c for c in m.c if c.name not in ("content", "metadata", "source"))
+
+
+def rows_by_ids(conn: Connection, ids: Sequence[str], where: Any = None,
+                columns: Sequence[Any] | None = None) -> dict[str, RowMapping]:
+    """Rows for ``ids`` that also satisfy ``where``, with ``columns`` (default: all; ``id`` always); a dict
+    keyed by id."""
     out: dict[str, RowMapping] = {}
+    wanted = list(columns) if columns is not None else [m]
+    if columns is not None and m.c.id not in columns:
+        wanted.append(m.c.id)
     for start in range(0, len(ids), 500):
         chunk = list(ids[start:start + 500])
-        query = select(m).where(m.c.id.in_(chunk))
+        query = select(*wanted).where(m.c.id.in_(chunk))
         if where is not None:
             query = query.where(where)
         for row in conn.execute(query).mappings():
+            out[row["id"]] = row
+    return out
+
+
+def visible_ids(conn: Connection, ids: Sequence[str], where: Any) -> set[str]:
+    """Those of ``ids`` whose rows satisfy ``where``."""
+    out: set[str] = set()
+    for start in range(0, len(ids), 500):
+        query = select(m.c.id).where(m.c.id.in_(list(ids[start:start + 500])), where)
+        out.update(row[0] for row in conn.execute(query))
+    return out
+
+
+#: What similarity supersession decides on (no content: a stored vector needs its owner and times only), and
+#: whether the memory has a vector of the model already.
+_DECISION_ROWS = select(
+    m.c.id, m.c.type, m.c.agent_id, m.c.user_id, m.c.content_hash, m.c.valid_from, m.c.recorded_at,
+    m.c.retired_at,
+    select(e.c.seq).where(e.c.memory_id == m.c.id, e.c.model == bindparam("model")).exists().label("has_vector"),
+).where(m.c.id.in_(bindparam("ids", expanding=True)))
+
+
+def decision_rows(conn: Connection, ids: Sequence[str], model: str) -> dict[str, RowMapping]:
+    """Existing memories among ``ids`` with the columns supersession needs and ``has_vector`` (of ``model``),
+    keyed by id."""
+    out: dict[str, RowMapping] = {}
+    for start in range(0, len(ids), 500):
+        chunk = list(ids[start:start + 500])
+        for row in conn.execute(_DECISION_ROWS, {"ids": chunk, "model": model}).mappings():
             out[row["id"]] = row
     return out
 

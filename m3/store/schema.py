@@ -22,6 +22,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    text,
 )
 
 from m3.store.types import UTCDateTime, VectorType, json_type
@@ -60,7 +61,9 @@ memories = Table(
     Index("ix_memories_conversation", "conversation_id"),
     Index("ix_memories_hash", "content_hash"),
     Index("ix_memories_recorded", "recorded_at"),
-    Index("ix_memories_retired", "retired_at"),
+    # Partial: an index holding NULL for every current row misleads SQLite's planner (migration 0004).
+    Index("ix_memories_retired", "retired_at", sqlite_where=text("retired_at IS NOT NULL"),
+          postgresql_where=text("retired_at IS NOT NULL")),
 )
 
 memory_embeddings = Table(

@@ -12,8 +12,6 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
-_SQLITE_FORMAT = "%Y-%m-%d %H:%M:%S.%f"
-
 
 class UTCDateTime(TypeDecorator[datetime]):
     """An aware UTC datetime.
@@ -45,7 +43,10 @@ class UTCDateTime(TypeDecorator[datetime]):
         if value is None:
             return None
         if isinstance(value, str):
-            return datetime.strptime(value, _SQLITE_FORMAT).replace(tzinfo=UTC)
+            # The fixed-width text written above; fromisoformat reads it ~30x faster than strptime (search
+            # reads thousands of times per query). A value with an offset (not written by m3) is converted.
+            parsed = datetime.fromisoformat(value)
+            return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
         if isinstance(value, datetime):
             return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
         raise TypeError(f"unexpected time value {value!r}")

@@ -7,13 +7,13 @@ and re-inserts it so that its ``seq`` grows and incremental loaders
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import Connection, delete, func, insert, select
+from sqlalchemy import Connection, bindparam, delete, func, insert, select
 
 from m3.store.schema import memories as m
 from m3.store.schema import memory_embeddings as e
@@ -21,15 +21,28 @@ from m3.store.schema import memory_embeddings as e
 Matrix = npt.NDArray[np.float32]
 
 
-def store(conn: Connection, model: str, dim: int, ids: Sequence[str], vectors: Matrix, at: datetime) -> list[str]:
-    """Store one vector per id for ``model``; return the ids that still exist (others were deleted meanwhile)."""
-    existing = {row[0] for row in conn.execute(select(m.c.id).where(m.c.id.in_(list(ids))))}
+_EXISTING = select(m.c.id).where(m.c.id.in_(bindparam("ids", expanding=True)))
+_DELETE = delete(e).where(e.c.model == bindparam("model"), e.c.memory_id.in_(bindparam("ids", expanding=True)))
+_INSERT = insert(e)
+
+
+def store(conn: Connection, model: str, dim: int, ids: Sequence[str], vectors: Matrix, at: datetime,
+          existing: Mapping[str, bool] | None = None) -> list[str]:
+    """Store one vector per id for ``model``; return the ids that still exist (others were deleted meanwhile).
+
+    ``existing``: when the caller has read them in this transaction, the ids among ``ids`` that exist, each
+    mapped to whether it has a vector of ``model`` already (to be replaced).
+    """
+    if existing is None:
+        existing = {row[0]: True for row in conn.execute(_EXISTING, {"ids": list(ids)})}
     keep = [i for i, memory_id in enumerate(ids) if memory_id in existing]
     if not keep:
         return []
     kept_ids = [ids[i] for i in keep]
-    conn.execute(delete(e).where(e.c.model == model, e.c.memory_id.in_(kept_ids)))
-    conn.execute(insert(e), [
+    replaced = [memory_id for memory_id in kept_ids if existing[memory_id]]
+    if replaced:
+        conn.execute(_DELETE, {"model": model, "ids": replaced})
+    conn.execute(_INSERT, [
         {"memory_id": ids[i], "model": model, "dim": dim, "vector": vectors[i], "created_at": at} for i in keep
     ])
     return kept_ids
@@ -85,11 +98,13 @@ def reusable(conn: Connection, model: str, ids: Sequence[str]) -> dict[str, Matr
     if not ids:
         return {}
     other = m.alias("other")
+    # ``model || ''``, not ``model``: otherwise SQLite (no statistics) drives the join from the
+    # (model, seq) index, reading every vector of the model per call (0.85 s at 20k memories, not 1 ms).
     rows = conn.execute(
         select(m.c.id, e.c.vector)
         .join(other, (other.c.content_hash == m.c.content_hash) & (other.c.id != m.c.id)
               & other.c.title.is_not_distinct_from(m.c.title))
-        .join(e, (e.c.memory_id == other.c.id) & (e.c.model == model))
+        .join(e, (e.c.memory_id == other.c.id) & (e.c.model.concat("") == model))
         .where(m.c.id.in_(list(ids)))
     ).all()
     return {row[0]: np.asarray(row[1], dtype=np.float32) for row in rows}

@@ -7,7 +7,8 @@ always matches its SHA-256 hash.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import itertools
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -39,21 +40,41 @@ class MemoryWrites:
 
     def write(self, msg: WriteMemories) -> tuple[list[WriteOutcome], list[tuple[str, str]]]:
         """Insert each memory unless an identical current one exists; return outcomes and (id, text) to embed."""
-        outcomes: list[WriteOutcome] = []
-        fresh: list[tuple[str, str]] = []
-        for mem in msg.memories:
-            digest = rows.content_hash(mem.content)
-            dup = rows.find_duplicate(self.conn, mem, digest)
-            if dup is not None:
-                outcomes.append(WriteOutcome(id=dup["id"], created=False, content_hash=digest,
-                                             recorded_at=dup["recorded_at"]))
-                continue
-            memory_id, now = rows.new_id(), self.clock()
-            rows.insert_memory(self.conn, mem, memory_id=memory_id, digest=digest, now=now)
-            rows.record_events(self.conn, [rows.event(memory_id, "created", msg.actor, now, type=mem.type)])
-            outcomes.append(WriteOutcome(id=memory_id, created=True, content_hash=digest, recorded_at=now))
-            fresh.append((memory_id, embed_text(mem.title, mem.content)))
-        return outcomes, fresh
+        return self.write_all([msg])[0]
+
+    def write_all(self, msgs: Sequence[WriteMemories]) -> list[tuple[list[WriteOutcome], list[tuple[str, str]]]]:
+        """:meth:`write` for several requests at once, with one result per request, as if run in turn.
+
+        One query finds the duplicates of every memory; the new rows and their history events go in one
+        executemany each. A memory repeating an earlier one (of the same or an earlier request) is its
+        duplicate.
+        """
+        wanted = [(mem, rows.content_hash(mem.content)) for msg in msgs for mem in msg.memories]
+        current: dict[rows.DuplicateKey, Any] = rows.find_duplicates(self.conn, wanted)
+        values: list[dict[str, Any]] = []
+        events: list[dict[str, Any]] = []
+        results: list[tuple[list[WriteOutcome], list[tuple[str, str]]]] = []
+        pairs = iter(wanted)
+        for msg in msgs:
+            outcomes: list[WriteOutcome] = []
+            fresh: list[tuple[str, str]] = []
+            for mem, digest in itertools.islice(pairs, len(msg.memories)):
+                key = rows.duplicate_key(mem, digest)
+                dup = current.get(key)
+                if dup is not None:
+                    outcomes.append(WriteOutcome(id=dup["id"], created=False, content_hash=digest,
+                                                 recorded_at=dup["recorded_at"]))
+                    continue
+                memory_id, now = rows.new_id(), self.clock()
+                values.append(rows.memory_values(mem, memory_id=memory_id, digest=digest, now=now))
+                events.append(rows.event(memory_id, "created", msg.actor, now, type=mem.type))
+                current[key] = {"id": memory_id, "recorded_at": now}
+                outcomes.append(WriteOutcome(id=memory_id, created=True, content_hash=digest, recorded_at=now))
+                fresh.append((memory_id, embed_text(mem.title, mem.content)))
+            results.append((outcomes, fresh))
+        rows.insert_memories(self.conn, values)
+        rows.record_events(self.conn, events)
+        return results
 
     def supersede(self, msg: SupersedeMemory) -> tuple[WriteOutcome, str]:
         old = rows.load(self.conn, msg.old_id)

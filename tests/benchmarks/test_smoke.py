@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from benchmarks import perf_search, perf_search_stores, perf_write
+from benchmarks import perf_search, perf_search_ab, perf_search_stores, perf_write
 from benchmarks.data import Haystack, default_data_dir, load_locomo, load_longmemeval
 from benchmarks.precomputed import synthetic_vector
 from benchmarks.retrieval import run_benchmark
@@ -122,3 +122,11 @@ def test_the_shared_dev_data_loads_in_full() -> None:
     assert len(load_longmemeval(SHARED, "s")) == 400
     assert len(load_longmemeval(SHARED, "oracle")[0].questions) == 402
     assert len(load_locomo(SHARED)) == 7
+
+
+def test_perf_search_ab_fills_a_kept_store_then_searches_it(tmp_path: Path) -> None:
+    common = ["--store", str(tmp_path / "store"), "--size", "40", "--queries", "3", "--source", "oracle",
+              "--cache", str(tmp_path / "c.sqlite"), "--out", str(tmp_path)]
+    assert perf_search_ab.main(["fill", *common])["row"]["memories"] == 40
+    row = perf_search_ab.main(["search", *common])["row"]
+    assert row["m3_p50"] > 0 and row["m3_filtered_p95"] > 0

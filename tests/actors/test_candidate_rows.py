@@ -1,0 +1,77 @@
+"""Candidate rows of a search: ranking columns first, the rest loaded once, when first needed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+
+import pytest
+from sqlalchemy import Connection, event, true
+
+from m3.actors.candidate_rows import ALL_COLUMNS, CandidateRows
+from m3.actors.supervisor import ActorHandle
+from m3.protocols.messages import DeleteMemory, MemoryFilter
+from m3.store import memories as rows
+from m3.store.engine import StoreOptions, open_engine
+from m3.store.filters import search_clause
+from tests.actors.conftest import WAIT_S, write_one
+
+
+@pytest.fixture
+def written(start_writer: Callable[..., ActorHandle]) -> list[str]:
+    """Four current memories; a fifth, deleted (retired), is last."""
+    writer = start_writer()
+    ids = [writer.ask(write_one(f"memory number {i}", title=f"title {i}", metadata={"i": i}), WAIT_S)[0].id
+           for i in range(5)]
+    writer.ask(DeleteMemory(id=ids[-1]), WAIT_S)
+    return ids
+
+
+@pytest.fixture
+def reader(store_options: StoreOptions) -> Iterator[tuple[Connection, list[str]]]:
+    """A read connection and the SQL statements it runs."""
+    engine = open_engine(store_options, "reader")
+    statements: list[str] = []
+    event.listen(engine, "before_cursor_execute",
+                 lambda *args: statements.append(args[2]) if args[2].startswith("SELECT") else None)
+    with engine.connect() as conn, conn.begin():
+        yield conn, statements
+    engine.dispose()
+
+
+def test_candidates_are_loaded_without_their_content_and_filtered_like_the_search(
+        written: list[str], reader: tuple[Connection, list[str]]) -> None:
+    conn, statements = reader
+    loaded = CandidateRows(conn)
+    found = loaded.fetch([*written, "no-such-id"], search_clause(MemoryFilter(), datetime.now(UTC)))
+    assert set(found) == set(written[:4])
+    row = found[written[0]]
+    assert row["title"] == "title 0" and row["importance"] == 0.5 and row["valid_from"].tzinfo is not None
+    assert len(statements) == 1 and "content," not in statements[0].replace("content_hash", "")
+
+
+def test_reading_a_large_column_loads_it_for_every_candidate_in_one_query(
+        written: list[str], reader: tuple[Connection, list[str]]) -> None:
+    conn, statements = reader
+    found = CandidateRows(conn).fetch(written, true())
+    before = len(statements)
+    assert found[written[2]]["content"] == "memory number 2"
+    assert [found[i]["metadata"] for i in written] == [{"i": i} for i in range(5)]
+    assert len(statements) == before + 1
+    assert dict(found[written[1]]) == dict(rows.load(conn, written[1]))
+    assert set(found[written[3]]) == ALL_COLUMNS
+
+
+def test_completing_the_chosen_rows_loads_only_those(
+        written: list[str], reader: tuple[Connection, list[str]]) -> None:
+    conn, statements = reader
+    loaded = CandidateRows(conn)
+    found = loaded.fetch(written, true())
+    loaded.complete(written[:2])
+    assert all(found[i].complete for i in written[:2]) and not any(found[i].complete for i in written[2:])
+    before = len(statements)
+    loaded.complete(written[:2])
+    assert found[written[0]]["content"] == "memory number 0"
+    assert len(statements) == before
+    with pytest.raises(KeyError):
+        found[written[0]]["no_such_column"]

@@ -1,0 +1,75 @@
+"""SQLite query plans of the hot read paths: candidates are looked up by id, never by scanning current rows.
+
+SQLite keeps no statistics unless ANALYZE runs, so an index whose key is
+NULL for almost every row (``retired_at`` of current memories) looks as
+selective as a unique one. These check the plans SQLite really chooses.
+PostgreSQL plans from its own statistics (autovacuum's ANALYZE).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from sqlalchemy import Connection, Engine, event
+
+from m3.protocols.messages import MemoryFilter, NewMemory
+from m3.store import memories as rows
+from m3.store import vectors
+from m3.store.filters import search_clause
+from tests.stored import is_postgres
+
+IDS = [f"00000000-0000-4000-8000-{i:012d}" for i in range(400)]
+
+
+def plan_of(conn: Connection, call: Any) -> list[str]:
+    """The plan details of every SELECT that ``call(conn)`` runs."""
+    seen: list[tuple[str, Any]] = []
+
+    def record(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_args: Any) -> None:
+        if statement.startswith("SELECT"):
+            seen.append((statement, parameters))
+
+    event.listen(conn, "before_cursor_execute", record)
+    try:
+        call(conn)
+    finally:
+        event.remove(conn, "before_cursor_execute", record)
+    assert seen
+    return [str(step[3]) for statement, params in seen
+            for step in conn.exec_driver_sql("EXPLAIN QUERY PLAN " + statement, params).all()]
+
+
+@pytest.fixture
+def sqlite_conn(writer_engine: Engine, store_url: str) -> Any:
+    if is_postgres(store_url):
+        pytest.skip("SQLite only: PostgreSQL chooses plans from statistics")
+    with writer_engine.connect() as conn:
+        yield conn
+
+
+@pytest.mark.parametrize("flt", [MemoryFilter(), MemoryFilter(enforce_isolation=True, reader_agent_id="a")],
+                         ids=["plain", "isolated"])
+def test_candidate_rows_are_looked_up_by_id(sqlite_conn: Connection, flt: MemoryFilter) -> None:
+    clause = search_clause(flt, datetime.now(UTC))
+    for call in (lambda c: rows.rows_by_ids(c, IDS, clause), lambda c: rows.visible_ids(c, IDS, clause),
+                 lambda c: rows.rows_by_ids(c, IDS, clause, columns=rows.RANKING_COLUMNS)):
+        plan = plan_of(sqlite_conn, call)
+        assert plan and all("(id=?)" in step for step in plan), plan
+
+
+def test_duplicates_are_looked_up_by_content_hash(sqlite_conn: Connection) -> None:
+    plan = plan_of(sqlite_conn, lambda c: rows.find_duplicates(c, [(NewMemory(type="note", content="x"), "ab")]))
+    assert any("ix_memories_hash" in step for step in plan), plan
+
+
+def test_time_travel_can_still_use_the_retired_index(sqlite_conn: Connection) -> None:
+    plan = [str(step[3]) for step in sqlite_conn.exec_driver_sql(
+        "EXPLAIN QUERY PLAN SELECT id FROM memories WHERE retired_at > '2026-01-01'").all()]
+    assert any("ix_memories_retired" in step for step in plan), plan
+
+
+def test_reusable_vectors_are_found_from_the_given_ids(sqlite_conn: Connection) -> None:
+    plan = plan_of(sqlite_conn, lambda c: vectors.reusable(c, "some-model", IDS[:64]))
+    assert "(id=?)" in plan[0] and not any("ix_embeddings_model_seq" in step for step in plan), plan
