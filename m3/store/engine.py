@@ -8,7 +8,9 @@ revision and is safe to run from several processes at once.
 from __future__ import annotations
 
 import logging
+import sqlite3
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -61,6 +63,28 @@ def open_engine(options: StoreOptions, role: Role) -> Engine:
     raise ConfigError(f"unsupported store backend {backend!r}", hint="Use a sqlite:/// or postgresql+psycopg:// URL.")
 
 
+def _enable_wal(cur: Any, busy_timeout_ms: int) -> None:
+    """Put the database in WAL mode (a no-op once it is).
+
+    Switching a brand-new file to WAL needs an exclusive lock, and SQLite reports "database is locked" at once
+    there instead of calling its busy handler, so two processes creating one store together could fail. The
+    lock is another process's, with nothing to wait on but time: retry with backoff within the busy timeout.
+    """
+    if str(cur.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal":
+        return
+    deadline = time.monotonic() + busy_timeout_ms / 1000
+    delay = 0.005
+    while True:
+        try:
+            cur.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() + delay > deadline:
+                raise
+        time.sleep(delay)
+        delay = min(delay * 2, 0.2)
+
+
 def _sqlite_engine(options: StoreOptions, role: Role) -> Engine:
     url = make_url(options.url)
     if url.database and url.database != ":memory:":
@@ -78,7 +102,7 @@ def _sqlite_engine(options: StoreOptions, role: Role) -> Engine:
         dbapi_conn.isolation_level = None
         cur = dbapi_conn.cursor()
         cur.execute(f"PRAGMA busy_timeout = {int(options.busy_timeout_ms)}")
-        cur.execute("PRAGMA journal_mode = WAL")
+        _enable_wal(cur, options.busy_timeout_ms)
         cur.execute(f"PRAGMA synchronous = {synchronous}")
         cur.execute("PRAGMA foreign_keys = ON")
         cur.close()
