@@ -124,9 +124,9 @@ def test_the_shared_dev_data_loads_in_full() -> None:
     assert len(load_locomo(SHARED)) == 7
 
 
-def test_perf_search_ab_fills_a_kept_store_then_searches_it(tmp_path: Path) -> None:
-    common = ["--store", str(tmp_path / "store"), "--size", "40", "--queries", "3", "--source", "oracle",
-              "--cache", str(tmp_path / "c.sqlite"), "--out", str(tmp_path)]
+def test_perf_search_ab_fills_a_kept_store_then_searches_it(tmp_path: Path, data: Path) -> None:
+    common = ["--data", str(data), "--store", str(tmp_path / "store"), "--size", "40", "--queries", "3",
+              "--source", "oracle", "--cache", str(tmp_path / "c.sqlite"), "--out", str(tmp_path)]
     assert perf_search_ab.main(["fill", *common])["row"]["memories"] == 40
     row = perf_search_ab.main(["search", *common])["row"]
     assert row["m3_p50"] > 0 and row["m3_filtered_p95"] > 0
