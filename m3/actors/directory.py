@@ -12,9 +12,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection
-
-from m3.actors.base import M3Actor
+from m3.actors.reader import StoreReader
 from m3.protocols.base import Message
 from m3.protocols.coordination import (
     GetAgent,
@@ -28,26 +26,14 @@ from m3.protocols.coordination import (
 from m3.protocols.messages import Flush
 from m3.store import agents, inbox
 from m3.store import memories as memory_rows
-from m3.store.engine import StoreOptions, open_engine
+from m3.store.engine import StoreOptions
 from m3.store.filters import isolation_clause
 
 
-class Directory(M3Actor):
+class Directory(StoreReader):
     def __init__(self, options: StoreOptions, *, liveness: agents.Liveness, **base: Any):
-        super().__init__(**base)
-        self._options = options
+        super().__init__(options, **base)
         self._liveness = liveness
-        self._conn: Connection | None = None
-
-    def setup(self) -> None:
-        self._engine = open_engine(self._options, "reader")
-        self._conn = self._engine.connect()
-
-    def release(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
-            self._engine.dispose()
 
     def handlers(self) -> dict[type[Message], Callable[[Any], Any]]:
         return {
@@ -55,16 +41,6 @@ class Directory(M3Actor):
             PollNotifications: self.poll, LookupToken: self.lookup_token, ListTokens: self.list_tokens,
             ResolveMemories: self.resolve_memories, Flush: lambda _msg: True,
         }
-
-    def handle(self, message: Message) -> Any:
-        conn = self.conn
-        with conn.begin():
-            return super().handle(message)
-
-    @property
-    def conn(self) -> Connection:
-        assert self._conn is not None
-        return self._conn
 
     def get_agent(self, msg: GetAgent) -> dict[str, Any]:
         row = agents.require(self.conn, msg.agent_id)

@@ -16,12 +16,12 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, RowMapping, and_, select
+from sqlalchemy import RowMapping, and_, select
 
 from m3.actors import ranking
-from m3.actors.base import M3Actor
 from m3.actors.candidate_rows import CandidateRows
 from m3.actors.dense import DenseLeg, leg_for
+from m3.actors.reader import StoreReader
 from m3.actors.supervisor import ActorHandle
 from m3.embed.base import Embedder
 from m3.errors import EmbedderUnavailable
@@ -41,7 +41,7 @@ from m3.protocols.messages import (
 )
 from m3.store import embedding_models, fulltext, vectors
 from m3.store import memories as rows
-from m3.store.engine import StoreOptions, dialect_of, open_engine
+from m3.store.engine import StoreOptions, dialect_of
 from m3.store.filters import isolation_clause, search_clause
 from m3.store.schema import chatlog
 from m3.store.schema import memories as m
@@ -52,11 +52,10 @@ log = logging.getLogger(__name__)
 PENDING_EMBED_MAX = 32
 
 
-class Searcher(M3Actor):
+class Searcher(StoreReader):
     def __init__(self, options: StoreOptions, *, embedder: Embedder, weights: SearchWeights, candidates: int,
                  writer: ActorHandle | None, resolve: Callable[[str], Embedder | None] | None = None, **base: Any):
-        super().__init__(**base)
-        self._options = options
+        super().__init__(options, **base)
         self._configured = embedder
         self._resolve = resolve or (lambda model: embedder if model == embedder.model_id else None)
         #: Embeds queries with the model whose vectors the index holds (the store's active model).
@@ -66,21 +65,10 @@ class Searcher(M3Actor):
         self._candidates = candidates
         self._writer = writer
         self._dense: DenseLeg = leg_for(dialect_of(options.url))
-        self._conn: Connection | None = None
         #: The current search's query vector; set per request by _dense_hits.
         self._query_vec: Any = None
         #: The current search's candidate rows; set per request by search.
         self._rows: CandidateRows | None = None
-
-    def setup(self) -> None:
-        self._engine = open_engine(self._options, "reader")
-        self._conn = self._engine.connect()
-
-    def release(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
-            self._engine.dispose()
 
     def handlers(self) -> dict[type[Message], Callable[[Any], Any]]:
         return {
@@ -88,17 +76,6 @@ class Searcher(M3Actor):
             VerifyMemories: self.verify, SearchChat: self.search_chat, EmbeddingStats: self.embedding_stats,
             MemoriesErased: lambda msg: self._dense.forget(msg.ids), Flush: lambda _msg: True,
         }
-
-    def handle(self, message: Message) -> Any:
-        conn = self._conn
-        assert conn is not None
-        with conn.begin():
-            return super().handle(message)
-
-    @property
-    def conn(self) -> Connection:
-        assert self._conn is not None
-        return self._conn
 
     # -- memory search -------------------------------------------------------------------------
 

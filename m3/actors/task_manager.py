@@ -24,9 +24,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pykka
-from sqlalchemy import Connection
 
-from m3.actors.base import Envelope, M3Actor
+from m3.actors.base import Envelope
+from m3.actors.reader import StoreReader
 from m3.actors.supervisor import ActorHandle
 from m3.protocols.base import Message
 from m3.protocols.coordination import (
@@ -42,7 +42,7 @@ from m3.protocols.coordination import (
 )
 from m3.protocols.messages import Flush
 from m3.store import task_rows
-from m3.store.engine import StoreOptions, open_engine
+from m3.store.engine import StoreOptions
 from m3.store.filters import isolation_clause
 
 log = logging.getLogger(__name__)
@@ -70,30 +70,24 @@ class _SweepReply:
         self._tell(datetime.now(UTC) + timedelta(seconds=RETRY_SWEEP_S))
 
 
-class TaskManager(M3Actor):
+class TaskManager(StoreReader):
     def __init__(self, options: StoreOptions, *, writer: ActorHandle, **base: Any):
-        super().__init__(**base)
-        self._options = options
+        super().__init__(options, **base)
         self._writer = writer
-        self._conn: Connection | None = None
         self._timer: threading.Timer | None = None
         self._timer_at: datetime | None = None
 
     def setup(self) -> None:
-        self._engine = open_engine(self._options, "reader")
-        self._conn = self._engine.connect()
-        with self._conn.begin():
-            first = task_rows.next_expiry(self._conn, datetime.now(UTC))
+        super().setup()
+        with self.conn.begin():
+            first = task_rows.next_expiry(self.conn, datetime.now(UTC))
         self._arm(first)
 
     def release(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
-            self._engine.dispose()
+        super().release()
 
     def handlers(self) -> dict[type[Message], Callable[[Any], Any]]:
         return {GetTask: self.get, ListTasks: self.list, GetTaskTree: self.tree, Flush: lambda _msg: True}
@@ -112,16 +106,6 @@ class TaskManager(M3Actor):
             self._arm(msg.at)
         else:
             super().receive(env)
-
-    def handle(self, message: Message) -> Any:
-        conn = self.conn
-        with conn.begin():
-            return super().handle(message)
-
-    @property
-    def conn(self) -> Connection:
-        assert self._conn is not None
-        return self._conn
 
     # -- the lease clock -----------------------------------------------------------------------
 
