@@ -7,8 +7,6 @@ overlap, so these tests only make sense there.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,6 +23,7 @@ from m3.protocols.messages import StoreVectors
 from m3.store import schema, vectors
 from m3.store.engine import StoreOptions, open_engine
 from tests.actors.conftest import WAIT_S, write_one
+from tests.processes import race
 from tests.stored import fresh
 
 pytestmark = pytest.mark.store_only("postgres", reason="SQLite's single write lock already serialises writers; "
@@ -112,25 +111,9 @@ print("done", flush=True)
 def test_processes_racing_to_write_near_identical_memories_leave_exactly_one_current_each(store_url: str) -> None:
     processes, groups = 4, 12
     env = {"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin"}
-    children = [subprocess.Popen([sys.executable, "-c", CHILD, store_url, str(p), str(groups), str(DIM)],
-                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                 env=env) for p in range(processes)]
-    try:
-        for child in children:  # every process is connected before any writes
-            assert child.stdout is not None
-            assert child.stdout.readline().strip() == "ready", child.stderr.read() if child.stderr else ""
-        for child in children:
-            assert child.stdin is not None
-            child.stdin.write("go\n")
-            child.stdin.flush()
-        outputs = [child.communicate(timeout=240) for child in children]
-    finally:
-        for child in children:
-            if child.poll() is None:
-                child.kill()
-                child.wait()
-    for child, (out, err) in zip(children, outputs, strict=True):
-        assert child.returncode == 0, err
+    finished = race(CHILD, [[store_url, str(p), str(groups), str(DIM)] for p in range(processes)], env, timeout=240)
+    for code, out, err in finished:
+        assert code == 0, err
         assert out.strip() == "done"
     m, r = schema.memories, schema.memory_relationships
     for g in range(groups):

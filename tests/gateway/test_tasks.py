@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import threading
 from typing import Any
 
@@ -14,6 +12,7 @@ import trio
 from m3.errors import M3Error
 from m3.gateway.service import CallContext, Service
 from tests.helpers import call
+from tests.processes import race
 
 LEAD, W1, W2 = (CallContext(agent_id=name, surface="test") for name in ("lead", "worker-1", "worker-2"))
 #: A short lease for the expiry tests; the waits for it are notifications, not sleeps.
@@ -237,26 +236,10 @@ with running(drain_embeddings=False) as svc:
 def test_twenty_workers_in_four_processes_racing_for_ten_tasks_get_exactly_ten_distinct_claims(
         service: Service, child_env: dict[str, str]) -> None:
     created = {call(service, "task_create", LEAD, title=f"job {i}", kind="race")["id"] for i in range(10)}
-    children = [subprocess.Popen([sys.executable, "-c", CLAIMER, f"proc{n}", "5"], stdin=subprocess.PIPE,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env)
-                for n in range(4)]
-    try:
-        for child in children:  # every process is started and connected before any claims
-            assert child.stdout is not None
-            assert child.stdout.readline().strip() == "ready", child.stderr.read() if child.stderr else ""
-        for child in children:
-            assert child.stdin is not None
-            child.stdin.write("go\n")
-            child.stdin.flush()
-        outputs = [child.communicate(timeout=120) for child in children]
-    finally:
-        for child in children:
-            if child.poll() is None:
-                child.kill()
-                child.wait()
+    finished = race(CLAIMER, [[f"proc{n}", "5"] for n in range(4)], child_env, timeout=120)
     results: dict[str, dict[str, Any]] = {}
-    for child, (out, err) in zip(children, outputs, strict=True):
-        assert child.returncode == 0, err
+    for code, out, err in finished:
+        assert code == 0, err
         results.update(json.loads(out.strip().splitlines()[-1]))
     assert len(results) == 20
     won = [r["task"]["id"] for r in results.values() if r["claimed"]]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -20,6 +18,7 @@ from m3.store import migrations
 from m3.store.engine import StoreOptions, current_revision, migrate, open_engine
 from m3.store.schema import memories, memory_history
 from m3.store.schema import metadata as schema_metadata
+from tests.processes import race
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FULLTEXT_TABLES = ("memories_fts", "chatlog_fts")
@@ -149,27 +148,9 @@ print(migrate(engine), flush=True)
 
 def test_two_processes_migrating_one_new_database_at_once_both_succeed(store_options: StoreOptions) -> None:
     env = {"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin"}
-    children = [
-        subprocess.Popen([sys.executable, "-c", MIGRATE_SCRIPT, store_options.url], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-        for _ in range(2)
-    ]
-    try:
-        for child in children:  # both are imported and connected before either migrates
-            assert child.stdout is not None
-            assert child.stdout.readline().strip() == "ready"
-        for child in children:
-            assert child.stdin is not None
-            child.stdin.write("go\n")
-            child.stdin.flush()
-        outputs = [child.communicate(timeout=60) for child in children]
-    finally:
-        for child in children:
-            if child.poll() is None:
-                child.kill()
-                child.wait()
-    for child, (out, err) in zip(children, outputs, strict=True):
-        assert child.returncode == 0, err
+    finished = race(MIGRATE_SCRIPT, [[store_options.url]] * 2, env, timeout=60)
+    for code, out, err in finished:
+        assert code == 0, err
         assert out.strip() == migrations.HEAD
     engine = open_engine(store_options, "writer")
     try:
