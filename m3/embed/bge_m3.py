@@ -19,21 +19,15 @@ from __future__ import annotations
 
 import hashlib
 import os
-import threading
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
-
-from m3.embed.base import check_texts, unit_rows
+from m3.embed.local_bge import DIM, LocalBgeM3
 from m3.errors import EmbedderUnavailable
 
 __all__ = ["DIM", "MODELS", "BgeM3Embedder", "FileProblem", "check_files", "required_files"]
 
-DIM = 1024
 MODELS = ("bge-m3", "bge-m3-int8")
 #: Files smaller than this are compared by SHA-256, larger ones by size (as bge-m3-lite does on load).
 HASH_LIMIT = 64 << 20
@@ -111,7 +105,7 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-class BgeM3Embedder:
+class BgeM3Embedder(LocalBgeM3):
     """BGE-M3 dense vectors from a local folder, on onnxruntime.
 
     Construction is cheap and touches no file; the folder is checked and the
@@ -136,54 +130,16 @@ class BgeM3Embedder:
                  max_batch: int = 12, max_tokens: int = 512) -> None:
         if model_id not in MODELS:
             raise ValueError(f"not a bge-m3 model id: {model_id!r} (expected one of {MODELS})")
-        self._folder = Path(folder).expanduser()
+        super().__init__(folder, max_batch=max_batch, max_tokens=max_tokens)
         self._model_id = model_id
         self._threads = threads
-        self._max_batch = max(1, max_batch)
-        self._max_tokens = max(8, min(max_tokens, 8192))
-        self._runtime: Any = None
-        self._lock = threading.Lock()
 
     @property
     def model_id(self) -> str:
         return self._model_id
 
-    @property
-    def dim(self) -> int:
-        return DIM
-
-    @property
-    def folder(self) -> Path:
-        return self._folder
-
-    @property
-    def loaded(self) -> bool:
-        return self._runtime is not None
-
     def __repr__(self) -> str:
         return f"BgeM3Embedder({str(self._folder)!r}, model_id={self._model_id!r})"
-
-    def load(self) -> None:
-        """Check the folder and load the model now instead of on the first :meth:`embed`.
-
-        Raises:
-            EmbedderUnavailable: bge-m3-lite is not installed, a file is missing or wrong (all of them
-                are named in the message and in ``details.files``), or onnxruntime cannot load the model.
-        """
-        with self._lock:
-            if self._runtime is None:
-                self._runtime = self._load()
-
-    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        """Dense BGE-M3 vectors; see :meth:`m3.embed.base.Embedder.embed`."""
-        check_texts(texts)
-        if not texts:
-            return np.zeros((0, DIM), dtype=np.float32)
-        self.load()
-        with self._lock:
-            out = self._runtime.encode(list(texts), batch_size=self._max_batch, max_length=self._max_tokens,
-                                       return_dense=True, return_sparse=False, return_colbert_vecs=False)
-        return unit_rows(np.asarray(out["dense_vecs"], dtype=np.float32))
 
     def _load(self) -> Any:
         problems = check_files(self._folder, self._model_id)

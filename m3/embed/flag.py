@@ -15,20 +15,14 @@ model id ``bge-m3`` and a store can move between the two without re-embedding.
 from __future__ import annotations
 
 import os
-import threading
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
-
-from m3.embed.base import check_texts, unit_rows
+from m3.embed.local_bge import DIM, LocalBgeM3
 from m3.errors import EmbedderUnavailable
 
 __all__ = ["DIM", "MODEL_ID", "FlagEmbeddingEmbedder", "missing_files"]
 
-DIM = 1024
 MODEL_ID = "bge-m3"
 INSTALL_HINT = 'Install the optional extra: pip install "m3-memory[flagembedding]" (brings torch and transformers<5).'
 
@@ -69,7 +63,7 @@ def _import_flag_model() -> Any:
     return BGEM3FlagModel
 
 
-class FlagEmbeddingEmbedder:
+class FlagEmbeddingEmbedder(LocalBgeM3):
     """BGE-M3 dense vectors computed by FlagEmbedding from a local folder.
 
     Construction touches nothing; the folder is checked, then FlagEmbedding
@@ -87,54 +81,16 @@ class FlagEmbeddingEmbedder:
 
     def __init__(self, folder: Path, *, use_fp16: bool = False, max_batch: int = 12, max_tokens: int = 512,
                  devices: str | None = None) -> None:
-        self._folder = Path(folder).expanduser()
+        super().__init__(folder, max_batch=max_batch, max_tokens=max_tokens)
         self._use_fp16 = use_fp16
-        self._max_batch = max(1, max_batch)
-        self._max_tokens = max(8, min(max_tokens, 8192))
         self._devices = devices
-        self._model: Any = None
-        self._lock = threading.Lock()
 
     @property
     def model_id(self) -> str:
         return MODEL_ID
 
-    @property
-    def dim(self) -> int:
-        return DIM
-
-    @property
-    def folder(self) -> Path:
-        return self._folder
-
-    @property
-    def loaded(self) -> bool:
-        return self._model is not None
-
     def __repr__(self) -> str:
         return f"FlagEmbeddingEmbedder({str(self._folder)!r})"
-
-    def load(self) -> None:
-        """Check the folder, import FlagEmbedding and load the model.
-
-        Raises:
-            EmbedderUnavailable: a required file is missing (all are named in ``details.files``),
-                FlagEmbedding or a compatible transformers is not installed, or loading fails.
-        """
-        with self._lock:
-            if self._model is None:
-                self._model = self._load()
-
-    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        """Dense BGE-M3 vectors; see :meth:`m3.embed.base.Embedder.embed`."""
-        check_texts(texts)
-        if not texts:
-            return np.zeros((0, DIM), dtype=np.float32)
-        self.load()
-        with self._lock:
-            out = self._model.encode(list(texts), batch_size=self._max_batch, max_length=self._max_tokens,
-                                     return_dense=True, return_sparse=False, return_colbert_vecs=False)
-        return unit_rows(np.asarray(out["dense_vecs"], dtype=np.float32))
 
     def _load(self) -> Any:
         missing = missing_files(self._folder)
