@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import subprocess
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,6 +38,22 @@ def machine() -> dict[str, Any]:
             "python": platform.python_version(), "cpu": platform.processor() or platform.machine()}
 
 
+def code() -> dict[str, Any] | None:
+    """The git commit of the checkout and whether ``m3/`` or ``benchmarks/`` differ from it; None outside git."""
+    root = RESULTS_ROOT.parent.parent
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=True,
+                              timeout=30).stdout.strip()
+
+    try:
+        commit = git("rev-parse", "HEAD")
+        changed = git("status", "--porcelain", "--untracked-files=no", "--", "m3", "benchmarks")
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {"commit": commit, "modified": bool(changed)}
+
+
 class RunDir:
     """A results folder for one run, with its JSONL log open for appending."""
 
@@ -53,6 +70,7 @@ class RunDir:
                 n += 1
                 self.path = base.with_name(f"{base.name}-{n}")
         self.benchmark = benchmark
+        self.code = code()  # at the start: the code that ran, even if the checkout changes meanwhile
         self._log: TextIO = (self.path / "questions.jsonl").open("w", encoding="utf-8")
 
     def log(self, record: dict[str, Any]) -> None:
@@ -65,7 +83,8 @@ class RunDir:
             "benchmark": self.benchmark, "command": " ".join(["python -m", f"benchmarks.{self.benchmark}",
                                                               *sys.argv[1:]]),
             "started": self.started.isoformat(timespec="seconds"), "finished": finished.isoformat(timespec="seconds"),
-            "runtime_s": round((finished - self.started).total_seconds(), 1), "machine": machine(), **body,
+            "runtime_s": round((finished - self.started).total_seconds(), 1), "machine": machine(),
+            "code": self.code, **body,
         }
         (self.path / "summary.json").write_text(json.dumps(full, indent=2, default=str) + "\n", encoding="utf-8")
         return full

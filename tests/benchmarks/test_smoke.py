@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -66,6 +67,8 @@ def check_run(summary: dict, questions: int, modes: int = 3) -> None:
     assert set(records[0]["results"]) == {"bm25", "dense", "m3"}
     assert json.loads((log.parent / "summary.json").read_text())["results"]["overall"]["n"] == questions
     assert table_from_log(log).as_dict() == summary["results"]
+    head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    assert summary["code"]["commit"] == head  # the figures name the code that produced them
 
 
 @pytest.fixture
