@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> None:
         captured.append((cands, terms))
         real_fuse(cands, terms, weights, now)
 
-    ranking.fuse = capture  # type: ignore[assignment]
+    ranking.fuse = capture
     out: list[dict[str, Any]] = []
     bar = Progress("pools", sum(len(h.questions) for h in haystacks))
     for haystack in haystacks:
