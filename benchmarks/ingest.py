@@ -10,6 +10,7 @@ returns once every memory has its vector.
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -42,6 +43,49 @@ def fresh_system(embedder: Embedder, **overrides: Any) -> Iterator[ActorSystem]:
             yield system
         finally:
             system.stop(drain_embeddings=False)
+
+
+STORES = ("sqlite", "postgres")
+
+
+@contextmanager
+def store_url(store: str, root: Path) -> Iterator[str]:
+    """A new, empty store of kind ``store`` under ``root``; a PostgreSQL cluster is destroyed afterwards.
+
+    ``postgres`` starts a private embedded PostgreSQL + pgvector cluster (the ``postgres`` extra).
+    """
+    if store not in STORES:
+        raise SystemExit(f"unknown store {store!r} (expected one of {', '.join(STORES)})")
+    if store == "sqlite":
+        yield f"sqlite:///{root / 'm3.db'}"
+        return
+    from m3.store import embedded_pg, postgres
+
+    cluster = embedded_pg.ensure_cluster(root / "pg" / "data", root / "pg" / "run")
+    try:
+        postgres.create_database(cluster.url("postgres"), "m3")
+        yield cluster.url("m3")
+    finally:
+        embedded_pg.destroy(cluster.pgdata)
+
+
+@contextmanager
+def store_system(store: str, embedder: Embedder) -> Iterator[ActorSystem]:
+    """A started ActorSystem on a new store of kind ``store`` in a temporary directory, all removed afterwards.
+
+    Writes may queue behind the vectors a fast precomputed embedder streams in, so asks wait up to an hour.
+    """
+    root = Path(tempfile.mkdtemp(prefix=f"m3-bench-{store}-"))
+    try:
+        with store_url(store, root) as url:
+            config = bench_config(root).with_overrides(store__url=url, actors__ask_timeout_s=3600.0)
+            system = ActorSystem(config, embedder).start()
+            try:
+                yield system
+            finally:
+                system.stop(drain_embeddings=False)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def turn_memory(turn: Turn) -> NewMemory:

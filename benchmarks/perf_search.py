@@ -1,6 +1,7 @@
-"""Search latency p50/p95 as a SQLite store grows (1k, 10k, 100k memories by default).
+"""Search latency p50/p95 as a store grows (1k, 10k, 100k memories by default).
 
-``python -m benchmarks.perf_search --sizes 1000,10000,100000``: one store is
+``python -m benchmarks.perf_search --sizes 1000,10000,100000 [--store postgres]``: one new store
+(a temporary SQLite file, or a private embedded PostgreSQL + pgvector cluster) is
 filled in steps with distinct LongMemEval_S turns, written through the Writer
 in batches of 1000 (type ``conversation``); vectors come through the Embedder
 actor and ``StoreVectors``, looked up in the embedding cache (a text missing
@@ -19,7 +20,7 @@ from typing import Any
 
 from benchmarks.data import Turn, default_data_dir, load_longmemeval
 from benchmarks.embedding import cached_embedder, default_cache_path, describe
-from benchmarks.ingest import fresh_system, write_turns
+from benchmarks.ingest import STORES, store_system, write_turns
 from benchmarks.latency import percentiles_ms, ratio
 from benchmarks.modes import ALL_MODES, SearchModes
 from benchmarks.precomputed import PrecomputedEmbedder
@@ -105,6 +106,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--modes", default=",".join(ALL_MODES))
     parser.add_argument("--source", choices=["s", "oracle"], default="s", help="LongMemEval split giving the texts")
+    parser.add_argument("--store", choices=STORES, default="sqlite")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     sizes, modes = int_list(args.sizes), [m for m in args.modes.split(",") if m]
@@ -112,7 +114,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     cache = cached_embedder(args.cache)
     vectors = PrecomputedEmbedder(cache)
     rows: list[dict[str, Any]] = []
-    with RunDir("perf_search", args.out) as run, fresh_system(vectors) as system:
+    with RunDir("perf_search", args.out) as run, store_system(args.store, vectors) as system:
         searchers = SearchModes(system, modes, embedder=cache.inner)
         try:
             filled = 0
@@ -126,10 +128,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         finally:
             searchers.stop()
         add_growth(rows, modes)
-        summary = run.summary({"store": "sqlite", "k": args.k, "queries": len(queries), "embedder": describe(cache),
+        summary = run.summary({"store": args.store, "k": args.k, "queries": len(queries), "embedder": describe(cache),
                                "vectors": {"from_cache": vectors.cached, "synthetic": vectors.synthetic},
                                "sizes": rows})
-    print(rows_text(rows, f"search latency (ms) as the store grows ({run.path})"))
+    print(rows_text(rows, f"{args.store} search latency (ms) as the store grows ({run.path})"))
     print(f"vectors from cache {vectors.cached}, synthetic {vectors.synthetic}; runtime {summary['runtime_s']} s")
     return summary
 

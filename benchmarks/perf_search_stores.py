@@ -22,43 +22,20 @@ from __future__ import annotations
 
 import argparse
 import random
-import shutil
-import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from benchmarks.data import Turn, default_data_dir
 from benchmarks.embedding import cached_embedder, default_cache_path, describe
-from benchmarks.ingest import bench_config
+from benchmarks.ingest import STORES, store_system
 from benchmarks.latency import percentiles_ms, ratio
 from benchmarks.modes import ALL_MODES, SearchModes
 from benchmarks.perf_search import WARMUP_QUERIES, corpus, fill, time_searches
 from benchmarks.precomputed import PrecomputedEmbedder
 from benchmarks.report import RunDir, rows_text
-from m3.actors.system import ActorSystem
 from m3.embed.base import Embedder
 from m3.protocols.messages import MemoryFilter, SearchMemories
-
-STORES = ("sqlite", "postgres")
-
-
-@contextmanager
-def store_url(store: str, root: Path) -> Iterator[str]:
-    """A new, empty store of kind ``store`` under ``root``; a PostgreSQL cluster is destroyed afterwards."""
-    if store == "sqlite":
-        yield f"sqlite:///{root / 'm3.db'}"
-        return
-    from m3.store import embedded_pg, postgres
-
-    cluster = embedded_pg.ensure_cluster(root / "pg" / "data", root / "pg" / "run")
-    try:
-        postgres.create_database(cluster.url("postgres"), "m3")
-        yield cluster.url("m3")
-    finally:
-        embedded_pg.destroy(cluster.pgdata)
 
 
 def time_filtered(searchers: SearchModes, queries: list[str], sessions: list[str], k: int) -> dict[str, float]:
@@ -76,31 +53,21 @@ def time_filtered(searchers: SearchModes, queries: list[str], sessions: list[str
 
 def measure_store(store: str, turns: list[Turn], queries: list[str], vectors: Embedder, query_model: Embedder,
                   modes: list[str], k: int) -> dict[str, Any]:
-    root = Path(tempfile.mkdtemp(prefix=f"m3-bench-{store}-"))
-    try:
-        with store_url(store, root) as url:
-            # Writes queue behind the vectors the (fast, precomputed) embedder streams in: no 30 s ask timeout.
-            config = bench_config(root).with_overrides(store__url=url, actors__ask_timeout_s=3600.0)
-            system = ActorSystem(config, vectors).start()
-            try:
-                fill_s = fill(system, turns)
-                searchers = SearchModes(system, modes, embedder=query_model)
-                try:
-                    row: dict[str, Any] = {"store": store, "memories": len(turns), "fill_s": round(fill_s, 1)}
-                    for mode in modes:
-                        stats = time_searches(searchers, mode, queries, k)
-                        row[f"{mode}_p50"], row[f"{mode}_p95"] = stats["p50_ms"], stats["p95_ms"]
-                    if "m3" in modes:
-                        sessions = random.Random(7).sample(sorted({t.session_id for t in turns}), len(queries))
-                        stats = time_filtered(searchers, queries, sessions, k)
-                        row["m3_filtered_p50"], row["m3_filtered_p95"] = stats["p50_ms"], stats["p95_ms"]
-                    return row
-                finally:
-                    searchers.stop()
-            finally:
-                system.stop(drain_embeddings=False)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    with store_system(store, vectors) as system:
+        fill_s = fill(system, turns)
+        searchers = SearchModes(system, modes, embedder=query_model)
+        try:
+            row: dict[str, Any] = {"store": store, "memories": len(turns), "fill_s": round(fill_s, 1)}
+            for mode in modes:
+                stats = time_searches(searchers, mode, queries, k)
+                row[f"{mode}_p50"], row[f"{mode}_p95"] = stats["p50_ms"], stats["p95_ms"]
+            if "m3" in modes:
+                sessions = random.Random(7).sample(sorted({t.session_id for t in turns}), len(queries))
+                stats = time_filtered(searchers, queries, sessions, k)
+                row["m3_filtered_p50"], row["m3_filtered_p95"] = stats["p50_ms"], stats["p95_ms"]
+            return row
+        finally:
+            searchers.stop()
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

@@ -104,9 +104,11 @@ def test_perf_write_runs(tmp_path: Path, data: Path) -> None:
     assert [row["writes"] for row in summary["levels"]] == [12, 12]
 
 
-def test_perf_search_runs(tmp_path: Path, data: Path) -> None:
+@pytest.mark.parametrize("store", ["sqlite", "postgres"])
+def test_perf_search_grows_one_store_of_either_kind(tmp_path: Path, data: Path, store: str) -> None:
     summary = perf_search.main(["--data", str(data), "--sizes", "30,60", "--queries", "4", "--source", "oracle",
-                                "--cache", str(tmp_path / "c.sqlite"), "--out", str(tmp_path)])
+                                "--store", store, "--cache", str(tmp_path / "c.sqlite"), "--out", str(tmp_path)])
+    assert summary["store"] == store
     assert [row["memories"] for row in summary["sizes"]] == [30, 60]
     assert summary["vectors"]["synthetic"] >= 60
 
