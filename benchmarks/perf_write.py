@@ -1,6 +1,7 @@
 """Write acknowledgement latency and throughput with 1, 16 and 64 concurrent writers.
 
-``python -m benchmarks.perf_write``: each level gets a fresh SQLite store and
+``python -m benchmarks.perf_write [--store postgres]``: each level gets a new
+store (a temporary SQLite file, or a private embedded PostgreSQL cluster) and
 its writers are trio tasks calling the gateway's ``Service.call("memory_write",
 ...)`` (argument validation, the trio-to-actor bridge, the Writer's group
 commit) in a loop, one write at a time each. Embedding is deferred, as in
@@ -21,7 +22,7 @@ import trio
 
 from benchmarks.data import default_data_dir, load_locomo, load_longmemeval
 from benchmarks.embedding import cached_embedder, default_cache_path, describe, prewarm
-from benchmarks.ingest import fresh_system
+from benchmarks.ingest import STORES, store_system
 from benchmarks.latency import percentiles_ms, ratio
 from benchmarks.report import RunDir, rows_text
 from benchmarks.retrieval import int_list
@@ -55,9 +56,10 @@ async def _run_writers(service: Service, texts: list[str], writers: int, memory_
     return latencies
 
 
-def run_level(embedder: CachingEmbedder, texts: list[str], writers: int, memory_type: str) -> dict[str, Any]:
-    """One level on a fresh store: concurrent writes, then the wait until every vector is stored."""
-    with fresh_system(embedder) as system:
+def run_level(store: str, embedder: CachingEmbedder, texts: list[str], writers: int, memory_type: str
+              ) -> dict[str, Any]:
+    """One level on a new store: concurrent writes, then the wait until every vector is stored."""
+    with store_system(store, embedder) as system:
         service = Service(system.config, system, default_registry())
         started = time.perf_counter()
         latencies = trio.run(_run_writers, service, texts, writers, memory_type)
@@ -84,6 +86,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--writers", default="1,16,64", help="comma-separated concurrency levels")
     parser.add_argument("--writes", type=int, default=3000, help="writes per level")
     parser.add_argument("--type", default="note", help="memory type written (note: the tool's default)")
+    parser.add_argument("--store", choices=STORES, default="sqlite")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     texts = write_texts(args.data, args.writes)
@@ -92,12 +95,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     rows = []
     with RunDir("perf_write", args.out) as run:
         for writers in int_list(args.writers):
-            rows.append(run_level(embedder, texts, writers, args.type))
+            rows.append(run_level(args.store, embedder, texts, writers, args.type))
             run.log(rows[-1])
         add_ratios(rows)
         summary = run.summary({"via": "gateway Service.call('memory_write') from trio tasks",
-                               "memory_type": args.type, "embedder": describe(embedder), "levels": rows})
-    print(rows_text(rows, f"write acknowledgement latency and throughput ({run.path})"))
+                               "store": args.store, "memory_type": args.type, "embedder": describe(embedder),
+                               "levels": rows})
+    print(rows_text(rows, f"{args.store} write acknowledgement latency and throughput ({run.path})"))
     print(f"runtime {summary['runtime_s']} s")
     return summary
 

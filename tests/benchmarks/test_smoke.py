@@ -98,9 +98,11 @@ def test_locomo_on_three_questions(tmp_path: Path, data: Path, hash_cache: Cachi
     check_run(summary, 3)
 
 
-def test_perf_write_runs(tmp_path: Path, data: Path) -> None:
-    summary = perf_write.main(["--data", str(data), "--writes", "12", "--writers", "1,4",
+@pytest.mark.parametrize("store", ["sqlite", "postgres"])
+def test_perf_write_measures_each_level_on_either_store(tmp_path: Path, data: Path, store: str) -> None:
+    summary = perf_write.main(["--data", str(data), "--writes", "12", "--writers", "1,4", "--store", store,
                                "--cache", str(tmp_path / "c.sqlite"), "--out", str(tmp_path)])
+    assert summary["store"] == store
     assert [row["writes"] for row in summary["levels"]] == [12, 12]
 
 
