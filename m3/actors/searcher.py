@@ -42,7 +42,7 @@ from m3.protocols.messages import (
 from m3.store import embedding_models, fulltext, vectors
 from m3.store import memories as rows
 from m3.store.engine import StoreOptions, dialect_of
-from m3.store.filters import isolation_clause, search_clause
+from m3.store.filters import isolation_clause, narrows, search_clause
 from m3.store.schema import chatlog
 from m3.store.schema import memories as m
 
@@ -84,7 +84,7 @@ class Searcher(StoreReader):
         clause = search_clause(msg.filter, now)
         terms = fulltext.query_terms(msg.query)
         n = max(self._candidates, msg.k)
-        hits = fulltext.memory_hits(self.conn, msg.query, clause, n)
+        hits = fulltext.memory_hits(self.conn, msg.query, clause, n, selective=narrows(msg.filter))
         dense, found = self._dense_hits(msg.query, clause, n)
         wanted = dict.fromkeys([h.id for h in hits] + [i for i, _ in dense])
         # Narrow rows (no content) for ranking; the chosen few are completed below.

@@ -35,9 +35,17 @@ def time_clause(flt: MemoryFilter, now: datetime) -> ColumnElement[bool]:
     return and_(m.c.retired_at.is_(None), or_(m.c.expires_at.is_(None), m.c.expires_at > now))
 
 
+FIELDS = ("type", "agent_id", "user_id", "scope", "conversation_id")
+
+
+def narrows(flt: MemoryFilter) -> bool:
+    """Whether ``flt`` restricts by a field: likely to keep a small part of the store (time and isolation do not)."""
+    return any(getattr(flt, name) is not None for name in FIELDS)
+
+
 def field_clauses(flt: MemoryFilter) -> list[ColumnElement[bool]]:
     clauses: list[ColumnElement[bool]] = []
-    for name in ("type", "agent_id", "user_id", "scope", "conversation_id"):
+    for name in FIELDS:
         value = getattr(flt, name)
         if value is not None:
             clauses.append(m.c[name] == value)

@@ -95,24 +95,57 @@ class KeywordHit:
     bm25: float
 
 
-def memory_hits(conn: Connection, query: str, where: Any, limit: int) -> list[KeywordHit]:
-    """Memories matching ``where`` and any word of ``query``, best keyword score first."""
-    if conn.dialect.name == "sqlite":
-        terms = query_terms(query)
-        if not terms:
-            return []
-        inner = text(
-            "SELECT rowid AS seq, -bm25(memories_fts, 0.0, 1.0) AS score FROM memories_fts "
-            "WHERE memories_fts MATCH :match"
-        ).bindparams(match=fts5_match(terms))
-    else:
-        # The title is searched but not scored, as on SQLite (bm25 weight 0 for the title column).
-        inner = text(
-            "SELECT m.seq, ts_rank(m.fts_content, q.tsq, 1) AS score "
-            f"FROM memories AS m, (SELECT {_OR_TSQUERY} AS tsq) AS q "
-            "WHERE q.tsq IS NOT NULL AND (m.fts_content @@ q.tsq OR m.fts_title @@ q.tsq)"
-        ).bindparams(text=clean_query(query))
-    k = inner.columns(seq=Integer, score=Float).subquery("k")
+#: Unfiltered SQLite searches check the filters on FTS5's best ``PREFILTER_FACTOR * limit`` matches first.
+PREFILTER_FACTOR = 4
+
+_FTS5_SCORE = "bm25(memories_fts, 0.0, 1.0)"  # title weight 0: the title is searched, not scored
+
+
+def memory_hits(conn: Connection, query: str, where: Any, limit: int, *, selective: bool = False
+                ) -> list[KeywordHit]:
+    """Memories matching ``where`` and any word of ``query``: best keyword score first, then newest.
+
+    On SQLite, unless ``selective``, only FTS5's best ``PREFILTER_FACTOR * limit``
+    matches are joined to ``memories`` and filtered first; if fewer than
+    ``limit`` of them pass, every match is. Both give the same list (the best
+    matches that pass are among the best matches, ordered the same way), but
+    the first saves a row lookup per further match, which on a large store is
+    most of the keyword leg. ``selective`` says the filter will likely drop
+    most matches (one conversation, one type, one agent), so the first try
+    would mostly be wasted.
+    """
+    if conn.dialect.name != "sqlite":
+        return _ranked(conn, _tsquery_matches(query), where, limit)
+    terms = query_terms(query)
+    if not terms:
+        return []
+    match = fts5_match(terms)
+    if not selective:
+        hits = _ranked(conn, _fts5_matches(match, top=PREFILTER_FACTOR * limit), where, limit)
+        if len(hits) == limit:
+            return hits
+    return _ranked(conn, _fts5_matches(match), where, limit)
+
+
+def _fts5_matches(match: str, top: int | None = None) -> Any:
+    """(seq, score) of FTS5 matches; with ``top``, only the best ``top`` in the final order."""
+    sql = f"SELECT rowid AS seq, -{_FTS5_SCORE} AS score FROM memories_fts WHERE memories_fts MATCH :match"
+    if top is None:
+        return text(sql).bindparams(match=match)
+    return text(f"{sql} ORDER BY {_FTS5_SCORE}, rowid DESC LIMIT :top").bindparams(match=match, top=top)
+
+
+def _tsquery_matches(query: str) -> Any:
+    """(seq, score) of tsvector matches; the title is searched but not scored, as on SQLite."""
+    return text(
+        "SELECT m.seq, ts_rank(m.fts_content, q.tsq, 1) AS score "
+        f"FROM memories AS m, (SELECT {_OR_TSQUERY} AS tsq) AS q "
+        "WHERE q.tsq IS NOT NULL AND (m.fts_content @@ q.tsq OR m.fts_title @@ q.tsq)"
+    ).bindparams(text=clean_query(query))
+
+
+def _ranked(conn: Connection, matches: Any, where: Any, limit: int) -> list[KeywordHit]:
+    k = matches.columns(seq=Integer, score=Float).subquery("k")
     stmt = (
         select(memories.c.id, k.c.score)
         .select_from(k.join(memories, memories.c.seq == k.c.seq))

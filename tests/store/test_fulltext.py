@@ -5,16 +5,18 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sqlalchemy import Engine, text, true
+from sqlalchemy import Engine, event, text, true
 
 from m3.protocols.messages import NewMemory, WriteChat
-from m3.store import chat, fulltext
+from m3.store import chat, fulltext, schema
 from m3.store import memories as rows
 from m3.store.engine import StoreOptions, migrate, open_engine
+from tests.stored import is_postgres
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
@@ -170,6 +172,57 @@ def test_a_title_only_match_is_found_with_a_zero_keyword_score(engine: Engine) -
     finally:
         with engine.begin() as conn:
             rows.hard_delete(conn, "titled")
+
+
+# -- the filtered top of many matches ------------------------------------------------------------
+
+@pytest.fixture
+def many_matches(store_url: str) -> Iterator[Engine]:
+    """60 memories matching "invoice" with many ties: the 30 best (most repetitions) belong to agent "noise"."""
+    eng = open_engine(StoreOptions(url=store_url), "writer")
+    migrate(eng)
+    with eng.begin() as conn:
+        for i in range(60):
+            words = "invoice " * (4 - i // 20) + f"payment batch {i % 3}"
+            agent = "noise" if i < 30 else "kept"
+            rows.insert_memory(conn, NewMemory(type="note", content=words, agent_id=agent), memory_id=f"m{i:02d}",
+                               digest=rows.content_hash(f"{words}{i}"), now=NOW)
+    yield eng
+    eng.dispose()
+
+
+def hits_and_statements(engine: Engine, where: Any, limit: int, *, selective: bool) -> tuple[list[Any], int]:
+    seen: list[str] = []
+
+    def count(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if "memories_fts" in statement or "fts_content" in statement:
+            seen.append(statement)
+
+    event.listen(engine, "before_cursor_execute", count)
+    try:
+        with engine.connect() as conn:
+            hits = fulltext.memory_hits(conn, "invoice payment", where, limit, selective=selective)
+            conn.rollback()
+    finally:
+        event.remove(engine, "before_cursor_execute", count)
+    return [(h.id, h.bm25) for h in hits], len(seen)
+
+
+@pytest.mark.parametrize("limit", [1, 5, 12, 40, 80])
+@pytest.mark.parametrize("keep", ["all", "kept agent", "nothing"])
+def test_filtering_the_best_matches_first_gives_exactly_the_list_filtering_every_match_gives(
+        many_matches: Engine, store_url: str, limit: int, keep: str) -> None:
+    where = {"all": true(), "kept agent": schema.memories.c.agent_id == "kept",
+             "nothing": schema.memories.c.agent_id == "nobody"}[keep]
+    quick, statements = hits_and_statements(many_matches, where, limit, selective=False)
+    full, _ = hits_and_statements(many_matches, where, limit, selective=True)
+    assert quick == full
+    assert len(full) == min(limit, {"all": 60, "kept agent": 30, "nothing": 0}[keep])
+    if not is_postgres(store_url):
+        # One statement when FTS5's best 4 x limit matches hold enough that pass; a second over every match if not.
+        order, _ = hits_and_statements(many_matches, true(), 1000, selective=True)
+        passing = sum(keep == "all" or (keep == "kept agent" and int(i[1:]) >= 30) for i, _ in order[:4 * limit])
+        assert statements == (1 if passing >= limit else 2)
 
 
 # -- PostgreSQL: the tsquery built from user text ------------------------------------------------------
