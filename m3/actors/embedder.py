@@ -50,7 +50,7 @@ from m3.protocols.messages import (
     StoreVectors,
 )
 from m3.store import embedding_models, vectors
-from m3.store.engine import StoreOptions, open_engine
+from m3.store.engine import OwnedConnection, StoreOptions
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,6 @@ class EmbedderActor(M3Actor):
                  backend_name: str, resolve: Resolver | None = None, ask_timeout: float = 30.0,
                  reembed: bool = True, **base: Any):
         super().__init__(**base)
-        self._options = options
         self._embedder = embedder
         self._resolve = resolve or (lambda model: embedder if model == embedder.model_id else None)
         self._writer = writer
@@ -80,6 +79,7 @@ class EmbedderActor(M3Actor):
         self._paging = True  # more backlog pages may follow
         self._backfill_queued = False  # a Backfill message waits in the mailbox
         self._active: str | None = None  # the model search uses, as last read from the store
+        self._owned = OwnedConnection(options, "reader")
         self._conn: Connection | None = None
         self._unsynced = False  # vectors were told to the Writer since it last confirmed a commit
         self.last_error: str | None = None
@@ -91,16 +91,13 @@ class EmbedderActor(M3Actor):
         return self._embedder.model_id
 
     def setup(self) -> None:
-        self._engine = open_engine(self._options, "reader")
-        self._conn = self._engine.connect()
+        self._conn = self._owned.open()
         self._backfill_queued = True
         self.actor_ref.tell(Envelope(Backfill()))
 
     def release(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
-            self._engine.dispose()
+        self._conn = None
+        self._owned.close()
 
     def handlers(self) -> dict[type[Message], Callable[[Any], Any]]:
         return {MemoriesWritten: self._enqueue, Backfill: self._backfill, Flush: self._flush,

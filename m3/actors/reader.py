@@ -10,31 +10,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection
 
 from m3.actors.base import M3Actor
 from m3.protocols.base import Message
-from m3.store.engine import StoreOptions, open_engine
+from m3.store.engine import OwnedConnection, StoreOptions
 
 
 class StoreReader(M3Actor):
     def __init__(self, options: StoreOptions, **base: Any):
         super().__init__(**base)
         self._options = options
-        self._engine: Engine | None = None
-        self._conn: Connection | None = None
+        self._owned = OwnedConnection(options, "reader")
 
     def setup(self) -> None:
-        self._engine = open_engine(self._options, "reader")
-        self._conn = self._engine.connect()
+        self._owned.open()
 
     def release(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
-        if self._engine is not None:
-            self._engine.dispose()
-            self._engine = None
+        self._owned.close()
 
     def handle(self, message: Message) -> Any:
         with self.conn.begin():
@@ -42,5 +35,4 @@ class StoreReader(M3Actor):
 
     @property
     def conn(self) -> Connection:
-        assert self._conn is not None, "the actor is not running"
-        return self._conn
+        return self._owned.conn

@@ -54,7 +54,7 @@ from m3.protocols.messages import (
 from m3.store import chat as chat_rows
 from m3.store import embedding_models
 from m3.store import memories as rows
-from m3.store.engine import StoreOptions, dialect_of, open_engine
+from m3.store.engine import OwnedConnection, StoreOptions, dialect_of
 from m3.store.writes import MemoryWrites
 
 log = logging.getLogger(__name__)
@@ -107,26 +107,23 @@ class Writer(M3Actor):
                  searcher: ActorHandle | None, embedder: ActorHandle | None,
                  on_notified: Callable[[tuple[str, ...]], None] | None = None, **base: Any):
         super().__init__(**base)
-        self._options = options
         self._max_batch = max(1, max_batch)
         self._policy = policy
         self._searcher = searcher
         self._embedder = embedder
         self._on_notified = on_notified
         self._pending: list[Envelope] = []
+        self._owned = OwnedConnection(options, "writer")
         self._conn: Connection | None = None
         self._clock = Clock()
         self._candidates = _candidates_for(dialect_of(options.url), policy.exempt_types)
 
     def setup(self) -> None:
-        self._engine = open_engine(self._options, "writer")
-        self._conn = self._engine.connect()
+        self._conn = self._owned.open()
 
     def release(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
-            self._engine.dispose()
+        self._conn = None
+        self._owned.close()
 
     def handlers(self) -> dict[type[Message], Callable[[Any], Any]]:
         return {Flush: lambda _msg: True, ActivateModel: self._activate_model, MarkModelBuilding: self._mark_building}

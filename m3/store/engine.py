@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from sqlalchemy import URL, Engine, create_engine, event, inspect, make_url, text
+from sqlalchemy import URL, Connection, Engine, create_engine, event, inspect, make_url, text
 from sqlalchemy.exc import ArgumentError, DBAPIError
 from sqlalchemy.pool import NullPool
 
@@ -61,6 +61,41 @@ def open_engine(options: StoreOptions, role: Role) -> Engine:
 
         return postgres_engine(options.url, role, options.busy_timeout_ms)
     raise ConfigError(f"unsupported store backend {backend!r}", hint="Use a sqlite:/// or postgresql+psycopg:// URL.")
+
+
+class OwnedConnection:
+    """The one engine and connection an actor owns: opened when it starts, closed when it stops.
+
+    Not thread-safe, on purpose: only the owning actor's thread touches it.
+    """
+
+    def __init__(self, options: StoreOptions, role: Role) -> None:
+        self._options = options
+        self._role: Role = role
+        self._engine: Engine | None = None
+        self._conn: Connection | None = None
+
+    def open(self) -> Connection:
+        """Open the engine and its connection (once) and return the connection."""
+        if self._conn is None:
+            self._engine = open_engine(self._options, self._role)
+            self._conn = self._engine.connect()
+        return self._conn
+
+    def close(self) -> None:
+        """Close the connection and dispose of the engine; safe to call when not open."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        if self._engine is not None:
+            self._engine.dispose()
+            self._engine = None
+
+    @property
+    def conn(self) -> Connection:
+        """The open connection; fails loudly if the actor is not running."""
+        assert self._conn is not None, "the actor is not running"
+        return self._conn
 
 
 def _enable_wal(cur: Any, busy_timeout_ms: int) -> None:

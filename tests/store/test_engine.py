@@ -13,7 +13,7 @@ from m3.actors.supervisor import ActorHandle
 from m3.actors.system import ActorSystem
 from m3.errors import ConfigError
 from m3.protocols.messages import Flush
-from m3.store.engine import StoreOptions, open_engine
+from m3.store.engine import OwnedConnection, StoreOptions, open_engine
 from tests.stored import is_postgres, sqlite_path
 
 
@@ -50,7 +50,7 @@ def actor_connection(handle: ActorHandle) -> Connection:
     ref = handle._ref
     assert ref is not None
     actor: Any = ref._actor_weakref()
-    conn: Connection = actor._conn
+    conn: Connection = actor._owned.conn
     return conn
 
 
@@ -139,3 +139,15 @@ def test_a_reader_sees_one_snapshot_per_transaction_and_a_writer_sees_each_commi
     finally:
         for engine in (writer, reader, other):
             engine.dispose()
+
+
+def test_an_owned_connection_opens_once_closes_safely_and_refuses_use_when_closed(store_url: str) -> None:
+    owned = OwnedConnection(StoreOptions(url=store_url), "reader")
+    conn = owned.open()
+    assert owned.open() is conn and owned.conn is conn
+    assert conn.execute(text("SELECT 1")).scalar() == 1
+    owned.close()
+    owned.close()  # twice is fine: actors release on every stop path
+    assert conn.closed
+    with pytest.raises(AssertionError, match="not running"):
+        _ = owned.conn
