@@ -89,7 +89,7 @@ def agent_names(args: argparse.Namespace) -> dict[str, list[list[str]]]:
 def prepare(service: Service, names: dict[str, list[list[str]]], tasks: int) -> dict[str, str]:
     """Register every agent, create the tasks, issue the remote agents' tokens (agent -> token)."""
     from m3.gateway.tokens import new_token
-    from m3.protocols.coordination import CreateToken
+    from m3.protocols.messages.coordination import CreateToken
     from m3.store.agents import hash_token
 
     async def setup() -> None:

@@ -1,6 +1,6 @@
 """Stores for benchmarks: a fresh m3 on a temporary SQLite file, filled through the real write path.
 
-Turns become memories with :class:`~m3.protocols.messages.WriteMemories`
+Turns become memories with :class:`~m3.protocols.messages.memory.WriteMemories`
 sent to the Writer actor in batches (one memory per turn, type
 ``conversation``, conversation id = session id, valid time = session date,
 the turn's index and key in metadata). Vectors come from the Embedder actor
@@ -21,7 +21,7 @@ from benchmarks.data import Turn
 from m3.actors.system import ActorSystem
 from m3.config import Config, load_config
 from m3.embed.base import Embedder
-from m3.protocols.messages import NewMemory, WriteMemories, WriteOutcome
+from m3.protocols.messages.memory import NewMemory, WriteMemories, WriteOutcome
 
 WRITE_BATCH = 256
 #: Embedding a cold haystack can take minutes; the default ask timeout is for interactive calls.

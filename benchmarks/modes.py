@@ -26,7 +26,7 @@ from m3.actors.supervisor import ActorHandle
 from m3.actors.system import ActorSystem, search_weights
 from m3.config import Config
 from m3.embed.base import Embedder
-from m3.protocols.messages import MemoryFilter, SearchMemories
+from m3.protocols.messages.memory import MemoryFilter, SearchMemories
 
 _SIGNALS = ("dense", "bm25", "title", "importance", "recency", "access", "pin", "conversation")
 

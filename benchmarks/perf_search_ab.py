@@ -29,7 +29,7 @@ from benchmarks.perf_search_stores import time_filtered
 from benchmarks.precomputed import PrecomputedEmbedder
 from benchmarks.report import RunDir, rows_text
 from m3.actors.system import ActorSystem
-from m3.protocols.messages import MemoryFilter, SearchMemories
+from m3.protocols.messages.memory import MemoryFilter, SearchMemories
 
 
 def search_row(searchers: SearchModes, queries: list[str], sessions: list[str], k: int) -> dict[str, Any]:

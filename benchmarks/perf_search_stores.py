@@ -35,7 +35,7 @@ from benchmarks.perf_search import WARMUP_QUERIES, corpus, fill, time_searches
 from benchmarks.precomputed import PrecomputedEmbedder
 from benchmarks.report import RunDir, rows_text
 from m3.embed.base import Embedder
-from m3.protocols.messages import MemoryFilter, SearchMemories
+from m3.protocols.messages.memory import MemoryFilter, SearchMemories
 
 
 def time_filtered(searchers: SearchModes, queries: list[str], sessions: list[str], k: int) -> dict[str, float]:

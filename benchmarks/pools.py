@@ -2,7 +2,7 @@
 
 ``python -m benchmarks.pools --bench s --limit 130 --out /tmp/pools-s.pkl`` fills each store through
 m3's write path exactly like the retrieval benchmarks, searches every question once with a real
-Searcher, and records what that Searcher handed to :func:`m3.actors.ranking.fuse`: every candidate's
+Searcher, and records what that Searcher handed to :func:`m3.retrieval.ranking.fuse`: every candidate's
 row fields, cosine, BM25 and vector, plus the query terms and the gold labels. ``benchmarks.replay``
 then re-ranks those pools with any weights in milliseconds. The final figures always come from the
 real benchmarks (``benchmarks.longmemeval``, ``benchmarks.locomo``), never from a replay.
@@ -22,7 +22,7 @@ from benchmarks.embedding import cached_embedder, default_cache_path, prewarm
 from benchmarks.ingest import fresh_system, ingest
 from benchmarks.modes import SearchModes
 from benchmarks.progress import Progress
-from m3.actors import ranking
+from m3.retrieval import ranking
 
 _ROW_FIELDS = ("title", "importance", "valid_from", "access_count", "pinned", "conversation_id", "content",
                "recorded_at")

@@ -2,7 +2,7 @@
 
 ``python -m benchmarks.replay POOLS.pkl --level session --set search.weight_conversation=0``
 reads pools written by ``benchmarks.pools`` and, for each question, runs
-:func:`m3.actors.ranking.fuse` and :func:`m3.actors.ranking.mmr` with m3's
+:func:`m3.retrieval.ranking.fuse` and :func:`m3.retrieval.ranking.mmr` with m3's
 default search settings changed by ``--set`` (any number), then prints the
 hit rate at each k, overall and per type. Only the ranking is replayed: the
 candidates are what the real Searcher found with the default
@@ -21,9 +21,9 @@ from typing import Any
 
 from benchmarks.ingest import bench_config
 from benchmarks.retrieval import int_list
-from m3.actors import ranking
 from m3.actors.system import search_weights
-from m3.protocols.messages import SearchWeights
+from m3.protocols.messages.memory import SearchWeights
+from m3.retrieval import ranking
 
 
 def weights_with(settings: list[str]) -> SearchWeights:

@@ -1,4 +1,4 @@
-"""The import-layer rule of DESIGN.md: gateway → actors → (store, embed) → protocols → (errors, config).
+"""The import-layer rule of DESIGN.md: gateway → actors → retrieval → (store, embed) → protocols → (errors, config).
 
 Checked on the source with ``ast``, so imports inside functions count too.
 """
@@ -19,8 +19,9 @@ ALLOWED: dict[str, set[str]] = {
     "protocols": {"errors", "config"},
     "store": {"protocols", "errors", "config"},
     "embed": {"protocols", "errors", "config"},
-    "actors": {"store", "embed", "protocols", "errors", "config"},
-    "gateway": {"actors", "store", "embed", "protocols", "errors", "config"},
+    "retrieval": {"store", "embed", "protocols", "errors", "config"},
+    "actors": {"retrieval", "store", "embed", "protocols", "errors", "config"},
+    "gateway": {"actors", "retrieval", "store", "embed", "protocols", "errors", "config"},
 }
 ROOT_MODULES = {"__init__", "__main__"}
 

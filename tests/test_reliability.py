@@ -98,7 +98,7 @@ WRITER_SCRIPT = """
 import sys, threading
 from m3.actors.system import ActorSystem
 from m3.config import load_config
-from m3.protocols.messages import NewMemory, WriteMemories
+from m3.protocols.messages.memory import NewMemory, WriteMemories
 
 system = ActorSystem(load_config()).start()
 lock = threading.Lock()

@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from m3.protocols.base import Message
-from m3.protocols.coordination import (
+from m3.protocols.messages.coordination import (
     AckInbox,
     AckNotifications,
     AgentHeartbeat,
@@ -26,7 +26,8 @@ from m3.protocols.coordination import (
     SendNotification,
     TaskChange,
 )
-from m3.store import agents, inbox, tasks
+from m3.store import agents, inbox
+from m3.store import task_writes as tasks
 from m3.store.filters import isolation_clause
 
 Outcome = tuple[Any, list[str]]

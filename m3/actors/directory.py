@@ -14,7 +14,7 @@ from typing import Any
 
 from m3.actors.reader import StoreReader
 from m3.protocols.base import Message
-from m3.protocols.coordination import (
+from m3.protocols.messages.coordination import (
     GetAgent,
     ListAgents,
     ListTokens,
@@ -23,7 +23,7 @@ from m3.protocols.coordination import (
     ReadInbox,
     ResolveMemories,
 )
-from m3.protocols.messages import Flush
+from m3.protocols.messages.memory import Flush
 from m3.store import agents, inbox
 from m3.store import memories as memory_rows
 from m3.store.engine import StoreOptions

@@ -40,7 +40,7 @@ from m3.actors.supervisor import ActorHandle
 from m3.embed.base import Embedder
 from m3.errors import EmbedderUnavailable
 from m3.protocols.base import Message
-from m3.protocols.messages import (
+from m3.protocols.messages.memory import (
     ActivateModel,
     Drain,
     EmbedderInfo,

@@ -34,14 +34,14 @@ from m3.actors.base import Envelope, M3Actor, Reply
 from m3.actors.supervisor import ActorHandle
 from m3.errors import Unavailable
 from m3.protocols.base import Message
-from m3.protocols.coordination import (
+from m3.protocols.messages.coordination import (
     NotificationsArrived,
     RouterTick,
     SendHandoff,
     SendNotification,
     WaitNotifications,
 )
-from m3.protocols.messages import Flush
+from m3.protocols.messages.memory import Flush
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """The Searcher: every read of memories and the chat log.
 
 It owns a read connection and the dense retrieval leg of its store
-(:mod:`m3.actors.dense`): on SQLite an in-memory vector matrix of the active
+(:mod:`m3.retrieval.dense`): on SQLite an in-memory vector matrix of the active
 model, refreshed before each search from the vectors added since it last
 looked (one indexed query, which also picks up other processes' writes);
 on PostgreSQL the model's HNSW index, queried in SQL with the filters. So a
@@ -18,15 +18,12 @@ from typing import Any
 
 from sqlalchemy import RowMapping, and_, select
 
-from m3.actors import ranking
-from m3.actors.candidate_rows import CandidateRows
-from m3.actors.dense import DenseLeg, leg_for
 from m3.actors.reader import StoreReader
 from m3.actors.supervisor import ActorHandle
 from m3.embed.base import Embedder
 from m3.errors import EmbedderUnavailable
 from m3.protocols.base import Message
-from m3.protocols.messages import (
+from m3.protocols.messages.memory import (
     EmbeddingStats,
     Flush,
     GetGraph,
@@ -39,6 +36,9 @@ from m3.protocols.messages import (
     TouchMemories,
     VerifyMemories,
 )
+from m3.retrieval import ranking
+from m3.retrieval.candidate_rows import CandidateRows
+from m3.retrieval.dense import DenseLeg, leg_for
 from m3.store import embedding_models, fulltext, vectors
 from m3.store import memories as rows
 from m3.store.engine import StoreOptions, dialect_of

@@ -9,7 +9,6 @@ from m3.actors.directory import Directory
 from m3.actors.embedder import EmbedderActor
 from m3.actors.router import RouterRegistry
 from m3.actors.searcher import Searcher
-from m3.actors.supersession import SupersessionPolicy
 from m3.actors.supervisor import ActorHandle
 from m3.actors.task_manager import TaskManager
 from m3.actors.writer import Writer
@@ -17,7 +16,8 @@ from m3.config import Config
 from m3.embed.base import Embedder
 from m3.embed.factory import close_embedder, create_embedder, model_resolver
 from m3.errors import M3Error
-from m3.protocols.messages import Drain, Flush, SearchWeights
+from m3.protocols.messages.memory import Drain, Flush, SearchWeights
+from m3.retrieval.supersession import SupersessionPolicy
 from m3.store.agents import Liveness
 from m3.store.engine import StoreOptions, migrate, open_engine
 

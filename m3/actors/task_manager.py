@@ -2,7 +2,7 @@
 
 Reads (get, list, tree) are answered from its own read connection. Changes
 are forwarded to the Writer with the caller's reply: the rules (state
-machine, versions, leases — ``m3.store.tasks``) are conditional SQL inside
+machine, versions, leases — ``m3.store.task_writes``) are conditional SQL inside
 the Writer's transaction, because a check made here against a snapshot
 could be stale by the time another process commits; and SQLite has one
 writer, so a second write path would bring back "database is locked".
@@ -29,7 +29,7 @@ from m3.actors.base import Envelope
 from m3.actors.reader import StoreReader
 from m3.actors.supervisor import ActorHandle
 from m3.protocols.base import Message
-from m3.protocols.coordination import (
+from m3.protocols.messages.coordination import (
     ClaimTask,
     ExpireLeases,
     GetTask,
@@ -40,8 +40,8 @@ from m3.protocols.coordination import (
     SweepLeases,
     TaskChange,
 )
-from m3.protocols.messages import Flush
-from m3.store import task_rows
+from m3.protocols.messages.memory import Flush
+from m3.store import tasks as task_rows
 from m3.store.engine import StoreOptions
 from m3.store.filters import isolation_clause
 

@@ -31,11 +31,10 @@ from sqlalchemy.exc import OperationalError
 
 from m3.actors import coordination_ops
 from m3.actors.base import Envelope, M3Actor
-from m3.actors.supersession import CandidateIndex, Candidates, SupersessionPolicy, supersede_similar
 from m3.actors.supervisor import ActorHandle
 from m3.errors import M3Error, StoreError
 from m3.protocols.base import Message
-from m3.protocols.messages import (
+from m3.protocols.messages.memory import (
     ActivateModel,
     DeleteMemory,
     Flush,
@@ -51,11 +50,12 @@ from m3.protocols.messages import (
     WriteChat,
     WriteMemories,
 )
-from m3.store import chat as chat_rows
+from m3.retrieval.supersession import CandidateIndex, Candidates, SupersessionPolicy, supersede_similar
+from m3.store import chat_writes as chat_rows
 from m3.store import embedding_models
 from m3.store import memories as rows
 from m3.store.engine import OwnedConnection, StoreOptions, dialect_of
-from m3.store.writes import MemoryWrites
+from m3.store.memory_writes import MemoryWrites
 
 log = logging.getLogger(__name__)
 
@@ -357,7 +357,7 @@ TRANSACTION_ATTEMPTS = 4
 
 def _candidates_for(dialect: str, exempt_types: frozenset[str]) -> Candidates:
     if dialect == "postgresql":
-        from m3.actors.pg_locks import LockedCandidates
+        from m3.retrieval.pg_locks import LockedCandidates
 
         return LockedCandidates(exempt_types)
     return CandidateIndex(exempt_types)

@@ -35,7 +35,7 @@ from m3.config import Config
 from m3.errors import M3Error
 from m3.gateway.mcp_server import M3Server, build_server
 from m3.gateway.service import CallContext, Service
-from m3.protocols.coordination import LookupToken
+from m3.protocols.messages.coordination import LookupToken
 from m3.store.agents import hash_token
 
 log = logging.getLogger(__name__)

@@ -19,7 +19,7 @@ from typing import Any, TextIO
 from m3.config import Config
 from m3.errors import EmbedderUnavailable
 from m3.gateway.runtime import running
-from m3.protocols.messages import EmbedderInfo, EmbeddingStats
+from m3.protocols.messages.memory import EmbedderInfo, EmbeddingStats
 
 #: Seconds between two looks at the progress.
 TICK_S = 0.5

@@ -85,7 +85,7 @@ class Registry:
 def default_registry() -> Registry:
     """Every tool m3 ships, with its handler."""
     from m3.gateway.tools import HANDLERS
-    from m3.protocols import ALL_TOOLS
+    from m3.protocols.tools import ALL_TOOLS
 
     return Registry(ALL_TOOLS, HANDLERS)
 

@@ -27,7 +27,7 @@ from m3.errors import (
 )
 from m3.gateway.registry import Registry, Tool
 from m3.protocols.base import Message
-from m3.protocols.messages import MemoryFilter
+from m3.protocols.messages.memory import MemoryFilter
 
 log = logging.getLogger(__name__)
 

@@ -14,8 +14,8 @@ from typing import Any
 
 from m3.config import Config
 from m3.errors import InvalidArgument
-from m3.protocols.coordination import CreateToken, ListTokens, RevokeTokens
-from m3.protocols.fields import format_time
+from m3.protocols.messages.coordination import CreateToken, ListTokens, RevokeTokens
+from m3.protocols.tools.fields import format_time
 
 TOKEN_PREFIX = "m3_"
 MAX_AGENT_CHARS = 200

@@ -19,7 +19,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, RowMapping, and_, insert, or_, select, update
 
 from m3.errors import InvalidArgument, NotFound
-from m3.protocols.coordination import AgentHeartbeat, AgentOffline, CreateToken, RegisterAgent, RevokeTokens
+from m3.protocols.messages.coordination import AgentHeartbeat, AgentOffline, CreateToken, RegisterAgent, RevokeTokens
 from m3.store.schema import agent_tokens as tk
 from m3.store.schema import agents as a
 

@@ -10,7 +10,7 @@ from datetime import datetime
 
 from sqlalchemy import ColumnElement, and_, or_, true
 
-from m3.protocols.messages import MemoryFilter
+from m3.protocols.messages.memory import MemoryFilter
 from m3.store.schema import memories as m
 
 

@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, func, insert, select, update
 
 from m3.errors import NotFound
-from m3.protocols.coordination import AckInbox, AckNotifications, SendHandoff, SendNotification
+from m3.protocols.messages.coordination import AckInbox, AckNotifications, SendHandoff, SendNotification
 from m3.store import agents
 from m3.store.schema import inbox as ib
 from m3.store.schema import inbox_links as il

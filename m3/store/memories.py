@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import Connection, RowMapping, and_, bindparam, delete, func, insert, or_, select, update
 
 from m3.errors import AmbiguousId, NotFound
-from m3.protocols.messages import MemoryFilter, NewMemory
+from m3.protocols.messages.memory import MemoryFilter, NewMemory
 from m3.store.filters import isolation_clause
 from m3.store.schema import memories as m
 from m3.store.schema import memory_embeddings as e

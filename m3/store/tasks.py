@@ -1,314 +1,179 @@
-"""The rules of shared task trees, as conditional writes inside the Writer's transaction.
+"""Task rows as callers see them, and the reads of task trees.
 
-Every change is ``UPDATE … WHERE id = :id AND version = :read AND state =
-:read_state`` and checks the row count: a caller that read an older version
-gets ``conflict``, never a silent overwrite, on SQLite and on PostgreSQL
-alike (there a concurrent transaction's UPDATE waits for the row lock and
-then re-checks the WHERE against the committed row). A claim picks the next
-claimable task and takes it with the same kind of conditional UPDATE, so
-two claimants can never both get one task while its lease is valid. Every
-change records a ``task_events`` row with its actor; assignment and
-completion notify the owner and the creator (not the agent who acted).
+A task holding a lease that has run out *is* pending again, whether or not
+a sweep has written that yet: every read and every write sees the
+effective state (``lapsed`` as SQL and as Python agree), so the moment a
+lease ends does not depend on when a timer fires or which process runs it.
+A task's result memory is shown only when the reader may see that memory
+(the isolation clause, in the join).
 """
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Callable
-from datetime import datetime, timedelta
+from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, RowMapping, bindparam, delete, insert, select, true, update
-from sqlalchemy.sql.elements import True_
+from sqlalchemy import ColumnElement, Connection, RowMapping, and_, case, func, null, or_, select
 
-from m3.errors import Conflict, IllegalTransition, InvalidArgument, LeaseLost, NotFound
-from m3.protocols.coordination import (
-    AssignTask,
-    ClaimTask,
-    CreateTask,
-    DeleteTask,
-    RenewLease,
-    SetTaskResult,
-    UpdateTask,
-)
-from m3.store import agents, inbox
-from m3.store import task_rows as rows
+from m3.errors import AmbiguousId, NotFound
+from m3.protocols.messages.coordination import TaskFilter
 from m3.store.schema import memories as m
 from m3.store.schema import task_events as ev
 from m3.store.schema import tasks as t
 
-EDITABLE = ("title", "description", "priority", "kind", "metadata")
-COMPLETION = frozenset({"completed", "failed", "cancelled"})
-#: Candidates a claim tries per round before looking again (others may take some meanwhile on PostgreSQL).
-CLAIM_BATCH = 8
-CLAIM_ROUNDS = 4
-#: Most leases one sweep ends; the rest follow in the next transaction (keeps one commit small).
-SWEEP_BATCH = 500
-#: Who lease expiry is attributed to in history.
-SYSTEM_ACTOR = "m3"
-# Built once: a statement object memoises its cache key, which the Writer's hot path would rebuild per call.
-_BY_ID = select(t).where(t.c.id == bindparam("task_id"))
-_ADD_EVENT = insert(ev)
-_RESULT_SHOWN = select(m.c.id).where(m.c.id == bindparam("memory_id"))
-
-
-class TaskWrites:
-    """Task changes on one connection at the Writer's clock; each returns (task record, agents notified)."""
-
-    def __init__(self, conn: Connection, now: datetime, visible: ColumnElement[bool] | None = None):
-        self.conn = conn
-        self.now = now
-        self.visible = visible if visible is not None else true()
-        self.notified: list[str] = []
-
-    # -- helpers -------------------------------------------------------------------------------
-
-    def event(self, task_id: str, name: str, actor: str | None, **details: Any) -> None:
-        self.conn.execute(_ADD_EVENT, {"task_id": task_id, "event": name, "actor": actor, "at": self.now,
-                                       "details": _jsonable(details)})
-
-    def notify(self, task: RowMapping | dict[str, Any], kind: str, message: str, actor: str | None,
-               *recipients: str | None) -> None:
-        for agent in dict.fromkeys(r for r in recipients if r is not None and r != actor):
-            inbox.notify(self.conn, to_agent=agent, kind=kind, message=message, now=self.now, from_agent=actor,
-                         ref_id=task["id"], data={"task_id": task["id"], "state": task["state"]})
-            self.notified.append(agent)
-
-    def load(self, ref: str) -> RowMapping:
-        row = self.conn.execute(_BY_ID, {"task_id": rows.resolve(self.conn, ref)}).mappings().first()
-        if row is None:
-            raise NotFound(f"no task with id {ref!r}", hint="task_list shows the tasks and their ids.")
-        return row
-
-    def current(self, ref: str) -> RowMapping:
-        """The task row with a lapsed lease already turned back to pending (recorded as ``lease_expired``)."""
-        row = self.load(ref)
-        if rows.lapsed(row, self.now):
-            back = self.conn.execute(update(t).where(t.c.id == row["id"], rows.lapsed_clause(self.now))
-                                     .values(state="pending", owner=None, lease_expires_at=None)
-                                     .returning(*t.c)).mappings().first()
-            assert back is not None
-            self.expired(row)
-            row = back
-        return row
-
-    def expired(self, row: RowMapping) -> None:
-        """Record that ``row``'s lease ran out, and tell its creator and the agent that held it."""
-        self.event(row["id"], "lease_expired", SYSTEM_ACTOR, owner=row["owner"],
-                   lease_expires_at=row["lease_expires_at"])
-        message = f"lease of {row['owner']} ran out; task pending again: {row['title'][:200]}"
-        self.notify({"id": row["id"], "state": "pending"}, "lease_expired", message, SYSTEM_ACTOR,
-                    row["creator"], row["owner"])
-
-    def checked(self, ref: str, version: int) -> RowMapping:
-        """The current row, refusing a stale version or a deleted task."""
-        row = self.current(ref)
-        if row["version"] != version:
-            raise Conflict(f"task {row['id']} is at version {row['version']}, not {version}",
-                           details={"current_version": row["version"], "state": row["state"]})
-        if row["deleted_at"] is not None:
-            raise InvalidArgument(f"task {row['id']} is deleted", hint="task_list with include_deleted shows it.")
-        return row
-
-    def change(self, row: RowMapping, **values: Any) -> dict[str, Any]:
-        """Apply ``values`` if the row is still as read; bump the version; return the new record."""
-        new = self.conn.execute(
-            update(t).where(t.c.id == row["id"], t.c.version == row["version"], t.c.state == row["state"])
-            .values(version=t.c.version + 1, updated_at=self.now, **values).returning(*t.c)).mappings().first()
-        if new is None:
-            raise Conflict(f"task {row['id']} changed while this change was applied",
-                           hint="Read it again (task_get) and retry.")
-        return self.present(new)
-
-    def record(self, task_id: str) -> dict[str, Any]:
-        return self.present(self.load(task_id))
-
-    def present(self, row: RowMapping) -> dict[str, Any]:
-        """The caller's view of ``row``: the result memory only if the reader may see it."""
-        out = rows.record(row, self.now)
-        shown = out["result_memory_id"]
-        if shown is not None and not isinstance(self.visible, True_):
-            found = self.conn.execute(_RESULT_SHOWN.where(self.visible), {"memory_id": shown}).first()
-            out["result_memory_id"] = None if found is None else shown
-        return out
-
-    # -- changes -------------------------------------------------------------------------------
-
-    def create(self, msg: CreateTask) -> dict[str, Any]:
-        if msg.parent_id is not None:
-            parent = self.current(msg.parent_id)
-            if parent["deleted_at"] is not None:
-                raise InvalidArgument(f"parent task {parent['id']} is deleted")
-            parent_id: str | None = parent["id"]
-        else:
-            parent_id = None
-        if msg.assignee is not None:
-            agents.require(self.conn, msg.assignee, "assignee")
-        task_id = str(uuid.uuid4())
-        self.conn.execute(insert(t).values(
-            id=task_id, parent_id=parent_id, title=msg.title, description=msg.description, kind=msg.kind,
-            priority=msg.priority, state="pending", creator=msg.actor, owner=msg.assignee, lease_expires_at=None,
-            result_memory_id=None, result_note=None, metadata=dict(msg.metadata), version=1, created_at=self.now,
-            updated_at=self.now, deleted_at=None))
-        self.event(task_id, "created", msg.actor, parent_id=parent_id, title=msg.title, assignee=msg.assignee)
-        task = self.record(task_id)
-        if msg.assignee is not None:
-            self.notify(task, "task_assigned", f"task assigned to {msg.assignee}: {msg.title[:200]}", msg.actor,
-                        msg.assignee)
-        return task
-
-    def assign(self, msg: AssignTask) -> dict[str, Any]:
-        row = self.checked(msg.id, msg.version)
-        if row["state"] in rows.TERMINAL:
-            raise IllegalTransition(f"task {row['id']} is {row['state']} and cannot be assigned",
-                                    details={"state": row["state"]})
-        if msg.assignee is not None:
-            agents.require(self.conn, msg.assignee, "assignee")
-        task = self.change(row, owner=msg.assignee, lease_expires_at=None)
-        self.event(row["id"], "assigned", msg.actor, owner=msg.assignee, previous_owner=row["owner"])
-        if msg.assignee is not None:
-            self.notify(task, "task_assigned", f"task assigned to {msg.assignee}: {row['title'][:200]}", msg.actor,
-                        msg.assignee, row["creator"])
-        return task
-
-    def update(self, msg: UpdateTask) -> dict[str, Any]:
-        unknown = set(msg.changes) - set(EDITABLE)
-        if unknown:
-            raise InvalidArgument(f"cannot change {sorted(unknown)}", hint=f"Editable fields: {list(EDITABLE)}.")
-        row = self.checked(msg.id, msg.version)
-        target = msg.state if msg.state is not None and msg.state != row["state"] else None
-        if target is None and not msg.changes:
-            raise InvalidArgument("nothing to update", hint="Give a new state or a field to change.")
-        values: dict[str, Any] = dict(msg.changes)
-        if target is not None:
-            allowed = rows.TRANSITIONS[row["state"]]
-            if target not in allowed:
-                why = " (its lease ran out, so it is pending again)" if row["state"] == "pending" and any(
-                    e == "lease_expired" for e in self._last_events(row["id"])) else ""
-                raise IllegalTransition(f"task {row['id']} cannot go from {row['state']} to {target}{why}",
-                                        details={"from": row["state"], "to": target, "allowed": sorted(allowed)})
-            values.update(_side_effects(row, target, msg.actor))
-        task = self.change(row, **values)
-        previous = {k: row[k] for k in msg.changes}
-        self.event(row["id"], "updated", msg.actor, reason=msg.reason, previous=previous,
-                   **({"from": row["state"], "to": target} if target else {}))
-        if target in COMPLETION:
-            self.notify(task, f"task_{target}", f"task {target}: {row['title'][:200]}", msg.actor,
-                        task["owner"], row["creator"])
-        return task
-
-    def set_result(self, msg: SetTaskResult) -> dict[str, Any]:
-        row = self.checked(msg.id, msg.version)
-        if msg.memory_id is not None and self.conn.execute(
-                select(m.c.id).where(m.c.id == msg.memory_id)).first() is None:
-            raise NotFound(f"no memory with id {msg.memory_id!r}")
-        task = self.change(row, result_memory_id=msg.memory_id, result_note=msg.note)
-        self.event(row["id"], "result_set", msg.actor, memory_id=msg.memory_id, note=msg.note)
-        return task
-
-    def delete(self, msg: DeleteTask) -> dict[str, Any]:
-        row = self.current(msg.id)
-        if row["version"] != msg.version:
-            raise Conflict(f"task {row['id']} is at version {row['version']}, not {msg.version}",
-                           details={"current_version": row["version"], "state": row["state"]})
-        subtree = self._subtree(row["id"])
-        if msg.hard:
-            if row["deleted_at"] is None:
-                raise InvalidArgument(f"task {row['id']} must be soft-deleted before a hard delete",
-                                      hint="Call task_delete without hard first, then again with hard=true.")
-            for task_id in reversed(subtree):  # leaves first: parent_id has no cascade
-                self.conn.execute(delete(ev).where(ev.c.task_id == task_id))
-                self.conn.execute(delete(t).where(t.c.id == task_id))
-            return {**rows.record(row, self.now), "deleted": "hard", "affected": len(subtree)}
-        if row["deleted_at"] is not None:
-            raise InvalidArgument(f"task {row['id']} is already deleted",
-                                  hint="Repeat with hard=true to erase it for good.")
-        for task_id in subtree:
-            self.conn.execute(update(t).where(t.c.id == task_id, t.c.deleted_at.is_(None))
-                              .values(deleted_at=self.now, updated_at=self.now, lease_expires_at=None,
-                                      version=t.c.version + 1))
-            self.event(task_id, "deleted", msg.actor, reason=msg.reason, root=row["id"])
-        return {**self.record(row["id"]), "deleted": "soft", "affected": len(subtree)}
-
-    def _last_events(self, task_id: str) -> list[str]:
-        query = select(ev.c.event).where(ev.c.task_id == task_id).order_by(ev.c.seq.desc()).limit(1)
-        return [r[0] for r in self.conn.execute(query)]
-
-    def _subtree(self, root: str) -> list[str]:
-        """The task and every descendant, parents before children."""
-        out, frontier = [root], [root]
-        while frontier:
-            frontier = [r[0] for r in self.conn.execute(select(t.c.id).where(t.c.parent_id.in_(frontier)))]
-            out.extend(frontier)
-        return out
-
-    # -- claims and leases ---------------------------------------------------------------------
-
-    def claim(self, msg: ClaimTask) -> dict[str, Any] | None:
-        """Take the most urgent claimable task under a lease; None when there is none."""
-        due = self.now + timedelta(seconds=msg.lease_s)
-        claimable = rows.claimable_clause(msg.agent_id, self.now)
-        where = [claimable, *rows.filter_clauses(msg.filter.model_copy(update={"state": None}), self.now)]
-        for _ in range(CLAIM_ROUNDS):
-            query = select(t).where(*where).order_by(t.c.priority.desc(), t.c.seq).limit(CLAIM_BATCH)
-            candidates = list(self.conn.execute(query).mappings())
-            if not candidates:
-                return None
-            for cand in candidates:
-                taken = self.conn.execute(
-                    update(t).where(t.c.id == cand["id"], t.c.version == cand["version"], claimable)
-                    .values(state="in_progress", owner=msg.agent_id, lease_expires_at=due, version=t.c.version + 1,
-                            updated_at=self.now).returning(*t.c)).mappings().first()
-                if taken is not None:
-                    if rows.lapsed(cand, self.now):
-                        self.expired(cand)
-                    self.event(cand["id"], "claimed", msg.agent_id, lease_expires_at=due)
-                    return self.present(taken)
-        return None
-
-    def renew(self, msg: RenewLease) -> dict[str, Any]:
-        task_id = rows.resolve(self.conn, msg.id)
-        due = self.now + timedelta(seconds=msg.lease_s)
-        renewed = self.conn.execute(update(t).where(
-            t.c.id == task_id, t.c.owner == msg.agent_id, t.c.state == "in_progress", t.c.deleted_at.is_(None),
-            t.c.lease_expires_at.is_not(None), t.c.lease_expires_at > self.now,
-        ).values(lease_expires_at=due).returning(*t.c)).mappings().first()
-        if renewed is None:
-            row = self.record(task_id)
-            raise LeaseLost(f"{msg.agent_id} holds no valid lease on task {task_id}",
-                            details={"state": row["state"], "owner": row["owner"]})
-        self.event(task_id, "lease_renewed", msg.agent_id, lease_expires_at=due)
-        return self.present(renewed)
-
-    def expire(self) -> datetime | None:
-        """Turn every lapsed lease back to pending (recorded in history); the next expiry still ahead."""
-        lapsed = [r[0] for r in self.conn.execute(
-            select(t.c.id).where(rows.lapsed_clause(self.now)).limit(SWEEP_BATCH))]
-        for task_id in lapsed:
-            self.current(task_id)
-        if len(lapsed) == SWEEP_BATCH:
-            return self.now  # more are due: sweep again at once, in a transaction of its own
-        return rows.next_expiry(self.conn, self.now)
-
-
-def _side_effects(row: RowMapping, target: str, actor: str | None) -> dict[str, Any]:
-    """Ownership and lease that follow a state change."""
-    if target == "pending":
-        return {"state": target, "owner": None, "lease_expires_at": None}
-    if target == "in_progress":
-        return {"state": target, "owner": row["owner"] or actor}
-    return {"state": target, "lease_expires_at": None}
-
-
-def _jsonable(details: dict[str, Any]) -> dict[str, Any]:
-    return {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in details.items() if v is not None}
-
-
-TaskOp = Callable[[TaskWrites, Any], Any]
-OPERATIONS: dict[type, TaskOp] = {
-    CreateTask: TaskWrites.create, AssignTask: TaskWrites.assign, UpdateTask: TaskWrites.update,
-    SetTaskResult: TaskWrites.set_result, DeleteTask: TaskWrites.delete, ClaimTask: TaskWrites.claim,
-    RenewLease: TaskWrites.renew,
+STATES = ("pending", "in_progress", "blocked", "completed", "failed", "cancelled")
+TERMINAL = frozenset({"completed", "cancelled"})
+#: Legal state changes. failed → pending is a retry; completed and cancelled are final.
+TRANSITIONS: dict[str, frozenset[str]] = {
+    "pending": frozenset({"in_progress", "blocked", "cancelled"}),
+    "in_progress": frozenset({"pending", "blocked", "completed", "failed", "cancelled"}),
+    "blocked": frozenset({"pending", "in_progress", "failed", "cancelled"}),
+    "failed": frozenset({"pending"}),
+    "completed": frozenset(),
+    "cancelled": frozenset(),
 }
+MAX_TREE_DEPTH = 10
+FULL_ID = 36
 
-__all__ = ["OPERATIONS", "TaskWrites"]
+
+def lapsed_clause(now: datetime) -> ColumnElement[bool]:
+    """Tasks whose lease has run out: in progress under a lease that ended at or before ``now``."""
+    return and_(t.c.state == "in_progress", t.c.lease_expires_at.is_not(None), t.c.lease_expires_at <= now)
+
+
+def lapsed(row: RowMapping | dict[str, Any], now: datetime) -> bool:
+    lease = row["lease_expires_at"]
+    return bool(row["state"] == "in_progress" and lease is not None and lease <= now)
+
+
+def effective_state(now: datetime) -> Any:
+    return case((lapsed_clause(now), "pending"), else_=t.c.state)
+
+
+def effective_owner(now: datetime) -> Any:
+    return case((lapsed_clause(now), null()), else_=t.c.owner)
+
+
+def claimable_clause(agent_id: str, now: datetime) -> ColumnElement[bool]:
+    """Pending (also by lapse) and either unowned or assigned to ``agent_id``; never deleted."""
+    return and_(t.c.deleted_at.is_(None), or_(
+        and_(t.c.state == "pending", or_(t.c.owner.is_(None), t.c.owner == agent_id)),
+        lapsed_clause(now),
+    ))
+
+
+def filter_clauses(flt: TaskFilter, now: datetime) -> list[ColumnElement[bool]]:
+    clauses: list[ColumnElement[bool]] = []
+    if not flt.include_deleted:
+        clauses.append(t.c.deleted_at.is_(None))
+    if flt.state is not None:
+        clauses.append(effective_state(now) == flt.state)
+    if flt.owner is not None:
+        clauses.append(effective_owner(now) == flt.owner)
+    for name in ("kind", "creator", "parent_id"):
+        value = getattr(flt, name)
+        if value is not None:
+            clauses.append(t.c[name] == value)
+    return clauses
+
+
+def _select(visible: ColumnElement[bool]) -> Any:
+    """Task columns plus the result memory id only where the reader may see that memory."""
+    shown = m.c.id.label("visible_result_id")
+    return select(t, shown).select_from(t.outerjoin(m, and_(m.c.id == t.c.result_memory_id, visible)))
+
+
+def record(row: RowMapping, now: datetime) -> dict[str, Any]:
+    """The caller's view of a task row: effective state and owner, visible result only."""
+    out = {k: row[k] for k in ("id", "parent_id", "title", "description", "kind", "priority", "state", "creator",
+                               "owner", "lease_expires_at", "result_note", "metadata", "version", "created_at",
+                               "updated_at", "deleted_at")}
+    out["result_memory_id"] = row["visible_result_id"] if "visible_result_id" in row else row["result_memory_id"]
+    if lapsed(row, now):
+        out.update(state="pending", owner=None, lease_expires_at=None)
+    return out
+
+
+def resolve(conn: Connection, ref: str) -> str:
+    """The full id of a task from its id or a unique prefix of 8+ characters.
+
+    A full-length id is returned as it is, without a query: loading it says whether it exists.
+    """
+    ref = ref.strip().lower()
+    if len(ref) == FULL_ID or conn.execute(select(t.c.id).where(t.c.id == ref)).first():
+        return ref
+    found = [r[0] for r in conn.execute(select(t.c.id).where(t.c.id.startswith(ref, autoescape=True)).limit(3))]
+    if len(ref) < 8 or not found:
+        raise NotFound(f"no task with id {ref!r}", hint="task_list shows the tasks and their ids.")
+    if len(found) > 1:
+        raise AmbiguousId(f"prefix {ref!r} matches several tasks", details={"candidates": found})
+    return str(found[0])
+
+
+def get(conn: Connection, ref: str, now: datetime, visible: ColumnElement[bool]) -> dict[str, Any]:
+    task_id = resolve(conn, ref)
+    row = conn.execute(_select(visible).where(t.c.id == task_id)).mappings().first()
+    if row is None:
+        raise NotFound(f"no task with id {ref!r}", hint="task_list shows the tasks and their ids.")
+    return record(row, now)
+
+
+def history(conn: Connection, task_id: str) -> list[dict[str, Any]]:
+    query = select(ev.c.event, ev.c.actor, ev.c.at, ev.c.details).where(ev.c.task_id == task_id).order_by(ev.c.seq)
+    return [dict(r) for r in conn.execute(query).mappings()]
+
+
+def list_tasks(conn: Connection, flt: TaskFilter, limit: int, now: datetime,
+               visible: ColumnElement[bool]) -> list[dict[str, Any]]:
+    query = _select(visible).where(*filter_clauses(flt, now)).order_by(t.c.priority.desc(), t.c.seq).limit(limit)
+    return [record(r, now) for r in conn.execute(query).mappings()]
+
+
+def tree(conn: Connection, ref: str, depth: int, include_deleted: bool, now: datetime,
+         visible: ColumnElement[bool]) -> dict[str, Any]:
+    """The task and its descendants down to ``depth`` levels, each with ``children`` and ``child_count``."""
+    root = get(conn, ref, now, visible)
+    nodes = {root["id"]: root}
+    frontier = [root["id"]]
+    for _ in range(depth):
+        rows = _children(conn, frontier, include_deleted, visible)
+        frontier = []
+        for row in rows:
+            node = record(row, now)
+            nodes[node["id"]] = node
+            frontier.append(node["id"])
+        if not frontier:
+            break
+    counts = _child_counts(conn, list(nodes), include_deleted)
+    for node in nodes.values():
+        node["children"] = []
+        node["child_count"] = counts.get(node["id"], 0)
+    for node in sorted(nodes.values(), key=lambda n: (-n["priority"], n["created_at"])):
+        parent = nodes.get(node["parent_id"]) if node["id"] != root["id"] else None
+        if parent is not None:
+            parent["children"].append(node)
+    return root
+
+
+def _children(conn: Connection, parents: Sequence[str], include_deleted: bool,
+              visible: ColumnElement[bool]) -> list[RowMapping]:
+    query = _select(visible).where(t.c.parent_id.in_(list(parents)))
+    if not include_deleted:
+        query = query.where(t.c.deleted_at.is_(None))
+    return list(conn.execute(query.order_by(t.c.seq)).mappings())
+
+
+def _child_counts(conn: Connection, ids: Sequence[str], include_deleted: bool) -> dict[str, int]:
+    query = select(t.c.parent_id, func.count()).where(t.c.parent_id.in_(list(ids))).group_by(t.c.parent_id)
+    if not include_deleted:
+        query = query.where(t.c.deleted_at.is_(None))
+    return {str(p): int(n) for p, n in conn.execute(query)}
+
+
+def next_expiry(conn: Connection, now: datetime) -> datetime | None:
+    """When the next lease still running ends."""
+    query = select(func.min(t.c.lease_expires_at)).where(
+        t.c.state == "in_progress", t.c.lease_expires_at.is_not(None), t.c.lease_expires_at > now)
+    value: datetime | None = conn.execute(query).scalar()
+    return value

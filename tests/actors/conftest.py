@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from m3.actors.supersession import SupersessionPolicy
 from m3.actors.supervisor import ActorHandle
 from m3.actors.writer import Writer
 from m3.config import Config
-from m3.protocols.messages import NewMemory, WriteMemories
+from m3.protocols.messages.memory import NewMemory, WriteMemories
+from m3.retrieval.supersession import SupersessionPolicy
 from m3.store.engine import StoreOptions, migrate, open_engine
 
 WAIT_S = 30.0

@@ -16,10 +16,10 @@ import pytest
 from sqlalchemy import func, select
 
 from m3.actors.base import ThreadReply
-from m3.actors.pg_locks import LockedCandidates
 from m3.actors.supervisor import ActorHandle
 from m3.errors import Timeout
-from m3.protocols.messages import StoreVectors
+from m3.protocols.messages.memory import StoreVectors
+from m3.retrieval.pg_locks import LockedCandidates
 from m3.store import schema, vectors
 from m3.store.engine import StoreOptions, open_engine
 from tests.actors.conftest import WAIT_S, write_one
@@ -81,10 +81,10 @@ def test_a_second_writer_waits_for_the_first_to_commit_its_group_and_then_supers
 CHILD = """
 import sys
 import numpy as np
-from m3.actors.supersession import SupersessionPolicy
+from m3.retrieval.supersession import SupersessionPolicy
 from m3.actors.supervisor import ActorHandle
 from m3.actors.writer import Writer
-from m3.protocols.messages import NewMemory, StoreVectors, WriteMemories
+from m3.protocols.messages.memory import NewMemory, StoreVectors, WriteMemories
 from m3.store.engine import StoreOptions
 
 url, me, groups, dim = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])

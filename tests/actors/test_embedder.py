@@ -13,7 +13,7 @@ from m3.actors.supervisor import ActorHandle
 from m3.actors.system import ActorSystem
 from m3.config import Config
 from m3.embed.minilm import MODEL_ID, MiniLMEmbedder
-from m3.protocols.messages import DeleteMemory, EmbedderInfo, MemoryFilter, SearchMemories, UpdateMemory
+from m3.protocols.messages.memory import DeleteMemory, EmbedderInfo, MemoryFilter, SearchMemories, UpdateMemory
 from m3.store import schema
 from m3.store.engine import StoreOptions
 from tests.actors.conftest import WAIT_S, write_one

@@ -21,7 +21,7 @@ from m3.actors.system import ActorSystem
 from m3.config import Config
 from m3.embed.minilm import MODEL_ID, MiniLMEmbedder
 from m3.errors import EmbedderUnavailable
-from m3.protocols.messages import EmbedderInfo, EmbeddingStats, MemoryFilter, SearchMemories
+from m3.protocols.messages.memory import EmbedderInfo, EmbeddingStats, MemoryFilter, SearchMemories
 from m3.store.schema import memories as m
 from m3.store.schema import memory_embeddings as e
 from tests.actors.conftest import WAIT_S, write_one

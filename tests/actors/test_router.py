@@ -11,7 +11,7 @@ from m3.actors.base import ThreadReply
 from m3.actors.router import RouterRegistry
 from m3.actors.supervisor import ActorHandle
 from m3.errors import Unavailable
-from m3.protocols.coordination import RegisterAgent, SendNotification, WaitNotifications
+from m3.protocols.messages.coordination import RegisterAgent, SendNotification, WaitNotifications
 
 WAIT_S = 10.0
 

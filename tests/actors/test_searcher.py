@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from m3.actors.system import ActorSystem
-from m3.protocols.messages import MemoryFilter, SearchMemories
+from m3.protocols.messages.memory import MemoryFilter, SearchMemories
 from tests.actors.conftest import WAIT_S, write_one
 from tests.stored import count
 

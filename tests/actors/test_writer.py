@@ -18,7 +18,7 @@ from m3.actors.supervisor import ActorHandle
 from m3.actors.system import ActorSystem
 from m3.actors.writer import Writer
 from m3.errors import InvalidArgument, NotFound, StoreError, Timeout
-from m3.protocols.messages import (
+from m3.protocols.messages.memory import (
     Flush,
     MemoryFilter,
     NewMemory,

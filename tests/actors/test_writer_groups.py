@@ -14,7 +14,7 @@ from m3.actors.base import Envelope
 from m3.actors.supervisor import ActorHandle
 from m3.actors.writer import merge_vectors, work_units
 from m3.errors import InvalidArgument, NotFound, StoreError
-from m3.protocols.messages import PinMemory, StoreVectors, TouchMemories, WriteMemories
+from m3.protocols.messages.memory import PinMemory, StoreVectors, TouchMemories, WriteMemories
 from m3.store.engine import StoreOptions
 from m3.store.schema import memory_embeddings as emb
 from tests.actors.conftest import WAIT_S, write_one

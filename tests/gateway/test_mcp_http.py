@@ -26,7 +26,7 @@ from sqlalchemy import create_engine, select
 from m3.gateway.http_server import serve
 from m3.gateway.service import Service
 from m3.gateway.tokens import new_token
-from m3.protocols.coordination import CreateToken, RevokeTokens
+from m3.protocols.messages.coordination import CreateToken, RevokeTokens
 from m3.store.agents import hash_token
 from m3.store.schema import agent_tokens
 

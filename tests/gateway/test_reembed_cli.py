@@ -14,7 +14,7 @@ from sqlalchemy import func, select
 from m3.actors.system import ActorSystem
 from m3.config import Config
 from m3.embed.minilm import MODEL_ID, MiniLMEmbedder
-from m3.protocols.messages import NewMemory, WriteMemories
+from m3.protocols.messages.memory import NewMemory, WriteMemories
 from m3.store.schema import memory_embeddings as e
 from tests.actors.conftest import WAIT_S
 from tests.embedserver import M3, running_server, server_env

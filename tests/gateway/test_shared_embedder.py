@@ -12,7 +12,7 @@ from sqlalchemy import select
 from m3.actors.system import ActorSystem
 from m3.config import Config
 from m3.embed.minilm import MODEL_ID, MiniLMEmbedder
-from m3.protocols.messages import EmbedderInfo, MemoryFilter, SearchMemories
+from m3.protocols.messages.memory import EmbedderInfo, MemoryFilter, SearchMemories
 from m3.store.schema import memory_embeddings as e
 from tests.actors.conftest import WAIT_S, write_one
 from tests.embedserver import M3, running_server, server_env, start_server

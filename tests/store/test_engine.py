@@ -12,7 +12,7 @@ from sqlalchemy import Connection, Engine, text
 from m3.actors.supervisor import ActorHandle
 from m3.actors.system import ActorSystem
 from m3.errors import ConfigError
-from m3.protocols.messages import Flush
+from m3.protocols.messages.memory import Flush
 from m3.store.engine import OwnedConnection, StoreOptions, open_engine
 from tests.stored import is_postgres, sqlite_path
 

@@ -12,8 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy import Engine, event, text, true
 
-from m3.protocols.messages import NewMemory, WriteChat
-from m3.store import chat, fulltext, schema
+from m3.protocols.messages.memory import NewMemory, WriteChat
+from m3.store import chat_writes as chat
+from m3.store import fulltext, schema
 from m3.store import memories as rows
 from m3.store.engine import StoreOptions, migrate, open_engine
 from tests.stored import is_postgres

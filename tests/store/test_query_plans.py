@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Connection, Engine, event
 
-from m3.protocols.messages import MemoryFilter, NewMemory
+from m3.protocols.messages.memory import MemoryFilter, NewMemory
 from m3.store import memories as rows
 from m3.store import vectors
 from m3.store.filters import search_clause

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 from m3.errors import InvalidArgument
 from m3.gateway.registry import Handler
 from m3.gateway.tools.memory import owner
-from m3.protocols import agents as p
-from m3.protocols.coordination import AgentHeartbeat, AgentOffline, GetAgent, ListAgents, RegisterAgent
+from m3.protocols.messages.coordination import AgentHeartbeat, AgentOffline, GetAgent, ListAgents, RegisterAgent
+from m3.protocols.tools import agents as p
 
 if TYPE_CHECKING:
     from m3.gateway.service import CallContext, Service

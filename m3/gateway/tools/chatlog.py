@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 from m3.errors import InvalidArgument
 from m3.gateway.registry import Handler
 from m3.gateway.tools.memory import check_content, owner
-from m3.protocols import chatlog as p
-from m3.protocols.messages import ChatOutcome, SearchChat, WriteChat
+from m3.protocols.messages.memory import ChatOutcome, SearchChat, WriteChat
+from m3.protocols.tools import chatlog as p
 
 if TYPE_CHECKING:
     from m3.gateway.service import CallContext, Service

@@ -20,8 +20,7 @@ from m3.actors import bridge
 from m3.errors import NotFound, NotShared, Timeout
 from m3.gateway.registry import Handler
 from m3.gateway.tools.agents import acting
-from m3.protocols import inbox as p
-from m3.protocols.coordination import (
+from m3.protocols.messages.coordination import (
     AckInbox,
     AckNotifications,
     GetTask,
@@ -32,7 +31,8 @@ from m3.protocols.coordination import (
     SendNotification,
     WaitNotifications,
 )
-from m3.protocols.messages import MemoryFilter
+from m3.protocols.messages.memory import MemoryFilter
+from m3.protocols.tools import inbox as p
 
 if TYPE_CHECKING:
     from m3.gateway.service import CallContext, Service

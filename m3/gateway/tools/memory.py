@@ -6,8 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from m3.errors import ConfirmationRequired, ContentTooLarge, Forbidden, InvalidArgument
 from m3.gateway.registry import Handler
-from m3.protocols import memory as p
-from m3.protocols.messages import (
+from m3.protocols.messages.memory import (
     DeleteMemory,
     GetGraph,
     GetHistory,
@@ -22,6 +21,7 @@ from m3.protocols.messages import (
     WriteMemories,
     WriteOutcome,
 )
+from m3.protocols.tools import memory as p
 
 if TYPE_CHECKING:
     from m3.gateway.service import CallContext, Service

@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING
 
 from m3.errors import InvalidArgument
 from m3.gateway.registry import Handler
-from m3.protocols import meta as p
-from m3.protocols.messages import EmbedderInfo, EmbeddingStats
+from m3.protocols.messages.memory import EmbedderInfo, EmbeddingStats
+from m3.protocols.tools import meta as p
 
 if TYPE_CHECKING:
     from m3.gateway.service import CallContext, Service

@@ -8,9 +8,8 @@ from m3.errors import ConfirmationRequired, InvalidArgument
 from m3.gateway.registry import Handler
 from m3.gateway.tools.agents import acting
 from m3.gateway.tools.inbox import reader, shareable
-from m3.protocols import tasks as p
 from m3.protocols.base import Message
-from m3.protocols.coordination import (
+from m3.protocols.messages.coordination import (
     AssignTask,
     ClaimTask,
     CreateTask,
@@ -23,6 +22,7 @@ from m3.protocols.coordination import (
     TaskFilter,
     UpdateTask,
 )
+from m3.protocols.tools import tasks as p
 
 if TYPE_CHECKING:
     from m3.gateway.service import CallContext, Service

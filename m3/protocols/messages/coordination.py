@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import Field
 
 from m3.protocols.base import Message
-from m3.protocols.messages import MemoryFilter
+from m3.protocols.messages.memory import MemoryFilter
 
 # --- agents and tokens (Writer) -----------------------------------------------------------------
 

@@ -30,9 +30,9 @@ from collections.abc import Sequence
 
 from sqlalchemy import Connection, RowMapping, select
 
-from m3.actors.supersession import Vector
 from m3.protocols.base import Message
-from m3.protocols.messages import StoreVectors, WriteMemories
+from m3.protocols.messages.memory import StoreVectors, WriteMemories
+from m3.retrieval.supersession import Vector
 from m3.store import memories as rows
 from m3.store import postgres
 from m3.store.schema import memories as m

@@ -6,9 +6,9 @@ from typing import Any
 
 from pydantic import Field
 
-from m3.protocols.agents import ACTING_AGENT
 from m3.protocols.base import ToolArgs, ToolResult, ToolSpec
-from m3.protocols.fields import Identifier, MemoryId, Text, Timestamp
+from m3.protocols.tools.agents import ACTING_AGENT
+from m3.protocols.tools.fields import Identifier, MemoryId, Text, Timestamp
 
 MAX_CONTEXT = 50
 MAX_IDS = 500

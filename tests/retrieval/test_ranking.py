@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from m3.actors.ranking import SIGNALS, Candidate, explain, fuse, mmr
-from m3.protocols.messages import SearchWeights
+from m3.protocols.messages.memory import SearchWeights
+from m3.retrieval.ranking import SIGNALS, Candidate, explain, fuse, mmr
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 DEFAULT = SearchWeights(dense=0.75, bm25=0.15, title=0.04, importance=0.03, recency=0.02, access=0.005,

@@ -14,7 +14,7 @@ from m3.actors.supervisor import ActorHandle
 from m3.actors.system import ActorSystem
 from m3.embed.minilm import MiniLMEmbedder
 from m3.errors import InvalidArgument
-from m3.protocols.messages import (
+from m3.protocols.messages.memory import (
     DeleteMemory,
     GetHistory,
     LinkMemories,

@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 import pytest
 from sqlalchemy import Connection, event, true
 
-from m3.actors.candidate_rows import ALL_COLUMNS, CandidateRows
 from m3.actors.supervisor import ActorHandle
-from m3.protocols.messages import DeleteMemory, MemoryFilter
+from m3.protocols.messages.memory import DeleteMemory, MemoryFilter
+from m3.retrieval.candidate_rows import ALL_COLUMNS, CandidateRows
 from m3.store import memories as rows
 from m3.store.engine import StoreOptions, open_engine
 from m3.store.filters import search_clause

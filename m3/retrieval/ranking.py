@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from m3.protocols.messages import SearchWeights
+from m3.protocols.messages.memory import SearchWeights
 
 #: The memory's own signals, then the one taken from its conversation.
 OWN_SIGNALS = ("dense", "bm25", "title", "importance", "recency", "access", "pin")

@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import Connection, RowMapping
 
 from m3.errors import InvalidArgument
-from m3.protocols.messages import (
+from m3.protocols.messages.memory import (
     DeleteMemory,
     LinkMemories,
     NewMemory,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from m3.protocols.base import ToolArgs, ToolResult, ToolSpec
-from m3.protocols.fields import ChatRole, Identifier, Text, Timestamp
+from m3.protocols.tools.fields import ChatRole, Identifier, Text, Timestamp
 
 
 class ChatlogWriteArgs(ToolArgs):

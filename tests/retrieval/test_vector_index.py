@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from m3.actors.vector_index import VectorIndex
+from m3.retrieval.vector_index import VectorIndex
 
 
 def unit_rows(n: int, dim: int = 16, seed: int = 0) -> np.ndarray:

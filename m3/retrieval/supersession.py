@@ -19,7 +19,7 @@ vector) inside the Writer's transaction before anything is closed.
 
 On PostgreSQL several processes write at once, so an in-memory index would
 miss what another process stores concurrently: there the Writer uses
-:class:`m3.actors.pg_locks.LockedCandidates`, which serialises each owner
+:class:`m3.retrieval.pg_locks.LockedCandidates`, which serialises each owner
 group with an advisory lock and asks pgvector inside the transaction.
 Both implement :class:`Candidates`.
 """
@@ -35,14 +35,14 @@ import numpy as np
 import numpy.typing as npt
 from sqlalchemy import Connection, RowMapping, bindparam, select
 
-from m3.actors.vector_index import VectorIndex
 from m3.protocols.base import Message
-from m3.protocols.messages import StoreVectors
+from m3.protocols.messages.memory import StoreVectors
+from m3.retrieval.vector_index import VectorIndex
 from m3.store import memories as rows
 from m3.store import vectors
+from m3.store.memory_writes import MemoryWrites
 from m3.store.schema import memories as m
 from m3.store.schema import memory_embeddings as e
-from m3.store.writes import MemoryWrites
 
 Vector = npt.NDArray[np.float32]
 GroupKey = tuple[str, str, str | None, str | None]  # model, type, agent, user

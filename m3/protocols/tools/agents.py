@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from m3.protocols.base import ToolArgs, ToolResult, ToolSpec
-from m3.protocols.fields import Identifier, Timestamp
+from m3.protocols.tools.fields import Identifier, Timestamp
 
 AgentStatus = Literal["active", "idle", "offline"]
 ACTING_AGENT = "The agent acting; defaults to the caller (through a token: only the token's agent)."

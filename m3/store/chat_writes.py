@@ -7,7 +7,7 @@ from datetime import datetime
 
 from sqlalchemy import Connection, func, insert, select
 
-from m3.protocols.messages import ChatOutcome, WriteChat
+from m3.protocols.messages.memory import ChatOutcome, WriteChat
 from m3.store.schema import chatlog as c
 
 

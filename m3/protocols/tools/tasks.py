@@ -6,9 +6,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from m3.protocols.agents import ACTING_AGENT
 from m3.protocols.base import ToolArgs, ToolResult, ToolSpec
-from m3.protocols.fields import Identifier, MemoryId, Text, Timestamp
+from m3.protocols.tools.agents import ACTING_AGENT
+from m3.protocols.tools.fields import Identifier, MemoryId, Text, Timestamp
 
 TaskState = Literal["pending", "in_progress", "blocked", "completed", "failed", "cancelled"]
 TaskId = Annotated[str, Field(min_length=8, max_length=36,

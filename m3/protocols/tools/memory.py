@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from m3.protocols.base import ToolArgs, ToolResult, ToolSpec
-from m3.protocols.fields import (
+from m3.protocols.tools.fields import (
     Identifier,
     Importance,
     MemoryId,

@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 from sqlalchemy import Connection, RowMapping, select
 
-from m3.actors.vector_index import VectorIndex
+from m3.retrieval.vector_index import VectorIndex
 from m3.store import memories as rows
 from m3.store import vectors
 from m3.store.schema import memories as m
