@@ -147,7 +147,7 @@ def run_tool(config: Config, tool: Tool, args: dict[str, Any]) -> dict[str, Any]
 
     ctx = CallContext(agent_id=config["identity.agent_id"] or None, user_id=config["identity.user_id"] or None)
     # A one-shot command leaves a change of model's re-embedding to servers and `m3 embedder reembed`.
-    with running(config, reembed=False) as svc:
+    with running(config, background=False) as svc:
         result: dict[str, Any] = trio.run(svc.call, tool.spec.name, args, ctx)
         emit(result)  # before shutdown: the caller has its answer while embeddings finish
     return result
