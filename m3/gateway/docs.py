@@ -254,6 +254,8 @@ you may have meant) when there are any:
   is the tool error `unknown_tool` with suggestions.
 - **CLI:** the document on stderr and exit status 1. A command line that does not parse is
   `usage_error` with exit status 2 ([cli.md](cli.md)).
+- **HTTP** (`POST /v1/tools/{name}` on `m3 serve`): the document as the response body, with the
+  code's HTTP status from the table below ([http.md](http.md)).
 
 "Caller can fix" means the same call with corrected arguments can succeed; the other errors are about
 m3's own state (retry later, or report a bug).
@@ -269,13 +271,14 @@ def error_rows(classes: Sequence[type[M3Error]]) -> list[list[str]]:
         # The base class doubles as the generic internal error; it is nobody's "kind".
         parent = next((b for b in cls.__bases__ if issubclass(b, M3Error) and b is not M3Error), None)
         rows.append([f"`{cls.code}`", "yes" if cls.fixable else "no",
-                     f"`{parent.code}`" if parent is not None else "—", f"`{cls.__name__}`", cls.default_hint])
-    rows.append(["`usage_error`", "yes", "—", "(CLI only)", "Run `m3 --help` or `m3 <domain> --help`."])
+                     f"`{parent.code}`" if parent is not None else "—", str(cls.http_status), f"`{cls.__name__}`",
+                     cls.default_hint])
+    rows.append(["`usage_error`", "yes", "—", "—", "(CLI only)", "Run `m3 --help` or `m3 <domain> --help`."])
     return rows
 
 
 def render_errors() -> str:
-    header = ["Code", "Caller can fix", "Kind of", "Class in `m3.errors`", "Default hint"]
+    header = ["Code", "Caller can fix", "Kind of", "HTTP", "Class in `m3.errors`", "Default hint"]
     return BANNER + "\n" + ERRORS_INTRO + table(header, error_rows(all_error_classes()))
 
 
