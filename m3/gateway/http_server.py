@@ -168,7 +168,7 @@ async def _stop_on_signals(stop: trio.Event) -> None:
 
 
 def serve_http(config: Config, host: str, port: int) -> None:
-    """``m3 serve``: start m3, serve remote MCP, print ``{"url", "pid"}`` on stdout once listening."""
+    """``m3 serve``: start m3, serve MCP and the tool routes; print ``{"url", "tools_url", "pid"}`` once listening."""
     from m3.gateway.runtime import running
 
     def ready(url: str) -> None:
