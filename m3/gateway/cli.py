@@ -13,6 +13,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, NoReturn
 
 from m3 import __version__
@@ -51,11 +52,12 @@ def build_parser(registry: Registry) -> argparse.ArgumentParser:
     parser = _Parser(prog="m3", description="m3: memory and coordination for AI agents. "
                      "Bare `m3` serves MCP on stdio.")
     parser.add_argument("--version", action="version", version=f"m3 {__version__}")
-    commands = parser.add_subparsers(dest="domain", metavar="<domain>", parser_class=_Parser)
+    # Not `domain`/`command`: a tool argument of that name (m3_index --domain) would overwrite them.
+    commands = parser.add_subparsers(dest="m3_domain", metavar="<domain>", parser_class=_Parser)
     domains = registry.domains()
     for name in sorted(set(domains) | {c.domain for c in ADMIN_COMMANDS}):
         sub = commands.add_parser(name, help=_domain_help(name, domains.get(name, [])))
-        actions = sub.add_subparsers(dest="command", metavar="<command>", parser_class=_Parser)
+        actions = sub.add_subparsers(dest="m3_command", metavar="<command>", parser_class=_Parser)
         actions.required = True
         for tool in domains.get(name, []):
             _add_tool(actions, tool)
@@ -63,7 +65,7 @@ def build_parser(registry: Registry) -> argparse.ArgumentParser:
             if admin.domain == name:
                 admin_parser = actions.add_parser(admin.name, help=admin.help, description=admin.help)
                 admin.configure(admin_parser)
-                admin_parser.set_defaults(admin=admin)
+                admin_parser.set_defaults(m3_admin=admin)
     return parser
 
 
@@ -89,7 +91,7 @@ def _add_tool(actions: Any, tool: Tool) -> None:
             p.add_argument(*flags, dest=field_name, default=None, metavar=kind.upper(), help=helptext)
     p.add_argument("--json-file", dest="json_file", default=None, metavar="PATH",
                    help="Read the arguments as a JSON object from PATH, or from stdin with -.")
-    p.set_defaults(tool=tool)
+    p.set_defaults(m3_tool=tool)  # not `tool`: m3_call has an argument of that name
 
 
 def _field_kind(schema: dict[str, Any]) -> str:
@@ -124,7 +126,7 @@ def tool_arguments(tool: Tool, ns: argparse.Namespace) -> dict[str, Any]:
 
 def _read_json_file(path: str) -> dict[str, Any]:
     try:
-        text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()  # noqa: SIM115
+        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise InvalidArgument(f"cannot read {path}: {exc.strerror}") from None
     try:
@@ -166,12 +168,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             argv = [ALIASES[argv[0]].domain, ALIASES[argv[0]].name, *argv[1:]]
         registry = default_registry()
         ns = build_parser(registry).parse_args(argv)
-        if ns.domain is None:
+        if ns.m3_domain is None:
             raise UsageError("m3: give a domain and a command, e.g. `m3 memory write --content …`")
-        admin: AdminCommand | None = getattr(ns, "admin", None)
+        admin: AdminCommand | None = getattr(ns, "m3_admin", None)
         if admin is not None:
             return _run_admin(admin.run, config, ns)
-        tool: Tool = ns.tool
+        tool: Tool = ns.m3_tool
         args = tool_arguments(tool, ns)
         from m3.gateway.service import validate_args
 

@@ -172,6 +172,14 @@ def test_flags_take_kebab_case_names_bare_booleans_and_json_values(cli: Run) -> 
     assert (record["pinned"], record["metadata"], record["conversation_id"]) == (True, {"team": "ops"}, "conv-7")
 
 
+def test_tool_arguments_named_domain_or_tool_are_arguments_not_the_command_line_s_own(cli: Run) -> None:
+    assert len(cli("tools", "m3_index").document()["tools"]) > 40
+    assert {t["domain"] for t in cli("tools", "m3_index", "--domain", "task").document()["tools"]} == {"task"}
+    written = cli("memory", "write", "--content", "Reached through m3_call.").document()
+    called = cli("tools", "m3_call", "--tool", "memory_get", "--args", json.dumps({"id": written["id"]})).document()
+    assert (called["tool"], called["result"]["content"]) == ("memory_get", "Reached through m3_call.")
+
+
 def test_config_show_origin_labels_each_value_default_file_or_environment(
         cli: Run, env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     config_file = Path(cli("config", "show").document()["file"])
