@@ -1,12 +1,8 @@
-"""The one interface over the SQL dialects m3 stores in, and how code finds the one of its store.
+"""One interface over the SQL dialects m3 stores in, each one module: :mod:`m3.store.sqlite`, :mod:`m3.store.postgres`.
 
-Where SQLite and PostgreSQL differ, the difference lives in one module per
-dialect, :mod:`m3.store.sqlite` and :mod:`m3.store.postgres`, each exporting
-``DIALECT``. Code asks :func:`dialect_for` once (a URL, an engine, a
-connection or SQLAlchemy's dialect) and calls the interface; no other module
-compares dialect names (tests/store/test_dialect.py checks). Migrations are
-the exception: a migration is frozen history and must not import live code,
-so each keeps its own op-level branches.
+Code asks :func:`dialect_for` once and calls the interface; no other module compares dialect names
+(tests/store/test_dialect.py checks), except migrations: frozen history imports no live code, so each keeps
+its op-level branches.
 """
 
 from __future__ import annotations
@@ -40,6 +36,10 @@ class Dialect(Protocol):
     nearest_in_sql: bool
     #: One write transaction at a time across all processes (SQLite): what one reads stays true to its commit.
     serial_writes: bool
+    #: What to check when a migration fails on this dialect.
+    migration_hint: str | None
+    #: The column type of an aware UTC datetime.
+    time_type: TypeEngine[Any]
 
     def engine(self, options: StoreOptions, role: Role) -> Engine:
         """An engine for one actor, with this dialect's session settings."""
@@ -49,9 +49,6 @@ class Dialect(Protocol):
 
     def lock_migrations(self, conn: Connection) -> None:
         """Serialise concurrent first starts of several processes on one database (in ``conn``'s transaction)."""
-
-    def migration_hint(self) -> str | None:
-        """What to check when a migration fails on this dialect."""
 
     def status(self, conn: Connection) -> dict[str, Any]:
         """This dialect's own facts for ``m3 store status`` (merged into the report)."""
@@ -63,20 +60,17 @@ class Dialect(Protocol):
     def chat_matches(self, query: str) -> TextClause | None:
         """(seq, score) of chat messages matching any word of ``query``; None when it holds nothing to search for."""
 
-    def time_type(self) -> TypeEngine[Any]:
-        """The column type of an aware UTC datetime."""
-
     def bind_time(self, value: datetime) -> Any:
-        """An aware UTC datetime as that column type takes it."""
+        """An aware UTC datetime as ``time_type`` takes it."""
 
     def vector_type(self) -> TypeEngine[Any]:
         """The column type of a float32 vector of any dimension."""
 
     def bind_vector(self, vector: npt.NDArray[np.float32]) -> Any:
-        """A little-endian float32 vector as that column type takes it."""
+        """A little-endian float32 vector as ``vector_type()`` takes it."""
 
     def read_vector(self, data: bytes) -> npt.NDArray[np.float32]:
-        """A vector read back as bytes from that column type."""
+        """A vector read back as bytes from ``vector_type()``."""
 
     def store_error(self, exc: BaseException) -> StoreError | None:
         """A clear StoreError for a failure whose driver text alone would puzzle a user; None otherwise."""

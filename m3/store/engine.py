@@ -96,7 +96,7 @@ def migrate(engine: Engine) -> str:
                 command.upgrade(cfg, "head")
         except DBAPIError as exc:
             raise StoreError(f"cannot migrate the store: {str(exc.orig).strip()}",
-                             hint=dialect_for(engine).migration_hint()) from exc
+                             hint=dialect_for(engine).migration_hint) from exc
     return current_revision(engine)
 
 

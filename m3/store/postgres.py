@@ -62,6 +62,9 @@ class PostgresDialect:
 
     nearest_in_sql = True
     serial_writes = False
+    migration_hint: str | None = ("On PostgreSQL the pgvector extension must be installed on the server, and m3's "
+                                  "role must be allowed to create it or find it created (docs/postgres.md).")
+    time_type: TypeEngine[Any] = DateTime(timezone=True)
 
     def engine(self, options: StoreOptions, role: Role) -> Engine:
         return postgres_engine(options.url, role, options.busy_timeout_ms)
@@ -72,31 +75,16 @@ class PostgresDialect:
     def lock_migrations(self, conn: Connection) -> None:
         conn.execute(text("SELECT pg_advisory_xact_lock(7283711)"))
 
-    def migration_hint(self) -> str | None:
-        return ("On PostgreSQL the pgvector extension must be installed on the server, and m3's role must "
-                "be allowed to create it or find it created (docs/postgres.md).")
-
     def status(self, conn: Connection) -> dict[str, Any]:
         return {"postgres": server_details(conn)}
 
     def memory_hits(self, conn: Connection, query: str, where: Any, limit: int, *, selective: bool
                     ) -> list[KeywordHit]:
         # The title is searched but not scored, as on SQLite.
-        return ranked(conn, text(
-            "SELECT m.seq, ts_rank(m.fts_content, q.tsq, 1) AS score "
-            f"FROM memories AS m, (SELECT {_OR_TSQUERY} AS tsq) AS q "
-            "WHERE q.tsq IS NOT NULL AND (m.fts_content @@ q.tsq OR m.fts_title @@ q.tsq)"
-        ).bindparams(text=clean_query(query)), where, limit)
+        return ranked(conn, _matches("memories", "t.fts_content @@ q.tsq OR t.fts_title @@ q.tsq", query), where, limit)
 
     def chat_matches(self, query: str) -> TextClause | None:
-        return text(
-            "SELECT c.seq, ts_rank(c.fts_content, q.tsq, 1) AS score "
-            f"FROM chatlog AS c, (SELECT {_OR_TSQUERY} AS tsq) AS q "
-            "WHERE q.tsq IS NOT NULL AND c.fts_content @@ q.tsq"
-        ).bindparams(text=clean_query(query))
-
-    def time_type(self) -> TypeEngine[Any]:
-        return DateTime(timezone=True)
+        return _matches("chatlog", "t.fts_content @@ q.tsq", query)
 
     def bind_time(self, value: datetime) -> Any:
         return value
@@ -144,6 +132,12 @@ _OR_TSQUERY = rf"""
 def clean_query(query: str) -> str:
     """The query without what PostgreSQL cannot take (NUL, lone surrogates), capped in length."""
     return query[:MAX_QUERY_CHARS].replace("\x00", " ").encode("utf-8", "replace").decode("utf-8")
+
+
+def _matches(table: str, matching: str, query: str) -> TextClause:
+    """(seq, score) of the rows of ``table`` (as ``t``) where ``matching`` holds for the query's tsquery ``q.tsq``."""
+    return text(f"SELECT t.seq, ts_rank(t.fts_content, q.tsq, 1) AS score FROM {table} AS t, (SELECT {_OR_TSQUERY} "
+                f"AS tsq) AS q WHERE q.tsq IS NOT NULL AND ({matching})").bindparams(text=clean_query(query))
 
 
 def pg_tsquery(conn: Connection, query: str) -> str | None:

@@ -1,14 +1,5 @@
-"""SQLite specifics: pragmas, ``BEGIN IMMEDIATE`` writers, FTS5 keyword search, text times, BLOB vectors.
-
-* **One writer at a time.** Writers begin with ``BEGIN IMMEDIATE``, so the
-  write lock is taken up front and write transactions of every process run
-  one after another (``busy_timeout`` bounds the wait); readers use WAL
-  snapshots and never block them.
-* **Keyword search** uses the FTS5 tables ``memories_fts`` and
-  ``chatlog_fts``; the query's words are quoted and OR-ed
-  (:mod:`m3.store.fulltext`), so user text is never FTS5 syntax.
-* **Times** are fixed-width text, so string order is time order; **vectors**
-  are little-endian float32 BLOBs.
+"""SQLite's Dialect: WAL and pragmas, ``BEGIN IMMEDIATE`` writers (so write transactions of every process run
+one at a time), FTS5 keyword statements, times as fixed-width text (string order is time order), BLOB vectors.
 """
 
 from __future__ import annotations
@@ -42,9 +33,36 @@ class SqliteDialect:
 
     nearest_in_sql = False
     serial_writes = True
+    migration_hint: str | None = None
+    time_type: TypeEngine[Any] = String(26)
 
     def engine(self, options: StoreOptions, role: Role) -> Engine:
-        return _engine(options, role)
+        url = parse_url(options.url)
+        if url.database and url.database != ":memory:":
+            Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        synchronous = options.sqlite_synchronous.upper()
+        if synchronous not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
+            raise ConfigError(f"store.sqlite_synchronous must be NORMAL or FULL, not {synchronous!r}")
+        # NullPool: the actor keeps its one connection open itself; no pool thread-affinity surprises.
+        engine = create_engine(url, poolclass=NullPool, connect_args={"check_same_thread": False})
+        begin = "BEGIN IMMEDIATE" if role == "writer" else "BEGIN"
+
+        @event.listens_for(engine, "connect")
+        def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+            # Let SQLAlchemy's "begin" event issue BEGIN, so writers can take the lock up front.
+            dbapi_conn.isolation_level = None
+            cur = dbapi_conn.cursor()
+            cur.execute(f"PRAGMA busy_timeout = {int(options.busy_timeout_ms)}")
+            _enable_wal(cur, options.busy_timeout_ms)
+            cur.execute(f"PRAGMA synchronous = {synchronous}")
+            cur.execute("PRAGMA foreign_keys = ON")
+            cur.close()
+
+        @event.listens_for(engine, "begin")
+        def _on_begin(conn: Any) -> None:
+            conn.exec_driver_sql(begin)
+
+        return engine
 
     def exists(self, url: str) -> bool:
         database = parse_url(url).database
@@ -53,20 +71,15 @@ class SqliteDialect:
     def lock_migrations(self, conn: Connection) -> None:
         pass  # the migration's write transaction already holds the database's one write lock
 
-    def migration_hint(self) -> str | None:
-        return None
-
     def status(self, conn: Connection) -> dict[str, Any]:
         return {}
 
     def memory_hits(self, conn: Connection, query: str, where: Any, limit: int, *, selective: bool
                     ) -> list[fulltext.KeywordHit]:
-        """Unless ``selective``, only FTS5's best ``PREFILTER_FACTOR * limit`` matches are joined to
-        ``memories`` and filtered first; if fewer than ``limit`` of them pass, every match is. Both give the
-        same list (the best matches that pass are among the best matches, ordered the same way), but the first
-        saves a row lookup per further match, which on a large store is most of the keyword leg. ``selective``
-        says the filter will likely drop most matches (one conversation, type or agent), so the first try
-        would mostly be wasted."""
+        # Unless selective, the filters are checked on FTS5's best PREFILTER_FACTOR * limit matches first, and on
+        # every match only if fewer than limit pass: the same list (the best that pass are among the best), without
+        # a row lookup per further match, most of the keyword leg on a large store. A selective filter would
+        # drop most of them, so it goes straight to every match.
         terms = fulltext.query_terms(query)
         if not terms:
             return []
@@ -83,9 +96,6 @@ class SqliteDialect:
             return None
         return text("SELECT rowid AS seq, -bm25(chatlog_fts) AS score FROM chatlog_fts WHERE chatlog_fts MATCH :match"
                     ).bindparams(match=fulltext.fts5_match(terms))
-
-    def time_type(self) -> TypeEngine[Any]:
-        return String(26)
 
     def bind_time(self, value: datetime) -> Any:
         # Not strftime: its %Y does not zero-pad years before 1000, which breaks both parsing and ordering.
@@ -116,35 +126,6 @@ def _fts5_matches(match: str, top: int | None = None) -> TextClause:
     if top is None:
         return text(sql).bindparams(match=match)
     return text(f"{sql} ORDER BY {_FTS5_SCORE}, rowid DESC LIMIT :top").bindparams(match=match, top=top)
-
-
-def _engine(options: StoreOptions, role: Role) -> Engine:
-    url = parse_url(options.url)
-    if url.database and url.database != ":memory:":
-        Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
-    synchronous = options.sqlite_synchronous.upper()
-    if synchronous not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
-        raise ConfigError(f"store.sqlite_synchronous must be NORMAL or FULL, not {synchronous!r}")
-    # NullPool: the actor keeps its one connection open itself; no pool thread-affinity surprises.
-    engine = create_engine(url, poolclass=NullPool, connect_args={"check_same_thread": False})
-    begin = "BEGIN IMMEDIATE" if role == "writer" else "BEGIN"
-
-    @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
-        # Let SQLAlchemy's "begin" event issue BEGIN, so writers can take the lock up front.
-        dbapi_conn.isolation_level = None
-        cur = dbapi_conn.cursor()
-        cur.execute(f"PRAGMA busy_timeout = {int(options.busy_timeout_ms)}")
-        _enable_wal(cur, options.busy_timeout_ms)
-        cur.execute(f"PRAGMA synchronous = {synchronous}")
-        cur.execute("PRAGMA foreign_keys = ON")
-        cur.close()
-
-    @event.listens_for(engine, "begin")
-    def _on_begin(conn: Any) -> None:
-        conn.exec_driver_sql(begin)
-
-    return engine
 
 
 def _enable_wal(cur: Any, busy_timeout_ms: int) -> None:
