@@ -50,6 +50,12 @@ class ContentTooLarge(InvalidArgument):
     default_hint = "Split the content into several memories or raise limits.max_content_chars."
 
 
+class FieldTooLarge(InvalidArgument):
+    code = "field_too_large"
+    default_hint = ("Shorten the field named in details.field to details.limit (details.unit) or less, or raise the "
+                    "matching limits.* setting.")
+
+
 class InvalidTime(InvalidArgument):
     code = "invalid_time"
     default_hint = "Give an ISO-8601 time such as 2026-11-30T12:00:00Z."

@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 
 from m3 import __version__
 from m3.config import Config, load_config
-from m3.errors import InvalidArgument, M3Error
+from m3.errors import FieldTooLarge, InvalidArgument, M3Error
 from m3.gateway.commands import ADMIN_COMMANDS, ALIASES, AdminCommand
 from m3.gateway.registry import Registry, Tool, default_registry
 
@@ -71,6 +71,12 @@ def _domain_help(name: str, tools: list[Tool]) -> str:
     return f"{len(tools)} tools" if tools else "administration"
 
 
+def _dest(field_name: str) -> str:
+    """Where a tool argument's flag lands in the namespace: apart from the parser's own names (``domain``,
+    ``tool`` …), which m3_index's ``--domain`` and m3_call's ``--tool`` would otherwise overwrite."""
+    return f"arg:{field_name}"
+
+
 def _add_tool(actions: Any, tool: Tool) -> None:
     spec = tool.spec
     aliases = [spec.short_name] if spec.short_name != spec.name else []
@@ -83,13 +89,13 @@ def _add_tool(actions: Any, tool: Tool) -> None:
         kind = _field_kind(tool.input_schema["properties"][field_name])
         helptext = (info.description or "") + (" (JSON)" if kind == "json" else "")
         if kind == "bool":
-            p.add_argument(*flags, dest=field_name, nargs="?", const="true", default=None, metavar="BOOL",
+            p.add_argument(*flags, dest=_dest(field_name), nargs="?", const="true", default=None, metavar="BOOL",
                            help=helptext)
         else:
-            p.add_argument(*flags, dest=field_name, default=None, metavar=kind.upper(), help=helptext)
+            p.add_argument(*flags, dest=_dest(field_name), default=None, metavar=kind.upper(), help=helptext)
     p.add_argument("--json-file", dest="json_file", default=None, metavar="PATH",
                    help="Read the arguments as a JSON object from PATH, or from stdin with -.")
-    p.set_defaults(tool=tool)
+    p.set_defaults(m3_tool=tool)
 
 
 def _field_kind(schema: dict[str, Any]) -> str:
@@ -107,7 +113,7 @@ def tool_arguments(tool: Tool, ns: argparse.Namespace) -> dict[str, Any]:
     if ns.json_file is not None:
         args.update(_read_json_file(ns.json_file))
     for field_name in tool.spec.args.model_fields:
-        raw = getattr(ns, field_name)
+        raw = getattr(ns, _dest(field_name))
         if raw is None:
             continue
         kind = _field_kind(tool.input_schema["properties"][field_name])
@@ -117,6 +123,8 @@ def tool_arguments(tool: Tool, ns: argparse.Namespace) -> dict[str, Any]:
             except json.JSONDecodeError as exc:
                 raise InvalidArgument(f"--{field_name} is not valid JSON: {exc.msg}",
                                       hint="Quote the JSON for the shell, e.g. --metadata '{\"k\": 1}'.") from None
+            except RecursionError:
+                raise _too_deep(f"--{field_name}") from None
         else:
             args[field_name] = raw
     return args
@@ -131,9 +139,16 @@ def _read_json_file(path: str) -> dict[str, Any]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InvalidArgument(f"--json-file {path} is not valid JSON: {exc.msg} (line {exc.lineno})") from None
+    except RecursionError:
+        raise _too_deep(f"--json-file {path}") from None
     if not isinstance(data, dict):
         raise InvalidArgument("--json-file must hold a JSON object of arguments")
     return data
+
+
+def _too_deep(where: str) -> FieldTooLarge:
+    return FieldTooLarge(f"{where} is nested too deeply to read", details={"field": where, "unit": "levels of nesting"},
+                         hint="Flatten the JSON; limits.max_json_depth bounds the nesting of any argument.")
 
 
 # --- running ------------------------------------------------------------------------------------
@@ -171,11 +186,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         admin: AdminCommand | None = getattr(ns, "admin", None)
         if admin is not None:
             return _run_admin(admin.run, config, ns)
-        tool: Tool = ns.tool
+        tool: Tool = ns.m3_tool
         args = tool_arguments(tool, ns)
         from m3.gateway.service import validate_args
 
-        validate_args(tool, args)  # fail fast, before opening (or creating) the store
+        validate_args(tool, args, config)  # fail fast, before opening (or creating) the store
         run_tool(config, tool, args)
         return 0
     except UsageError as exc:
