@@ -20,6 +20,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError
 from sqlalchemy.pool import NullPool
 
 from m3.errors import ConfigError, StoreError
+from m3.store.files import log_tightened, private_dir, private_file
 
 log = logging.getLogger(__name__)
 
@@ -120,10 +121,21 @@ def _enable_wal(cur: Any, busy_timeout_ms: int) -> None:
         delay = min(delay * 2, 0.2)
 
 
+def _private_database(db: Path) -> None:
+    """The database and its WAL and SHM files are the owner's only (SQLite gives the WAL and SHM files the
+    database's mode); a new folder for it is made 0700, an existing one is left to its owner."""
+    if not db.parent.exists():
+        log_tightened(private_dir(db.parent))
+    changes = private_file(db)
+    for side in ("-wal", "-shm", "-journal"):
+        changes += private_file(db.with_name(db.name + side), create=False)
+    log_tightened(changes)
+
+
 def _sqlite_engine(options: StoreOptions, role: Role) -> Engine:
     url = make_url(options.url)
     if url.database and url.database != ":memory:":
-        Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        _private_database(Path(url.database).expanduser())
     synchronous = options.sqlite_synchronous.upper()
     if synchronous not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
         raise ConfigError(f"store.sqlite_synchronous must be NORMAL or FULL, not {synchronous!r}")
