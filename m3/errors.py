@@ -114,6 +114,12 @@ class EmbedderUnavailable(Unavailable):
     default_hint = "Check the embedder configuration with `m3 embedder status`."
 
 
+class Interrupted(M3Error):
+    code = "interrupted"
+    default_hint = ("The command was stopped (Ctrl-C or a signal) before it finished; what it had not committed "
+                    "was not stored. Run it again.")
+
+
 class StoreError(M3Error):
     code = "store_error"
     default_hint = "Check that the database is reachable and writable; see the log file for details."

@@ -11,18 +11,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from m3 import __version__
 from m3.config import Config, load_config
-from m3.errors import FieldTooLarge, InvalidArgument, M3Error
+from m3.errors import FieldTooLarge, Interrupted, InvalidArgument, M3Error
 from m3.gateway.commands import ADMIN_COMMANDS, ALIASES, AdminCommand
 from m3.gateway.registry import Registry, Tool, default_registry
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it (SIGTERM: 143)
 
 
 class UsageError(Exception):
@@ -154,7 +156,11 @@ def _too_deep(where: str) -> FieldTooLarge:
 # --- running ------------------------------------------------------------------------------------
 
 def run_tool(config: Config, tool: Tool, args: dict[str, Any]) -> dict[str, Any]:
-    """Start m3, run one tool, print the result, then stop (finishing pending embeddings)."""
+    """Start m3, run one tool, print the result, then stop (finishing pending embeddings).
+
+    SIGINT or SIGTERM during the call cancels it at once: :class:`Interrupted` is raised (exit status 130)
+    and m3 stops without waiting for pending embeddings, which the next start finishes.
+    """
     import trio
 
     from m3.gateway.runtime import running
@@ -163,13 +169,50 @@ def run_tool(config: Config, tool: Tool, args: dict[str, Any]) -> dict[str, Any]
     ctx = CallContext(agent_id=config["identity.agent_id"] or None, user_id=config["identity.user_id"] or None)
     # A one-shot command leaves a change of model's re-embedding to servers and `m3 embedder reembed`.
     with running(config, reembed=False) as svc:
-        result: dict[str, Any] = trio.run(svc.call, tool.spec.name, args, ctx)
+        try:
+            result: dict[str, Any] = trio.run(_call_until_signalled, svc, tool.spec.name, args, ctx)
+        except Interrupted:
+            svc.system.stop(drain_embeddings=False)
+            raise
         emit(result)  # before shutdown: the caller has its answer while embeddings finish
     return result
 
 
+async def _call_until_signalled(svc: Any, name: str, args: dict[str, Any], ctx: Any) -> dict[str, Any]:
+    """``svc.call(name, args, ctx)``, cancelled by SIGINT or SIGTERM (then :class:`Interrupted`)."""
+    import trio
+
+    outcome: dict[str, Any] = {}
+    # Receiving the signals here (rather than trio's KeyboardInterrupt) also works when the shell started
+    # m3 with SIGINT ignored, and ends the call through cancellation, never mid-way through trio itself.
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with trio.open_nursery() as nursery:
+            async def call() -> None:
+                try:
+                    outcome["result"] = await svc.call(name, args, ctx)
+                except M3Error as exc:
+                    outcome["error"] = exc
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(call)
+            async for signum in signals:
+                outcome["signal"] = signum
+                nursery.cancel_scope.cancel()
+                break
+    if "signal" in outcome:
+        raise Interrupted(f"{name} was interrupted by {signal.Signals(outcome['signal']).name}",
+                          details={"signal": signal.Signals(outcome["signal"]).name, "signum": outcome["signal"]})
+    if "error" in outcome:
+        raise outcome["error"]
+    return dict(outcome["result"])
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        # Started in the background by a shell, which ignores SIGINT for it: a SIGINT sent to this command
+        # still means "stop" (KeyboardInterrupt below, or Interrupted during the call).
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         config = load_config()
         from m3.gateway.runtime import setup_logging
@@ -196,11 +239,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         emit_error({"code": "usage_error", "message": str(exc), "hint": "Run `m3 --help` or `m3 <domain> --help`."})
         return EXIT_USAGE
+    except Interrupted as exc:
+        emit_error(exc.to_dict())
+        return 128 + int(exc.details.get("signum", signal.SIGINT))
     except M3Error as exc:
         emit_error(exc.to_dict())
         return EXIT_ERROR
-    except KeyboardInterrupt:
-        return 130
+    except KeyboardInterrupt:  # before or after the call (starting, stopping): still one JSON error
+        emit_error(Interrupted("m3 was interrupted by SIGINT").to_dict())
+        return EXIT_INTERRUPTED
 
 
 def _run_admin(run: Callable[[Config, argparse.Namespace], Any], config: Config, ns: argparse.Namespace) -> int:
