@@ -183,7 +183,8 @@ as that agent.
 | 0 | Success; the result is on stdout. |
 | 1 | The command ran and failed (bad argument, unknown id, configuration, store …); the error is on stderr. |
 | 2 | Usage error: unknown domain, command or flag, or a missing value; code `usage_error`. |
-| 130 | Interrupted (Ctrl-C). |
+| 130 | Interrupted (Ctrl-C, SIGINT): stops at once, also while waiting; code `interrupted` on stderr. |
+| 143 | Stopped by SIGTERM, the same way. |
 
 ## Arguments
 
