@@ -73,7 +73,7 @@ def _domain_help(name: str, tools: list[Tool]) -> str:
     return f"{len(tools)} tools" if tools else "administration"
 
 
-def _dest(field_name: str) -> str:
+def flag_dest(field_name: str) -> str:
     """Where a tool argument's flag lands in the namespace: apart from the parser's own names (``domain``,
     ``tool`` …), which m3_index's ``--domain`` and m3_call's ``--tool`` would otherwise overwrite."""
     return f"arg:{field_name}"
@@ -91,10 +91,10 @@ def _add_tool(actions: Any, tool: Tool) -> None:
         kind = _field_kind(tool.input_schema["properties"][field_name])
         helptext = (info.description or "") + (" (JSON)" if kind == "json" else "")
         if kind == "bool":
-            p.add_argument(*flags, dest=_dest(field_name), nargs="?", const="true", default=None, metavar="BOOL",
+            p.add_argument(*flags, dest=flag_dest(field_name), nargs="?", const="true", default=None, metavar="BOOL",
                            help=helptext)
         else:
-            p.add_argument(*flags, dest=_dest(field_name), default=None, metavar=kind.upper(), help=helptext)
+            p.add_argument(*flags, dest=flag_dest(field_name), default=None, metavar=kind.upper(), help=helptext)
     p.add_argument("--json-file", dest="json_file", default=None, metavar="PATH",
                    help="Read the arguments as a JSON object from PATH, or from stdin with -.")
     p.set_defaults(m3_tool=tool)
@@ -115,7 +115,7 @@ def tool_arguments(tool: Tool, ns: argparse.Namespace) -> dict[str, Any]:
     if ns.json_file is not None:
         args.update(_read_json_file(ns.json_file))
     for field_name in tool.spec.args.model_fields:
-        raw = getattr(ns, _dest(field_name))
+        raw = getattr(ns, flag_dest(field_name))
         if raw is None:
             continue
         kind = _field_kind(tool.input_schema["properties"][field_name])

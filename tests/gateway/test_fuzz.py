@@ -113,8 +113,10 @@ def mcp(service: Service) -> Iterator[Callable[[str, dict[str, Any]], str]]:
 
 
 def test_no_tool_fails_internally_whatever_its_arguments(
-        service: Service, store_url: str, known_ids: list[str], tool_names: list[str],
+        service: Service, store_url: str, store_kind: str, known_ids: list[str], tool_names: list[str],
         mcp: Callable[[str, dict[str, Any]], str]) -> None:
+    COUNTS.clear()
+    SLOWEST.clear()
     schemas = {name: service.registry.get(name).input_schema for name in tool_names}
     calls = st.sampled_from(tool_names).flatmap(
         lambda name: st.tuples(st.just(name), arguments(schemas[name], known=known_ids)))
@@ -134,7 +136,7 @@ def test_no_tool_fails_internally_whatever_its_arguments(
     try:
         one()
     finally:
-        _report()
+        _report(store_kind)
     trio.run(_assert_store_sound, service)
     _assert_integrity(store_url)
 
@@ -158,11 +160,13 @@ def _assert_integrity(store_url: str) -> None:
         engine.dispose()
 
 
-def _report() -> None:
+def _report(store: str) -> None:
+    """Counts of this run into ``M3_FUZZ_REPORT`` with the store's name before the suffix (fuzz.sqlite.json)."""
     if REPORT:
-        Path(REPORT).write_text(json.dumps({"counts": dict(sorted(COUNTS.items())),
-                                            "seconds_by_tool": dict(SLOWEST.most_common())}, indent=2) + "\n",
-                                encoding="utf-8")
+        path = Path(REPORT)
+        counts = {"counts": dict(sorted(COUNTS.items())), "seconds_by_tool": dict(SLOWEST.most_common())}
+        path.with_name(f"{path.stem}.{store}{path.suffix}").write_text(json.dumps(counts, indent=2) + "\n",
+                                                                      encoding="utf-8")
 
 
 # -- a sample through the command line ---------------------------------------------------------------------
