@@ -105,6 +105,12 @@ SETTINGS: tuple[Setting, ...] = (
             "Memory types never superseded by similarity (a repeated event is not a correction)."),
     Setting("limits.max_content_chars", int, 100_000, "Longest memory content accepted."),
     Setting("limits.max_k", int, 200, "Largest k a search may ask for."),
+    Setting("limits.max_text_chars", int, 20_000,
+            "Longest free-text argument without a limit of its own (a search query, a handoff task, a "
+            "notification message); chat messages and memory content use limits.max_content_chars."),
+    Setting("limits.max_json_bytes", int, 65_536,
+            "Largest JSON object argument (metadata, notification and task data), in UTF-8 bytes."),
+    Setting("limits.max_json_depth", int, 32, "Deepest nesting of arrays and objects in any argument."),
     Setting("identity.agent_id", str, "local", "Agent id used when a call names none."),
     Setting("identity.user_id", str, "", "User id used when a call names none; empty means none."),
     Setting("isolation.enforce", bool, False,

@@ -56,6 +56,12 @@ class ContentTooLarge(InvalidArgument):
     http_status = 413
 
 
+class FieldTooLarge(InvalidArgument):
+    code = "field_too_large"
+    default_hint = ("Shorten the field named in details.field to details.limit (details.unit) or less, or raise the "
+                    "matching limits.* setting.")
+
+
 class InvalidTime(InvalidArgument):
     code = "invalid_time"
     default_hint = "Give an ISO-8601 time such as 2026-11-30T12:00:00Z."
@@ -119,6 +125,12 @@ class Timeout(Unavailable):
 class EmbedderUnavailable(Unavailable):
     code = "embedder_unavailable"
     default_hint = "Check the embedder configuration with `m3 embedder status`."
+
+
+class Interrupted(M3Error):
+    code = "interrupted"
+    default_hint = ("The command was stopped (Ctrl-C or a signal) before it finished; what it had not committed "
+                    "was not stored. Run it again.")
 
 
 class StoreError(M3Error):

@@ -19,6 +19,7 @@ from sqlalchemy.types import TypeEngine
 from m3.errors import ConfigError, StoreError
 from m3.store import fulltext
 from m3.store.dialect import Dialect, parse_url
+from m3.store.files import log_tightened, private_dir, private_file
 
 if TYPE_CHECKING:
     from m3.store.engine import Role, StoreOptions
@@ -39,7 +40,7 @@ class SqliteDialect:
     def engine(self, options: StoreOptions, role: Role) -> Engine:
         url = parse_url(options.url)
         if url.database and url.database != ":memory:":
-            Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            _private_database(Path(url.database).expanduser())
         synchronous = options.sqlite_synchronous.upper()
         if synchronous not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
             raise ConfigError(f"store.sqlite_synchronous must be NORMAL or FULL, not {synchronous!r}")
@@ -126,6 +127,17 @@ def _fts5_matches(match: str, top: int | None = None) -> TextClause:
     if top is None:
         return text(sql).bindparams(match=match)
     return text(f"{sql} ORDER BY {_FTS5_SCORE}, rowid DESC LIMIT :top").bindparams(match=match, top=top)
+
+
+def _private_database(db: Path) -> None:
+    """The database and its WAL and SHM files are the owner's only (SQLite gives the WAL and SHM files the
+    database's mode); a new folder for it is made 0700, an existing one is left to its owner."""
+    if not db.parent.exists():
+        log_tightened(private_dir(db.parent))
+    changes = private_file(db)
+    for side in ("-wal", "-shm", "-journal"):
+        changes += private_file(db.with_name(db.name + side), create=False)
+    log_tightened(changes)
 
 
 def _enable_wal(cur: Any, busy_timeout_ms: int) -> None:
