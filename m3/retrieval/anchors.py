@@ -1,0 +1,140 @@
+"""Do two texts agree on their anchors? A deterministic check, pure functions only.
+
+Anchors are the parts of a note that make it *this* fact rather than a
+neighbouring one: numbers (decimals, amounts, percentages), currency
+signs and codes, dates and times, identifiers (``ABC-123``, ``v2.1``,
+e-mail addresses, URLs, anything mixing letters and digits), proper names
+(capitalised words) and quoted strings. Two notes can be near-identical to
+an embedder and still be two facts: ``Customer 4411 ordered 3 laptops`` and
+``Customer 4412 ordered 3 laptops``. Similarity supersession retires a
+memory only when the pair agrees on every anchor (:func:`compare`).
+
+Agreement compares multisets per kind, so the order of anchors in the text
+does not matter ("On 2026-11-02 customer 4411 ordered …" restates the first
+note) but their count does. Numbers compare by value (``1,200.50`` equals
+``1200.5``); names and quoted strings compare case-insensitively; dates and
+times compare as written. A capitalised word that starts a sentence is a
+name only when it is not a common sentence opener and the pair never uses it
+in lower case ("Customer" opening one note and "customer" inside the
+other is the same word).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+_MONTHS = ("january|february|march|april|may|june|july|august|september|october|november|december|"
+           "jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec")
+
+# Order matters: earlier patterns claim their span first, so "2026-11-02" is a date, not three numbers.
+_PATTERNS: tuple[tuple[str, str], ...] = (
+    ("quoted", r'"([^"\n]{1,200})"|\u201c([^\u201d\n]{1,200})\u201d|(?<![\w\'])\'([^\'\n]{1,200})\'(?![\w])'),
+    ("id", r"https?://[^\s<>\"']+[^\s<>\"'.,;:!?)]|[\w.+-]+@[\w-]+(?:\.[\w-]+)+"),
+    ("date", r"\b\d{4}[-/.]\d{1,2}[-/.]\d{1,2}(?:[T ]\d{1,2}:\d{2}(?::\d{2})?)?\b"
+             r"|\b\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4}\b"),
+    ("time", r"\b\d{1,2}:\d{2}(?::\d{2})?(?:\s?[ap]\.?m\.?)?(?![\w:])|\b\d{1,2}\s?[ap]\.?m\.?(?!\w)"),
+    ("id", r"\b(?=[\w.-]*\d)(?=[\w.-]*[A-Za-z])[A-Za-z0-9]+(?:[-_.][A-Za-z0-9]+)*\b"),
+    ("number", r"(?<![\w.])[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!\w)|(?<![\w.])[-+]?\d+(?:\.\d+)?(?![\w])"
+               r"|(?<![\w.])[-+]?\.\d+(?![\w])"),
+    ("currency", r"[$\u20ac\u00a3\u00a5\u20b9]|\b(?:USD|EUR|GBP|JPY|CHF|CNY|INR|CAD|AUD)\b"),
+    ("name", r"\b[A-Z][\w'\u2019-]*"),
+)
+_SCANNER = re.compile("|".join(f"(?P<k{i}>{p})" for i, (_, p) in enumerate(_PATTERNS)))
+_KINDS = tuple(kind for kind, _ in _PATTERNS)
+_OPENS_SENTENCE = frozenset(".!?:;\n-*\u2022\"'(\u201c")
+_LOWER_WORDS = re.compile(r"\b[a-z][\w'\u2019-]*")
+_MONTH_NAME = re.compile(rf"(?:{_MONTHS})\.?", re.IGNORECASE)
+
+#: Capitalised words that open sentences without naming anything.
+_OPENERS = """
+a an the i i'm i've i'd i'll we we're we've he she it it's they they're you you're my our his her its their your
+this that these those there here what which who whom whose when where why how if then so but and or also
+on in at for to from by with after before during since until as of about over under into onto yesterday today
+tomorrow now currently recently just please note remember always never not no yes every each all some any
+"""
+COMMON_OPENERS = frozenset(_OPENERS.split())
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """Whether two texts agree on their anchors; if not, what differs, per kind (only in a, only in b)."""
+
+    agree: bool
+    differences: dict[str, tuple[tuple[str, ...], tuple[str, ...]]]
+
+    def reason(self) -> str:
+        """One line naming the anchors that differ, e.g. ``number: 4411 vs 4412``; empty when they agree."""
+        parts = []
+        for kind, (only_a, only_b) in sorted(self.differences.items()):
+            parts.append(f"{kind}: {', '.join(only_a) or '-'} vs {', '.join(only_b) or '-'}")
+        return "; ".join(parts)
+
+
+def compare(a: str, b: str) -> Agreement:
+    """Compare the anchors of ``a`` and ``b``. Symmetric; a text always agrees with itself."""
+    lower = set(_LOWER_WORDS.findall(a)) | set(_LOWER_WORDS.findall(b))
+    found_a, found_b = anchors(a, lower), anchors(b, lower)
+    differences: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+    for kind in dict.fromkeys(_KINDS):
+        ca, cb = found_a.get(kind, Counter()), found_b.get(kind, Counter())
+        if ca != cb:
+            differences[kind] = (tuple(sorted((ca - cb).elements())), tuple(sorted((cb - ca).elements())))
+    return Agreement(agree=not differences, differences=differences)
+
+
+def anchors(text: str, lower_words: set[str] | frozenset[str] = frozenset()) -> dict[str, Counter[str]]:
+    """The anchors of ``text``, per kind, normalised; ``lower_words`` are words seen in lower case
+    (a sentence-initial capitalised word in that set is not a name)."""
+    found: dict[str, Counter[str]] = {}
+    for match in _SCANNER.finditer(text):
+        index = int(match.lastgroup[1:]) if match.lastgroup else 0
+        kind = _KINDS[index]
+        value = _normalise(kind, match)
+        if value is None:
+            continue
+        if kind == "name" and not _is_name(text, match, lower_words):
+            continue
+        if kind == "name" and _MONTH_NAME.fullmatch(value):
+            kind = "date"
+        found.setdefault(kind, Counter())[value] += 1
+    return found
+
+
+def _normalise(kind: str, match: re.Match[str]) -> str | None:
+    raw = match.group(0)
+    if kind == "quoted":
+        inner = next(g for g in match.groups()[1:4] if g is not None) if match.groups() else raw
+        text = " ".join(inner.split()).casefold()
+        return text or None
+    if kind == "number":
+        return _number(raw)
+    if kind in ("name", "id"):
+        return raw.casefold()
+    if kind == "currency":
+        return raw.upper()
+    return " ".join(raw.split()).casefold()
+
+
+def _number(raw: str) -> str:
+    """Canonical decimal text: ``1,200.50`` and ``1200.5`` are one value; ``+3`` is ``3``, ``007`` is ``7``."""
+    text = raw.replace(",", "")
+    sign = "-" if text.startswith("-") else ""
+    whole, _, fraction = text.lstrip("+-").partition(".")
+    whole, fraction = whole.lstrip("0") or "0", fraction.rstrip("0")
+    if whole == "0" and not fraction:
+        sign = ""
+    return f"{sign}{whole}.{fraction}" if fraction else f"{sign}{whole}"
+
+
+def _is_name(text: str, match: re.Match[str], lower_words: set[str] | frozenset[str]) -> bool:
+    word = match.group(0)
+    folded = word.casefold()
+    if folded in ("i", "i'm", "i've", "i'd", "i'll"):
+        return False
+    before = text[:match.start()].rstrip(" \t")
+    if before and before[-1] not in _OPENS_SENTENCE:
+        return True
+    # A sentence opener: capitalised by grammar, a name only when nothing says it is an ordinary word.
+    return folded not in COMMON_OPENERS and folded not in lower_words
