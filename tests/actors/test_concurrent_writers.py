@@ -101,7 +101,9 @@ for g in range(groups):
     vec = (vec / np.linalg.norm(vec)).astype("<f4")
     # The same event (exempt from supersession) from every process, and each process's version of a fact.
     same = NewMemory(type="event", agent_id=f"agent{g}", content=f"Team {g} deployed release {g}.")
-    mine = NewMemory(type="fact", agent_id=f"agent{g}", content=f"Deploys for team {g} run on Fridays ({me}).")
+    # Each process's version differs in a word, not in an anchor (a number would make it a distinct fact).
+    word = ("early", "late", "weekly", "often", "rarely", "quietly", "slowly", "fast")[me]
+    mine = NewMemory(type="fact", agent_id=f"agent{g}", content=f"Deploys for team {g} run {word} on Fridays.")
     out = writer.ask(WriteMemories(memories=(same, mine), actor=f"process{me}"), 60)
     writer.ask(StoreVectors(model="test-model", dim=dim, ids=(out[1].id,), vectors=vec.tobytes()), 60)
 writer.stop()
