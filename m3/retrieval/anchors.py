@@ -44,6 +44,7 @@ _PATTERNS: tuple[tuple[str, str], ...] = (
 _SCANNER = re.compile("|".join(f"(?P<k{i}>{p})" for i, (_, p) in enumerate(_PATTERNS)))
 _KINDS = tuple(kind for kind, _ in _PATTERNS)
 _OPENS_SENTENCE = frozenset(".!?:;\n-*\u2022\"'(\u201c")
+_CAPITALISED = re.compile(r"\b[A-Z][\w'\u2019-]*")
 _LOWER_WORDS = re.compile(r"\b[a-z][\w'\u2019-]*")
 _MONTH_NAME = re.compile(rf"(?:{_MONTHS})\.?", re.IGNORECASE)
 
@@ -53,6 +54,7 @@ a an the i i'm i've i'd i'll we we're we've he she it it's they they're you you'
 this that these those there here what which who whom whose when where why how if then so but and or also
 on in at for to from by with after before during since until as of about over under into onto yesterday today
 tomorrow now currently recently just please note remember always never not no yes every each all some any
+oh ah well okay ok hey hi hello thanks thank sure actually speaking anyway besides btw
 """
 COMMON_OPENERS = frozenset(_OPENERS.split())
 
@@ -74,7 +76,7 @@ class Agreement:
 
 def compare(a: str, b: str) -> Agreement:
     """Compare the anchors of ``a`` and ``b``. Symmetric; a text always agrees with itself."""
-    lower = set(_LOWER_WORDS.findall(a)) | set(_LOWER_WORDS.findall(b))
+    lower = lower_words(a, b)
     found_a, found_b = anchors(a, lower), anchors(b, lower)
     differences: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
     for kind in dict.fromkeys(_KINDS):
@@ -84,22 +86,49 @@ def compare(a: str, b: str) -> Agreement:
     return Agreement(agree=not differences, differences=differences)
 
 
-def anchors(text: str, lower_words: set[str] | frozenset[str] = frozenset()) -> dict[str, Counter[str]]:
-    """The anchors of ``text``, per kind, normalised; ``lower_words`` are words seen in lower case
+def lower_words(*texts: str) -> set[str]:
+    """Words the texts use in lower case and never capitalised inside a sentence: a sentence-initial
+    capitalised one of these is no name ("Customer" opening a note that says "customer" elsewhere)."""
+    lower = {word for text in texts for word in _LOWER_WORDS.findall(text)}
+    inside = {m.group(0).casefold() for text in texts for m in _CAPITALISED.finditer(text)
+              if not _opens_sentence(text, m.start())}
+    return lower - inside
+
+
+def anchors(text: str, lowered: set[str] | frozenset[str] = frozenset()) -> dict[str, Counter[str]]:
+    """The anchors of ``text``, per kind, normalised; ``lowered`` are words seen in lower case
     (a sentence-initial capitalised word in that set is not a name)."""
     found: dict[str, Counter[str]] = {}
+    for span in spans(text, lowered):
+        found.setdefault(span.kind, Counter())[span.value] += 1
+    return found
+
+
+@dataclass(frozen=True)
+class Span:
+    """One anchor: its kind, normalised value and where it stands in the text."""
+
+    kind: str
+    value: str
+    start: int
+    end: int
+
+
+def spans(text: str, lowered: set[str] | frozenset[str] = frozenset()) -> list[Span]:
+    """Every anchor of ``text`` in order (see :func:`anchors`)."""
+    out: list[Span] = []
     for match in _SCANNER.finditer(text):
         index = int(match.lastgroup[1:]) if match.lastgroup else 0
         kind = _KINDS[index]
         value = _normalise(kind, match)
         if value is None:
             continue
-        if kind == "name" and not _is_name(text, match, lower_words):
+        if kind == "name" and not _is_name(text, match, lowered):
             continue
         if kind == "name" and _MONTH_NAME.fullmatch(value):
             kind = "date"
-        found.setdefault(kind, Counter())[value] += 1
-    return found
+        out.append(Span(kind, value, match.start(), match.end()))
+    return out
 
 
 def _normalise(kind: str, match: re.Match[str]) -> str | None:
@@ -128,13 +157,18 @@ def _number(raw: str) -> str:
     return f"{sign}{whole}.{fraction}" if fraction else f"{sign}{whole}"
 
 
-def _is_name(text: str, match: re.Match[str], lower_words: set[str] | frozenset[str]) -> bool:
-    word = match.group(0)
-    folded = word.casefold()
+def _opens_sentence(text: str, start: int) -> bool:
+    i = start - 1
+    while i >= 0 and text[i] in " \t":
+        i -= 1
+    return i < 0 or text[i] in _OPENS_SENTENCE
+
+
+def _is_name(text: str, match: re.Match[str], lowered: set[str] | frozenset[str]) -> bool:
+    folded = match.group(0).casefold()
     if folded in ("i", "i'm", "i've", "i'd", "i'll"):
         return False
-    before = text[:match.start()].rstrip(" \t")
-    if before and before[-1] not in _OPENS_SENTENCE:
+    if not _opens_sentence(text, match.start()):
         return True
     # A sentence opener: capitalised by grammar, a name only when nothing says it is an ordinary word.
-    return folded not in COMMON_OPENERS and folded not in lower_words
+    return folded not in COMMON_OPENERS and folded not in lowered
