@@ -133,21 +133,19 @@ def sweep(pairs: list[Pair], sims: list[float], thresholds: tuple[float, ...] = 
 
 
 def run(data_dir: Path, embedder: Embedder, instances: int, out_root: Path | None = None) -> dict[str, Any]:
-    pairs = labelled_set(data_dir, embedder.embed, instances)
-    with fresh_system(embedder) as system:
-        threshold = float(system.config["supersede.threshold"])
-        results = outcomes(system, pairs)
-    sims = cosines(embedder, pairs)
-    rows = table(pairs, results, sims, threshold)
     with RunDir("supersession", out_root) as run_dir:
+        pairs = labelled_set(data_dir, embedder.embed, instances)
+        with fresh_system(embedder) as system:
+            threshold = float(system.config["supersede.threshold"])
+            results = outcomes(system, pairs)
+        sims = cosines(embedder, pairs)
         for pair, result, sim in zip(pairs, results, sims, strict=True):
             run_dir.log({"group": pair.group, "label": pair.label, "source": pair.source, "old": pair.old,
                          "new": pair.new, "cosine": sim, "outcome": result})
-        summary = run_dir.summary({"scope": {"pairs": len(pairs), "instances": instances, "data": str(data_dir)},
-                                   "threshold": threshold, "groups": rows, "totals": totals(pairs, results),
-                                   "sweep": sweep(pairs, sims),
-                                   "log": str(run_dir.path / "questions.jsonl")})
-    return summary
+        return run_dir.summary({"scope": {"pairs": len(pairs), "instances": instances, "data": str(data_dir)},
+                                "threshold": threshold, "groups": table(pairs, results, sims, threshold),
+                                "totals": totals(pairs, results), "sweep": sweep(pairs, sims),
+                                "log": str(run_dir.path / "questions.jsonl")})
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
