@@ -35,3 +35,20 @@ def test_two_notes_differing_only_in_a_customer_number_both_stay_current(cli: Ru
     assert [n for n in cli("notifications", "poll").document()["items"] if n["kind"] == "superseded"] == []
     events = cli("memory", "history", "--id", first["id"]).document()["events"]
     assert [e["details"]["other"] for e in events if e["event"] == "conflict_detected"] == [second["id"]]
+
+
+def test_conflicts_list_shows_the_pair_and_resolving_it_keep_b_retires_the_older(cli: Run) -> None:
+    first = cli("memory", "write", "--type", "fact", "--content", "I lead a team of 4 engineers.").document()
+    second = cli("memory", "write", "--type", "fact", "--content", "I lead a team of 5 engineers.").document()
+    listed = cli("conflicts", "list").document()
+    assert listed["count"] == 1
+    [found] = listed["items"]
+    assert (found["memory_a"], found["memory_b"], found["reason"]) == (first["id"], second["id"], "number: 4 vs 5")
+    done = cli("conflicts", "resolve", "--id", found["id"], "--resolution", "keep_b").document()
+    assert (done["status"], done["resolution"], done["resolved_by"]) == ("resolved", "keep_b", "local")
+    assert cli("memory", "get", "--id", first["id"]).document()["superseded_by"] == second["id"]
+    assert cli("conflicts", "list").document()["count"] == 0
+    assert cli("conflicts", "list", "--status", "resolved").document()["count"] == 1
+    again = cli("conflicts", "resolve", "--id", found["id"], "--resolution", "keep_a").error()
+    assert again["code"] == "invalid_argument"
+    assert cli("conflicts", "resolve", "--id", "nope", "--resolution", "keep_both").error()["code"] == "not_found"
