@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import select
 
 from m3.actors.system import ActorSystem
-from m3.protocols.messages.memory import GetHistory, WriteOutcome
+from m3.protocols.messages.memory import DeleteMemory, GetHistory, WriteOutcome
 from m3.retrieval.supersession import MAX_CONFLICTS
 from m3.store import schema
 from m3.store.conflicts import ConflictFilter, list_conflicts
@@ -103,3 +103,11 @@ def test_a_conflict_of_a_private_memory_is_listed_only_for_its_agent(system: Act
         assert list_conflicts(conn, ConflictFilter(reader_agent_id="intruder")) == []
         assert list_conflicts(conn, ConflictFilter(reader_agent_id=None)) == []
         assert list_conflicts(conn, ConflictFilter(reader_agent_id="ops", status="resolved")) == []
+
+
+def test_erasing_a_memory_removes_the_conflicts_it_was_part_of(system: ActorSystem, store_url: str) -> None:
+    first = write(system, FIRST, type="fact")
+    write(system, SECOND, type="fact")
+    assert len(conflicts(store_url)) == 1
+    system.writer.ask(DeleteMemory(id=first.id, hard=True), WAIT_S)
+    assert conflicts(store_url, status=None) == []
