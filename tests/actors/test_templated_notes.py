@@ -15,6 +15,8 @@ from tests.stored import fresh
 
 NAMES = ("Alice", "Bruno", "Chen", "Dana", "Emeka", "Farah", "Goran", "Hana", "Ivan", "Julia")
 WRITERS = 16
+#: Embedding 200 notes and deciding on each vector (a pgvector query each on PostgreSQL) on 2 busy cores.
+EMBED_S = 180.0
 
 
 def note(n: int) -> str:
@@ -35,7 +37,7 @@ def test_two_hundred_templated_notes_from_concurrent_writers_all_stay_current(
     with ThreadPoolExecutor(WRITERS) as pool:
         written = list(pool.map(write, range(len(texts))))
     assert all(out.created for out in written)
-    system.wait_embedded()
+    system.wait_embedded(EMBED_S)
     m, c = schema.memories, schema.conflicts
     with fresh(store_url) as conn:
         retired = conn.execute(select(func.count()).where(m.c.retired_at.is_not(None))).scalar_one()
