@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 from hypothesis import given
@@ -89,3 +90,11 @@ def test_numbers_compare_by_value_and_names_without_case() -> None:
 def test_sentence_openers_are_not_names_but_capitalised_words_inside_are() -> None:
     found = anchors("The plan is done. Then Alice left.")
     assert dict(found.get("name", {})) == {"alice": 1}
+
+
+@pytest.mark.parametrize("text", ["a" * 100_000, "1." * 50_000, "x@" * 50_000, "a-" * 50_000 + "1"])
+def test_comparing_a_note_of_the_largest_size_takes_linear_time(text: str) -> None:
+    # Generous for a busy machine: about a second when quiet; a backtracking pattern took minutes.
+    started = time.perf_counter()
+    assert compare(text, text).agree
+    assert time.perf_counter() - started < 30
