@@ -26,7 +26,8 @@ from m3.protocols.messages.coordination import (
     SendNotification,
     TaskChange,
 )
-from m3.store import agents, inbox
+from m3.store import agent_writes as agents
+from m3.store import inbox_writes as inbox
 from m3.store import task_writes as tasks
 from m3.store.filters import isolation_clause
 

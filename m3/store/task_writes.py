@@ -31,7 +31,7 @@ from m3.protocols.messages.coordination import (
     SetTaskResult,
     UpdateTask,
 )
-from m3.store import agents, inbox
+from m3.store import agents, inbox_writes
 from m3.store import tasks as rows
 from m3.store.schema import memories as m
 from m3.store.schema import task_events as ev
@@ -70,7 +70,7 @@ class TaskWrites:
     def notify(self, task: RowMapping | dict[str, Any], kind: str, message: str, actor: str | None,
                *recipients: str | None) -> None:
         for agent in dict.fromkeys(r for r in recipients if r is not None and r != actor):
-            inbox.notify(self.conn, to_agent=agent, kind=kind, message=message, now=self.now, from_agent=actor,
+            inbox_writes.notify(self.conn, to_agent=agent, kind=kind, message=message, now=self.now, from_agent=actor,
                          ref_id=task["id"], data={"task_id": task["id"], "state": task["state"]})
             self.notified.append(agent)
 
