@@ -6,7 +6,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, RowMapping, insert, select, update
+from sqlalchemy import Connection, insert, select, update
 
 from m3.errors import InvalidArgument, NotFound
 from m3.protocols.messages.coordination import AgentHeartbeat, AgentOffline, CreateToken, RegisterAgent, RevokeTokens
@@ -15,7 +15,7 @@ from m3.store.schema import agent_tokens as tk
 from m3.store.schema import agents as a
 
 
-def register(conn: Connection, msg: RegisterAgent, now: datetime) -> tuple[RowMapping, bool]:
+def register(conn: Connection, msg: RegisterAgent, now: datetime) -> tuple[dict[str, Any], bool]:
     """Insert the agent or refresh it (given fields replace stored ones); True when it is new."""
     row = load(conn, msg.agent_id)
     if row is None:
@@ -30,21 +30,19 @@ def register(conn: Connection, msg: RegisterAgent, now: datetime) -> tuple[RowMa
                 values[name] = getattr(msg, name)
         conn.execute(update(a).where(a.c.id == msg.agent_id).values(**values))
         created = False
-    reloaded = load(conn, msg.agent_id)
-    assert reloaded is not None
-    return reloaded, created
+    return dict(require(conn, msg.agent_id)), created
 
 
-def heartbeat(conn: Connection, msg: AgentHeartbeat, now: datetime) -> RowMapping:
+def heartbeat(conn: Connection, msg: AgentHeartbeat, now: datetime) -> dict[str, Any]:
     require(conn, msg.agent_id)
     conn.execute(update(a).where(a.c.id == msg.agent_id).values(last_seen_at=now, offline_at=None))
-    return require(conn, msg.agent_id)
+    return dict(require(conn, msg.agent_id))
 
 
-def offline(conn: Connection, msg: AgentOffline, now: datetime) -> RowMapping:
+def offline(conn: Connection, msg: AgentOffline, now: datetime) -> dict[str, Any]:
     require(conn, msg.agent_id)
     conn.execute(update(a).where(a.c.id == msg.agent_id).values(offline_at=now))
-    return require(conn, msg.agent_id)
+    return dict(require(conn, msg.agent_id))
 
 
 def create_token(conn: Connection, msg: CreateToken, now: datetime) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from sqlalchemy import URL, Connection, Engine, create_engine, event, inspect, m
 from sqlalchemy.exc import ArgumentError, DBAPIError
 from sqlalchemy.pool import NullPool
 
-from m3.errors import ConfigError, StoreError
+from m3.errors import ConfigError, M3Error, StoreError
 
 log = logging.getLogger(__name__)
 
@@ -184,6 +184,27 @@ def unreachable_error(exc: DBAPIError) -> StoreError:
     return StoreError(f"cannot open the store: {type(exc.orig).__name__}: {str(exc.orig).strip()}",
                       hint="Check store.url (`m3 config show --origin`); for the embedded PostgreSQL, "
                            "`m3 postgres status`.")
+
+
+def write_errors(n: int, exc: Exception) -> list[M3Error]:
+    """The coded error each of ``n`` callers of a failed write gets (an exception object is raised in one
+    thread only), logged once: ``exc`` itself if it is one, else a StoreError."""
+    first = _write_error(exc)
+    return [first] + [type(first)(first.message, hint=first.hint, details=first.details) for _ in range(n - 1)]
+
+
+def _write_error(exc: Exception) -> M3Error:
+    if isinstance(exc, M3Error):
+        return exc
+    log.error("write failed", exc_info=exc)
+    from m3.store.postgres import store_error
+
+    known = store_error(exc)
+    if known is not None:
+        return known
+    # The driver's own message, without SQLAlchemy's statement dump (it can hold user content).
+    reason = getattr(exc, "orig", None) or exc
+    return StoreError(f"the write failed: {type(reason).__name__}: {reason}")
 
 
 def current_revision(engine: Engine) -> str:

@@ -255,7 +255,7 @@ class LosesOneRace(Writer):
         self.attempts.append(len(batch))
         if len(self.attempts) == 1:
             with self._conn.begin():  # type: ignore[union-attr]
-                self._apply(self._conn, batch[0].message)  # type: ignore[arg-type]
+                self._apply_unit(self._conn, [batch[0].message])  # type: ignore[arg-type]
                 raise OperationalError("COMMIT", {}, DeadlockDetected())
         return super()._run(batch)
 

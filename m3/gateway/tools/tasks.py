@@ -1,4 +1,4 @@
-"""Handlers of the shared task tools: every request goes to the task-tree manager."""
+"""Handlers of the shared task tools: changes go to the Writer, reads to the task-tree manager."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from m3.protocols.messages.coordination import (
     ListTasks,
     RenewLease,
     SetTaskResult,
+    TaskChange,
     TaskFilter,
     UpdateTask,
 )
@@ -29,7 +30,8 @@ if TYPE_CHECKING:
 
 
 async def ask(svc: Service, message: Message) -> Any:
-    return await svc.ask(svc.system.tasks, message)
+    """Changes go to the Writer, reads to the task-tree manager."""
+    return await svc.ask(svc.system.writer if isinstance(message, TaskChange) else svc.system.tasks, message)
 
 
 def lease_of(svc: Service, lease: float | None) -> float:

@@ -5,12 +5,12 @@ so a second write path would bring back "database is locked"); the rules
 they enforce — recipients exist, task state machine, versions, leases — are
 SQL predicates evaluated inside the Writer's transaction. Reads go to the
 Directory (agents, inboxes, notifications, tokens) and the TaskManager
-(tasks). Requests expect one reply; events (``…ed`` names) expect none.
+(tasks). Requests expect one reply. Messages only one actor uses (its
+timers, its wake-ups) are defined in that actor's module.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from pydantic import Field
@@ -84,23 +84,11 @@ class AckNotifications(Message):
     ids: tuple[str, ...] | None = None
 
 
-class NotificationsArrived(Message):
-    """Told by the Writer after a commit that added notifications for ``agents``."""
-
-    agents: tuple[str, ...]
-
-
 class WaitNotifications(Message):
     """Held by the agent's router until a notification for it commits, or ``deadline`` (monotonic) passes."""
 
     agent_id: str
     deadline: float
-
-
-class RouterTick(Message):
-    """A router's own timer: drop expired waiters, stop when idle. ``generation`` detects activity since."""
-
-    generation: int
 
 
 # --- reads of agents, inboxes, notifications, tokens (Directory) --------------------------------
@@ -143,7 +131,7 @@ class ResolveMemories(Message):
     filter: MemoryFilter
 
 
-# --- task trees (TaskManager; changes are committed by the Writer) ------------------------------
+# --- task trees (reads: TaskManager; changes: Writer) --------------------------------------------
 
 
 class TaskFilter(Message):
@@ -215,17 +203,10 @@ class RenewLease(TaskChange):
 
 
 class ExpireLeases(Message):
-    """Return every task whose lease has run out to pending; answered with the next expiry (or None)."""
+    """Return every task whose lease has run out to pending; answered with the next expiry (or None).
 
-
-class LeaseScheduled(Message):
-    """Told to the TaskManager: a lease may expire at ``at``; sweep then."""
-
-    at: datetime | None
-
-
-class SweepLeases(Message):
-    """The TaskManager's timer fired."""
+    Sent by the TaskManager's lease clock; the Writer tells that clock when the leases it sets end.
+    """
 
 
 class GetTask(Message):

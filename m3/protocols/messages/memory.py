@@ -130,6 +130,21 @@ class StoreVectors(Message):
     #: Run similarity supersession (false when re-embedding memories already checked).
     supersede: bool = True
 
+    @classmethod
+    def merged(cls, msgs: list[StoreVectors]) -> StoreVectors:
+        """One StoreVectors doing what ``msgs`` do in turn (of one model and flag): a memory given several
+        vectors keeps the last."""
+        width = msgs[0].dim * 4
+        last: dict[str, bytes] = {}
+        for msg in msgs:
+            if len(msg.vectors) != width * len(msg.ids):
+                raise ValueError(f"StoreVectors holds {len(msg.vectors)} bytes for {len(msg.ids)} vectors of {msg.dim}")
+            for i, memory_id in enumerate(msg.ids):
+                last.pop(memory_id, None)
+                last[memory_id] = msg.vectors[i * width:(i + 1) * width]
+        return cls(model=msgs[0].model, dim=msgs[0].dim, ids=tuple(last), vectors=b"".join(last.values()),
+                   supersede=msgs[0].supersede)
+
 
 class TouchMemories(Message):
     """Record that memories were read (access statistics)."""
