@@ -36,6 +36,7 @@ from m3.protocols.messages.memory import (
     TouchMemories,
     VerifyMemories,
 )
+from m3.protocols.tools.memory_results import HistoryEvent, MemoryHistoryResult, MemoryRecord
 from m3.retrieval import ranking
 from m3.retrieval.candidate_rows import CandidateRows
 from m3.retrieval.dense import DenseLeg, leg_for
@@ -186,17 +187,17 @@ class Searcher(StoreReader):
 
     # -- single memories -----------------------------------------------------------------------
 
-    def get(self, msg: GetMemory) -> dict[str, Any]:
+    def get(self, msg: GetMemory) -> MemoryRecord:
         memory_id = rows.resolve_id(self.conn, msg.id, msg.filter)
-        record = _public(rows.load(self.conn, memory_id))
+        record = rows.record(rows.load(self.conn, memory_id))
         if msg.touch:
             self._touch([memory_id], datetime.now(UTC))
         return record
 
-    def history(self, msg: GetHistory) -> dict[str, Any]:
+    def history(self, msg: GetHistory) -> MemoryHistoryResult:
         memory_id = rows.resolve_id(self.conn, msg.id, msg.filter)
-        events = [_public(e) for e in rows.history(self.conn, memory_id)]
-        return {"id": memory_id, "versions": rows.version_chain(self.conn, memory_id), "events": events}
+        events = [HistoryEvent.model_validate(_public(e)) for e in rows.history(self.conn, memory_id)]
+        return MemoryHistoryResult(id=memory_id, versions=rows.version_chain(self.conn, memory_id), events=events)
 
     def graph(self, msg: GetGraph) -> dict[str, Any]:
         start = rows.resolve_id(self.conn, msg.id, msg.filter)

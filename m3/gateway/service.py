@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from pydantic import ValidationError
 
@@ -26,10 +26,11 @@ from m3.errors import (
     UnknownMemoryType,
 )
 from m3.gateway.registry import Registry, Tool
-from m3.protocols.base import Message
+from m3.protocols.base import Message, Request, ToolResult
 from m3.protocols.messages.memory import MemoryFilter
 
 log = logging.getLogger(__name__)
+R = TypeVar("R")
 
 _CODED_VALIDATION: dict[str, type[M3Error]] = {
     "unknown_memory_type": UnknownMemoryType,
@@ -66,7 +67,7 @@ class Service:
         tool = self.registry.get(name)
         args = validate_args(tool, raw_args or {})
         try:
-            result = await tool.handler(self, args, ctx)
+            result = await self.run(tool, args, ctx)
         except M3Error:
             raise
         except Exception as exc:
@@ -74,7 +75,21 @@ class Service:
             raise M3Error(f"{name} failed unexpectedly: {type(exc).__name__}") from exc
         return result.model_dump(mode="json")
 
+    async def run(self, tool: Tool, args: Any, ctx: CallContext) -> ToolResult:
+        """The tool's handler, or the generic route: its request to its actor, whose reply is the result."""
+        if tool.handler is not None:
+            return await tool.handler(self, args, ctx)
+        request = tool.request(args, ctx, enforce_isolation=self.config["isolation.enforce"])
+        result: ToolResult = await self.ask(getattr(self.system, tool.spec.actor), request)
+        return result
+
+    @overload
+    async def ask(self, handle: ActorHandle, message: Request[R]) -> R: ...
+    @overload
+    async def ask(self, handle: ActorHandle, message: Message) -> Any: ...
+
     async def ask(self, handle: ActorHandle, message: Message) -> Any:
+        """Ask one actor under the configured timeout (typed ``R`` for a ``Request[R]``)."""
         return await bridge.ask(handle, message, self.timeout)
 
     def read_filter(self, ctx: CallContext, **fields: Any) -> MemoryFilter:

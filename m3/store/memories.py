@@ -16,6 +16,7 @@ from sqlalchemy import Connection, RowMapping, and_, bindparam, delete, func, in
 
 from m3.errors import AmbiguousId, NotFound
 from m3.protocols.messages.memory import MemoryFilter, NewMemory
+from m3.protocols.tools.memory_results import MemoryRecord
 from m3.store.filters import isolation_clause
 from m3.store.schema import memories as m
 from m3.store.schema import memory_embeddings as e
@@ -64,6 +65,11 @@ def load(conn: Connection, memory_id: str) -> RowMapping:
     if row is None:
         raise NotFound(f"no memory with id {memory_id!r}")
     return row
+
+
+def record(row: RowMapping) -> MemoryRecord:
+    """A memory row as the caller gets it (every column but the internal ``seq``)."""
+    return MemoryRecord.model_validate({k: v for k, v in row.items() if k != "seq"})
 
 
 def find_duplicate(conn: Connection, mem: NewMemory, digest: str) -> RowMapping | None:

@@ -82,8 +82,8 @@ def test_a_new_version_of_a_fact_leaves_exactly_one_current_memory_linked_and_re
     assert history(store_url, first.id) == [("created", "tester"), ("superseded", "m3:supersession")]
     assert history(store_url, second.id) == [("created", "tester")]
     chain = system.searcher.ask(GetHistory(id=first.id), WAIT_S)
-    assert chain["versions"] == [first.id, second.id]
-    assert chain["events"][1]["details"]["how"] == "similarity"
+    assert chain.versions == [first.id, second.id]
+    assert chain.events[1].details["how"] == "similarity"
     assert search(system, QUESTION, type="fact") == [second.id]
 
 
@@ -162,8 +162,8 @@ def test_memory_supersede_replaces_a_memory_however_different_the_new_text(
     assert links(store_url) == [(out.id, first.id, "supersedes")]
     assert history(store_url, first.id) == [("created", "tester"), ("superseded", "alice")]
     assert history(store_url, out.id) == [("created", "alice")]
-    events = system.searcher.ask(GetHistory(id=first.id), WAIT_S)["events"]
-    assert events[1]["details"] == {"by": out.id, "how": "explicit", "reason": "licence review"}
+    events = system.searcher.ask(GetHistory(id=first.id), WAIT_S).events
+    assert events[1].details == {"by": out.id, "how": "explicit", "reason": "licence review"}
 
 
 def test_superseding_a_retired_version_is_refused_and_changes_nothing(system: ActorSystem, store_url: str) -> None:

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from m3.errors import ConfirmationRequired, ContentTooLarge, Forbidden, InvalidArgument
-from m3.gateway.registry import Handler
+from m3.errors import ConfirmationRequired, ContentTooLarge, InvalidArgument
+from m3.gateway.registry import Handler, by_name, owner
 from m3.protocols.messages.memory import (
     DeleteMemory,
     GetGraph,
-    GetHistory,
     GetMemory,
     LinkMemories,
     NewMemory,
@@ -34,22 +33,10 @@ def check_content(svc: Service, content: str) -> None:
                               details={"length": len(content), "limit": limit})
 
 
-def owner(ctx: CallContext, agent_id: str | None) -> str | None:
-    """The agent a call acts as (``agent_id`` or the caller); a token-bound caller may only name itself.
-
-    Every ``agent_id`` argument of every tool goes through here, reads included, so that an agent
-    cannot write or read as another through a token.
-    """
-    if agent_id is not None and ctx.bound and agent_id != ctx.agent_id:
-        raise Forbidden(f"this caller acts as agent {ctx.agent_id!r} and cannot act as {agent_id!r}",
-                        details={"agent_id": ctx.agent_id})
-    return agent_id if agent_id is not None else ctx.agent_id
-
-
 async def resolve(svc: Service, ctx: CallContext, ref: str) -> str:
     """The full id of a memory visible to ``ctx`` (prefixes allowed)."""
     record = await svc.ask(svc.system.searcher, GetMemory(id=ref, filter=svc.read_filter(ctx), touch=False))
-    return str(record["id"])
+    return record.id
 
 
 async def memory_write(svc: Service, a: p.MemoryWriteArgs, ctx: CallContext) -> p.MemoryWriteResult:
@@ -79,11 +66,6 @@ async def memory_search(svc: Service, a: p.MemorySearchArgs, ctx: CallContext) -
     found = await svc.ask(svc.system.searcher, SearchMemories(query=a.query, k=k, filter=flt, explain=a.explain))
     items = [p.SearchItem(**item) for item in found["items"]]
     return p.MemorySearchResult(count=len(items), items=items, query=a.query, grade_with="score")
-
-
-async def memory_get(svc: Service, a: p.MemoryGetArgs, ctx: CallContext) -> p.MemoryRecord:
-    record = await svc.ask(svc.system.searcher, GetMemory(id=a.id, filter=svc.read_filter(ctx)))
-    return p.MemoryRecord(**record)
 
 
 async def memory_supersede(svc: Service, a: p.MemorySupersedeArgs, ctx: CallContext) -> p.MemorySupersedeResult:
@@ -129,12 +111,6 @@ async def memory_unpin(svc: Service, a: p.MemoryPinArgs, ctx: CallContext) -> p.
     return await _pin(svc, ctx, a.id, False)
 
 
-async def memory_history(svc: Service, a: p.MemoryHistoryArgs, ctx: CallContext) -> p.MemoryHistoryResult:
-    found = await svc.ask(svc.system.searcher, GetHistory(id=a.id, filter=svc.read_filter(ctx)))
-    return p.MemoryHistoryResult(id=found["id"], versions=found["versions"],
-                                 events=[p.HistoryEvent(**e) for e in found["events"]])
-
-
 async def memory_link(svc: Service, a: p.MemoryLinkArgs, ctx: CallContext) -> p.MemoryLinkResult:
     from_id = await resolve(svc, ctx, a.from_id)
     to_id = await resolve(svc, ctx, a.to_id)
@@ -154,9 +130,9 @@ async def memory_verify(svc: Service, a: p.MemoryVerifyArgs, ctx: CallContext) -
     return p.MemoryVerifyResult(**found)
 
 
-HANDLERS: dict[str, Handler] = {
-    "memory_write": memory_write, "memory_search": memory_search, "memory_get": memory_get,
-    "memory_supersede": memory_supersede, "memory_update": memory_update, "memory_delete": memory_delete,
-    "memory_pin": memory_pin, "memory_unpin": memory_unpin, "memory_history": memory_history,
-    "memory_link": memory_link, "memory_graph": memory_graph, "memory_verify": memory_verify,
-}
+HANDLERS: dict[str, Handler] = by_name(
+    memory_write, memory_search, memory_supersede, memory_update, memory_delete, memory_pin, memory_unpin,
+    memory_link, memory_graph, memory_verify,
+)
+
+__all__ = ["HANDLERS", "check_content", "owner", "resolve"]  # owner: the coordination handlers import it from here

@@ -1,6 +1,7 @@
 """Messages exchanged between the gateway and the actors, and between actors.
 
-Requests expect one reply; events (``…ed`` names) are told and expect none.
+Requests expect one reply (a :class:`~m3.protocols.base.Request` names its type, often a tool's
+result); events (``…ed`` names) are told and expect none.
 Vectors travel as little-endian float32 bytes so that messages stay
 immutable.
 """
@@ -12,7 +13,8 @@ from typing import Any
 
 from pydantic import Field
 
-from m3.protocols.base import Message
+from m3.protocols.base import Message, Request
+from m3.protocols.tools.memory_results import MemoryHistoryResult, MemoryRecord
 
 # --- shared values ------------------------------------------------------------------------------
 
@@ -195,14 +197,14 @@ class SearchMemories(Message):
     explain: bool = False
 
 
-class GetMemory(Message):
+class GetMemory(Request[MemoryRecord]):
     id: str
     filter: MemoryFilter = MemoryFilter()
     #: Count this as a read (access statistics); false for lookups that precede a change.
     touch: bool = True
 
 
-class GetHistory(Message):
+class GetHistory(Request[MemoryHistoryResult]):
     id: str
     filter: MemoryFilter = MemoryFilter()
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from m3.protocols.base import ToolArgs, ToolResult, ToolSpec
+from m3.protocols.base import ToolArgs, ToolSpec
+from m3.protocols.tools.chatlog_results import ChatItem, ChatlogSearchResult, ChatlogWriteResult
 from m3.protocols.tools.fields import ChatRole, Identifier, Text, Timestamp
 
 
@@ -16,12 +17,6 @@ class ChatlogWriteArgs(ToolArgs):
     model: str | None = Field(None, max_length=200, description="The model that produced the message.")
     turn: int | None = Field(None, ge=0, description="Position in the conversation; default: next.")
     at: Timestamp | None = Field(None, description="When the message was said; default now.")
-
-
-class ChatlogWriteResult(ToolResult):
-    id: str
-    conversation_id: str
-    turn: int
 
 
 CHATLOG_WRITE = ToolSpec(
@@ -41,24 +36,6 @@ class ChatlogSearchArgs(ToolArgs):
     agent_id: Identifier | None = None
 
 
-class ChatItem(ToolResult):
-    id: str
-    conversation_id: str
-    role: str
-    content: str
-    turn: int
-    at: Timestamp
-    agent_id: str | None
-    bm25_score: float
-    score: float
-
-
-class ChatlogSearchResult(ToolResult):
-    count: int
-    items: list[ChatItem]
-    query: str
-
-
 CHATLOG_SEARCH = ToolSpec(
     name="chatlog_search", domain="chatlog", args=ChatlogSearchArgs, result=ChatlogSearchResult, startup=True,
     read_only=True,
@@ -69,3 +46,6 @@ CHATLOG_SEARCH = ToolSpec(
 )
 
 CHATLOG_TOOLS: tuple[ToolSpec, ...] = (CHATLOG_WRITE, CHATLOG_SEARCH)
+
+__all__ = ["CHATLOG_TOOLS", "ChatItem", "ChatlogSearchArgs", "ChatlogSearchResult", "ChatlogWriteArgs",
+           "ChatlogWriteResult"]

@@ -1,12 +1,13 @@
-"""Arguments, results and declarations of the ``memory`` domain tools."""
+"""Arguments and declarations of the ``memory`` domain tools (results: :mod:`.memory_results`)."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field
 
-from m3.protocols.base import ToolArgs, ToolResult, ToolSpec
+from m3.protocols.base import ToolArgs, ToolSpec
+from m3.protocols.messages import memory as msg
 from m3.protocols.tools.fields import (
     Identifier,
     Importance,
@@ -17,34 +18,22 @@ from m3.protocols.tools.fields import (
     Text,
     Timestamp,
 )
-
-
-class MemoryRecord(ToolResult):
-    """A memory as stored, with both time axes."""
-
-    id: str
-    type: str
-    title: str | None
-    content: str
-    metadata: dict[str, Any]
-    scope: Scope
-    agent_id: str | None
-    user_id: str | None
-    importance: float
-    pinned: bool
-    expires_at: Timestamp | None
-    content_hash: str
-    access_count: int
-    last_accessed_at: Timestamp | None
-    conversation_id: str | None
-    source: str | None
-    valid_from: Timestamp
-    valid_to: Timestamp | None
-    recorded_at: Timestamp
-    retired_at: Timestamp | None
-    retire_reason: str | None
-    superseded_by: str | None
-
+from m3.protocols.tools.memory_results import (
+    GraphEdge,
+    GraphNode,
+    HistoryEvent,
+    MemoryDeleteResult,
+    MemoryGraphResult,
+    MemoryHistoryResult,
+    MemoryLinkResult,
+    MemoryPinResult,
+    MemoryRecord,
+    MemorySearchResult,
+    MemorySupersedeResult,
+    MemoryVerifyResult,
+    MemoryWriteResult,
+    SearchItem,
+)
 
 # --- memory_write -------------------------------------------------------------------------------
 
@@ -62,14 +51,6 @@ class MemoryWriteArgs(ToolArgs):
     valid_from: Timestamp | None = Field(None, description="When the fact became true in the world; default now.")
     conversation_id: Identifier | None = Field(None, description="Conversation or session this came from.")
     source: str | None = Field(None, max_length=500, description="Where the memory came from (file, URL, tool).")
-
-
-class MemoryWriteResult(ToolResult):
-    id: str
-    created: bool = Field(description="False when an identical current memory existed; its id is returned.")
-    content_hash: str
-    recorded_at: Timestamp
-    embedding: Literal["pending", "ready"]
 
 
 MEMORY_WRITE = ToolSpec(
@@ -98,32 +79,6 @@ class MemorySearchArgs(ToolArgs):
     explain: bool = Field(False, description="Return every ranking signal and its weight per item.")
 
 
-class SearchItem(ToolResult):
-    id: str
-    content: str
-    title: str | None
-    type: str
-    importance: float
-    bm25_score: float = Field(description="Raw BM25 keyword score of the content; 0 when no query word matches.")
-    score: float = Field(description="Fused relevance in 0..1; the value to grade results by.")
-    agent_id: str | None
-    conversation_id: str | None
-    metadata: dict[str, Any]
-    valid_from: Timestamp
-    recorded_at: Timestamp
-    retired_at: Timestamp | None
-    explanation: dict[str, Any] | None = Field(
-        None, exclude_if=lambda v: v is None, description="Every ranking signal with its weight (explain=true)."
-    )
-
-
-class MemorySearchResult(ToolResult):
-    count: int
-    items: list[SearchItem]
-    query: str
-    grade_with: str = Field(description="The item field that orders relevance (always 'score').")
-
-
 MEMORY_SEARCH = ToolSpec(
     name="memory_search", domain="memory", args=MemorySearchArgs, result=MemorySearchResult, startup=True,
     read_only=True,
@@ -144,6 +99,7 @@ class MemoryGetArgs(ToolArgs):
 
 MEMORY_GET = ToolSpec(
     name="memory_get", domain="memory", args=MemoryGetArgs, result=MemoryRecord, startup=True, read_only=True,
+    message=msg.GetMemory, actor="searcher",
     description=(
         "Read one memory in full by its id or a unique 8-character prefix of it, including retired versions. "
         "Use it after memory_search when you need the metadata, validity times or history links."
@@ -162,12 +118,6 @@ class MemorySupersedeArgs(ToolArgs):
     metadata: dict[str, Any] | None = Field(None, description="Defaults to the old metadata.")
     valid_from: Timestamp | None = Field(None, description="When the new version became true; default now.")
     reason: str | None = Field(None, max_length=1000, description="Why it changed; kept in history.")
-
-
-class MemorySupersedeResult(ToolResult):
-    id: str = Field(description="The new current memory.")
-    superseded_id: str
-    recorded_at: Timestamp
 
 
 MEMORY_SUPERSEDE = ToolSpec(
@@ -211,11 +161,6 @@ class MemoryDeleteArgs(ToolArgs):
     reason: str | None = Field(None, max_length=1000)
 
 
-class MemoryDeleteResult(ToolResult):
-    id: str
-    deleted: Literal["soft", "hard"]
-
-
 MEMORY_DELETE = ToolSpec(
     name="memory_delete", domain="memory", args=MemoryDeleteArgs, result=MemoryDeleteResult, destructive=True,
     description=(
@@ -229,11 +174,6 @@ MEMORY_DELETE = ToolSpec(
 
 class MemoryPinArgs(ToolArgs):
     id: MemoryId
-
-
-class MemoryPinResult(ToolResult):
-    id: str
-    pinned: bool
 
 
 MEMORY_PIN = ToolSpec(
@@ -252,22 +192,9 @@ class MemoryHistoryArgs(ToolArgs):
     id: MemoryId
 
 
-class HistoryEvent(ToolResult):
-    memory_id: str
-    event: str
-    actor: str | None
-    at: Timestamp
-    details: dict[str, Any]
-
-
-class MemoryHistoryResult(ToolResult):
-    id: str
-    versions: list[str] = Field(description="The supersession chain, oldest first, this memory included.")
-    events: list[HistoryEvent]
-
-
 MEMORY_HISTORY = ToolSpec(
     name="memory_history", domain="memory", args=MemoryHistoryArgs, result=MemoryHistoryResult, read_only=True,
+    message=msg.GetHistory, actor="searcher",
     description=(
         "Show everything that happened to a memory: creation, updates with previous values, pins, supersession "
         "and deletion, each with who did it and when, plus its chain of versions."
@@ -281,13 +208,6 @@ class MemoryLinkArgs(ToolArgs):
     type: RelationType = "related"
 
 
-class MemoryLinkResult(ToolResult):
-    from_id: str
-    to_id: str
-    type: str
-    created: bool
-
-
 MEMORY_LINK = ToolSpec(
     name="memory_link", domain="memory", args=MemoryLinkArgs, result=MemoryLinkResult,
     description="Record a typed relationship between two memories (related, contradicts, derived_from, …).",
@@ -297,24 +217,6 @@ MEMORY_LINK = ToolSpec(
 class MemoryGraphArgs(ToolArgs):
     id: MemoryId
     depth: int = Field(1, ge=1, le=3)
-
-
-class GraphNode(ToolResult):
-    id: str
-    title: str | None
-    type: str
-    current: bool
-
-
-class GraphEdge(ToolResult):
-    from_id: str
-    to_id: str
-    type: str
-
-
-class MemoryGraphResult(ToolResult):
-    nodes: list[GraphNode]
-    edges: list[GraphEdge]
 
 
 MEMORY_GRAPH = ToolSpec(
@@ -327,12 +229,6 @@ class MemoryVerifyArgs(ToolArgs):
     id: MemoryId | None = Field(None, description="One memory; omit to check every memory.")
 
 
-class MemoryVerifyResult(ToolResult):
-    checked: int
-    ok: int
-    mismatched: list[str]
-
-
 MEMORY_VERIFY = ToolSpec(
     name="memory_verify", domain="memory", args=MemoryVerifyArgs, result=MemoryVerifyResult, read_only=True,
     description="Check that stored content still matches its SHA-256 hash (integrity), for one memory or all.",
@@ -342,3 +238,11 @@ MEMORY_TOOLS: tuple[ToolSpec, ...] = (
     MEMORY_WRITE, MEMORY_SEARCH, MEMORY_GET, MEMORY_SUPERSEDE, MEMORY_UPDATE, MEMORY_DELETE, MEMORY_PIN,
     MEMORY_UNPIN, MEMORY_HISTORY, MEMORY_LINK, MEMORY_GRAPH, MEMORY_VERIFY,
 )
+
+__all__ = [
+    "MEMORY_TOOLS", "GraphEdge", "GraphNode", "HistoryEvent", "MemoryDeleteArgs", "MemoryDeleteResult",
+    "MemoryGetArgs", "MemoryGraphArgs", "MemoryGraphResult", "MemoryHistoryArgs", "MemoryHistoryResult",
+    "MemoryLinkArgs", "MemoryLinkResult", "MemoryPinArgs", "MemoryPinResult", "MemoryRecord", "MemorySearchArgs",
+    "MemorySearchResult", "MemorySupersedeArgs", "MemorySupersedeResult", "MemoryUpdateArgs", "MemoryVerifyArgs",
+    "MemoryVerifyResult", "MemoryWriteArgs", "MemoryWriteResult", "SearchItem",
+]
