@@ -32,6 +32,7 @@ from m3.actors.supervisor import ActorHandle
 from m3.protocols.base import Message
 from m3.protocols.messages.coordination import ExpireLeases, GetTask, GetTaskTree, ListTasks
 from m3.protocols.messages.memory import Flush
+from m3.protocols.tools.tasks_results import TaskDetails, TaskListResult, TaskNode, TaskRecord, TaskTreeResult
 from m3.store import tasks as task_rows
 from m3.store.engine import StoreOptions
 from m3.store.filters import isolation_clause
@@ -123,16 +124,17 @@ class TaskManager(StoreReader):
 
     # -- reads ---------------------------------------------------------------------------------
 
-    def get(self, msg: GetTask) -> dict[str, Any]:
+    def get(self, msg: GetTask) -> TaskDetails:
         task = task_rows.get(self.conn, msg.id, datetime.now(UTC), isolation_clause(msg.filter))
         if msg.history:
             task["history"] = task_rows.history(self.conn, task["id"])
-        return task
+        return TaskDetails(**task)
 
-    def list(self, msg: ListTasks) -> list[dict[str, Any]]:
-        return task_rows.list_tasks(self.conn, msg.filter, msg.limit, datetime.now(UTC),
-                                    isolation_clause(msg.filter_memories))
+    def list(self, msg: ListTasks) -> TaskListResult:
+        found = task_rows.list_tasks(self.conn, msg, msg.limit, datetime.now(UTC), isolation_clause(msg.filter))
+        return TaskListResult(count=len(found), items=[TaskRecord(**task) for task in found])
 
-    def tree(self, msg: GetTaskTree) -> dict[str, Any]:
-        return task_rows.tree(self.conn, msg.id, msg.depth, msg.include_deleted, datetime.now(UTC),
-                              isolation_clause(msg.filter_memories))
+    def tree(self, msg: GetTaskTree) -> TaskTreeResult:
+        found = task_rows.tree(self.conn, msg.id, msg.depth, msg.include_deleted, datetime.now(UTC),
+                               isolation_clause(msg.filter))
+        return TaskTreeResult(tree=TaskNode.model_validate(found), depth=msg.depth)

@@ -321,14 +321,12 @@ def _at_now(change: Callable[[Connection, Any, datetime], Any], *, notifies: boo
                                              Effects(notified=[msg.to_agent] if notifies else [])))
 
 
-def _task(change: Callable[[TaskWrites, Any], Any], *, leases: bool = False) -> Operation:
-    """A task change by the rules of ``TaskWrites``: reports the agents notified and (``leases``) the lease set."""
+def _task(change: Callable[[TaskWrites, Any], Any]) -> Operation:
+    """A task change by the rules of ``TaskWrites``; reports the agents it notified and the leases it set."""
 
     def run(tx: Tx, msg: co.TaskChange) -> Outcome:
-        ops = TaskWrites(tx.conn, tx.clock(), isolation_clause(msg.reader))
-        task = change(ops, msg)
-        due = [task["lease_expires_at"]] if leases and task is not None else []
-        return Outcome(task, Effects(notified=ops.notified, leases=due))
+        ops = TaskWrites(tx.conn, tx.clock(), isolation_clause(msg.filter))
+        return Outcome(change(ops, msg), Effects(notified=ops.notified, leases=ops.leases))
 
     return Operation(run)
 
@@ -358,8 +356,8 @@ OPERATIONS: dict[type[Message], Operation] = {
     co.AckInbox: _at_now(inbox_writes.ack_inbox), co.AckNotifications: _at_now(inbox_writes.ack_notifications),
     co.CreateTask: _task(TaskWrites.create), co.AssignTask: _task(TaskWrites.assign),
     co.UpdateTask: _task(TaskWrites.update), co.SetTaskResult: _task(TaskWrites.set_result),
-    co.DeleteTask: _task(TaskWrites.delete), co.ClaimTask: _task(TaskWrites.claim, leases=True),
-    co.RenewLease: _task(TaskWrites.renew, leases=True), co.ExpireLeases: Operation(_expire),
+    co.DeleteTask: _task(TaskWrites.delete), co.ClaimTask: _task(TaskWrites.claim),
+    co.RenewLease: _task(TaskWrites.renew), co.ExpireLeases: Operation(_expire),
 }
 
 

@@ -10,7 +10,9 @@ handler is written. The request is built from the validated arguments:
   is bound to an agent by a token (:func:`owner`, else ``forbidden``);
 * an argument annotated ``FromCaller("agent_id")`` or ``FromCaller("user_id")``
   that is None takes the caller's agent or user (writes default to their
-  author; reads do not narrow to the caller unless asked);
+  author; reads do not narrow to the caller unless asked); when the request
+  requires it and the caller has none either, the call fails with
+  ``invalid_argument``;
 * ``filter``, when the request has one, is the caller's read filter: reader
   = calling agent, isolation as configured (``isolation.enforce``), plus
   every argument named like a :class:`MemoryFilter` field that the request
@@ -36,7 +38,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from m3.errors import Forbidden, UnknownDomain, UnknownTool
+from m3.errors import Forbidden, InvalidArgument, UnknownDomain, UnknownTool
 from m3.protocols.base import ACTORS, FromCaller, Request, ToolArgs, ToolResult, ToolSpec, reply_type
 from m3.protocols.messages.memory import MemoryFilter
 
@@ -101,6 +103,8 @@ class Tool:
             elif value is None and name in self._from_caller:
                 value = getattr(ctx, self._from_caller[name])
             if name in wanted:
+                if value is None and name in self._from_caller and wanted[name].is_required():
+                    raise _needs_caller(self._from_caller[name])
                 values[name] = value
             elif name in _FILTER_FIELDS:
                 narrowing[name] = value
@@ -110,6 +114,14 @@ class Tool:
         if "actor" in wanted and "actor" not in values:
             values["actor"] = ctx.agent_id
         return self.spec.message(**values)
+
+
+def _needs_caller(attribute: str) -> InvalidArgument:
+    """A request needs the caller's agent (or user), but none was given and the caller has none."""
+    noun = attribute.removesuffix("_id")
+    return InvalidArgument(f"this call needs {'an' if noun[0] in 'aeiou' else 'a'} {noun}: none was given and the "
+                           "caller has no identity",
+                           hint=f"Pass {attribute}, or set identity.{attribute} (M3_IDENTITY_{attribute.upper()}).")
 
 
 def check_route(spec: ToolSpec) -> None:

@@ -10,13 +10,20 @@ from sqlalchemy import Connection, insert, select, update
 
 from m3.errors import InvalidArgument, NotFound
 from m3.protocols.messages.coordination import AgentHeartbeat, AgentOffline, CreateToken, RegisterAgent, RevokeTokens
+from m3.protocols.tools.agents_results import AgentRecord, AgentRegisterResult
 from m3.store.agents import load, require
 from m3.store.schema import agent_tokens as tk
 from m3.store.schema import agents as a
 
 
-def register(conn: Connection, msg: RegisterAgent, now: datetime) -> tuple[dict[str, Any], bool]:
-    """Insert the agent or refresh it (given fields replace stored ones); True when it is new."""
+def _record(conn: Connection, agent_id: str, status: str) -> dict[str, Any]:
+    """The agent's record with the status it has right after a change (no heartbeat age to judge yet)."""
+    row = require(conn, agent_id)
+    return {**{k: row[k] for k in AgentRecord.model_fields if k != "status"}, "status": status}
+
+
+def register(conn: Connection, msg: RegisterAgent, now: datetime) -> AgentRegisterResult:
+    """Insert the agent or refresh it (given fields replace stored ones); ``created`` when it is new."""
     row = load(conn, msg.agent_id)
     if row is None:
         conn.execute(insert(a).values(id=msg.agent_id, role=msg.role, description=msg.description,
@@ -30,19 +37,19 @@ def register(conn: Connection, msg: RegisterAgent, now: datetime) -> tuple[dict[
                 values[name] = getattr(msg, name)
         conn.execute(update(a).where(a.c.id == msg.agent_id).values(**values))
         created = False
-    return dict(require(conn, msg.agent_id)), created
+    return AgentRegisterResult(**_record(conn, msg.agent_id, "active"), created=created)
 
 
-def heartbeat(conn: Connection, msg: AgentHeartbeat, now: datetime) -> dict[str, Any]:
+def heartbeat(conn: Connection, msg: AgentHeartbeat, now: datetime) -> AgentRecord:
     require(conn, msg.agent_id)
     conn.execute(update(a).where(a.c.id == msg.agent_id).values(last_seen_at=now, offline_at=None))
-    return dict(require(conn, msg.agent_id))
+    return AgentRecord(**_record(conn, msg.agent_id, "active"))
 
 
-def offline(conn: Connection, msg: AgentOffline, now: datetime) -> dict[str, Any]:
+def offline(conn: Connection, msg: AgentOffline, now: datetime) -> AgentRecord:
     require(conn, msg.agent_id)
     conn.execute(update(a).where(a.c.id == msg.agent_id).values(offline_at=now))
-    return dict(require(conn, msg.agent_id))
+    return AgentRecord(**_record(conn, msg.agent_id, "offline"))
 
 
 def create_token(conn: Connection, msg: CreateToken, now: datetime) -> dict[str, Any]:

@@ -15,24 +15,41 @@ from typing import Any
 
 from pydantic import Field
 
-from m3.protocols.base import Message
+from m3.protocols.base import Message, Request
 from m3.protocols.messages.memory import MemoryFilter
+from m3.protocols.tools.agents_results import AgentDetails, AgentListResult, AgentRecord, AgentRegisterResult
+from m3.protocols.tools.inbox_results import (
+    MemoryHandoffResult,
+    MemoryInboxAckResult,
+    MemoryInboxResult,
+    NotificationsAckResult,
+    NotificationsResult,
+    NotifyResult,
+)
+from m3.protocols.tools.tasks_results import (
+    TaskClaimResult,
+    TaskDeleteResult,
+    TaskDetails,
+    TaskListResult,
+    TaskRecord,
+    TaskTreeResult,
+)
 
 # --- agents and tokens (Writer) -----------------------------------------------------------------
 
 
-class RegisterAgent(Message):
+class RegisterAgent(Request[AgentRegisterResult]):
     agent_id: str
     role: str | None = None
     description: str | None = None
     metadata: dict[str, Any] | None = None
 
 
-class AgentHeartbeat(Message):
+class AgentHeartbeat(Request[AgentRecord]):
     agent_id: str
 
 
-class AgentOffline(Message):
+class AgentOffline(Request[AgentRecord]):
     agent_id: str
 
 
@@ -54,17 +71,18 @@ class RevokeTokens(Message):
 # --- inboxes and notifications (Writer, through the receiver's router) --------------------------
 
 
-class SendHandoff(Message):
+class SendHandoff(Request[MemoryHandoffResult]):
     from_agent: str | None
     to_agent: str
     task: str
     note: str | None = None
+    #: The task's id or a unique prefix of it (resolved in the Writer's transaction).
     task_id: str | None = None
     #: Full memory ids, already resolved and checked against the receiver's visibility.
     context_ids: tuple[str, ...] = ()
 
 
-class SendNotification(Message):
+class SendNotification(Request[NotifyResult]):
     from_agent: str | None
     to_agent: str
     message: str
@@ -72,12 +90,12 @@ class SendNotification(Message):
     data: dict[str, Any] = Field(default_factory=dict)
 
 
-class AckInbox(Message):
+class AckInbox(Request[MemoryInboxAckResult]):
     agent_id: str
     ids: tuple[str, ...]
 
 
-class AckNotifications(Message):
+class AckNotifications(Request[NotificationsAckResult]):
     """Acknowledge some notifications of ``agent_id``, or all of them when ``ids`` is None."""
 
     agent_id: str
@@ -94,16 +112,16 @@ class WaitNotifications(Message):
 # --- reads of agents, inboxes, notifications, tokens (Directory) --------------------------------
 
 
-class GetAgent(Message):
-    agent_id: str
+class GetAgent(Request[AgentDetails]):
+    id: str
 
 
-class ListAgents(Message):
+class ListAgents(Request[AgentListResult]):
     status: str | None = None
     role: str | None = None
 
 
-class ReadInbox(Message):
+class ReadInbox(Request[MemoryInboxResult]):
     agent_id: str
     unread_only: bool
     limit: int
@@ -111,7 +129,7 @@ class ReadInbox(Message):
     filter: MemoryFilter
 
 
-class PollNotifications(Message):
+class PollNotifications(Request[NotificationsResult]):
     agent_id: str
     limit: int
 
@@ -124,7 +142,7 @@ class ListTokens(Message):
     agent_id: str | None = None
 
 
-class ResolveMemories(Message):
+class ResolveMemories(Request[list[str]]):
     """The full ids of memories (ids or unique prefixes) that ``filter`` lets its reader see; NotFound otherwise."""
 
     refs: tuple[str, ...]
@@ -146,13 +164,14 @@ class TaskFilter(Message):
 
 
 class TaskChange(Message):
-    """A change to a task tree, committed by the Writer; ``reader`` decides which result memory it may show."""
+    """A change to a task tree, committed by the Writer; ``filter`` (the reader's) decides which result memory
+    the reply may show. Task ids are ids or unique prefixes, resolved in the Writer's transaction."""
 
     actor: str | None = None
-    reader: MemoryFilter = MemoryFilter()
+    filter: MemoryFilter = MemoryFilter()
 
 
-class CreateTask(TaskChange):
+class CreateTask(TaskChange, Request[TaskRecord]):
     title: str
     description: str | None = None
     parent_id: str | None = None
@@ -162,41 +181,48 @@ class CreateTask(TaskChange):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
-class AssignTask(TaskChange):
+class AssignTask(TaskChange, Request[TaskRecord]):
     id: str
     version: int
     assignee: str | None
 
 
-class UpdateTask(TaskChange):
+class UpdateTask(TaskChange, Request[TaskRecord]):
+    """A new state and/or new values of the editable fields (None: unchanged)."""
+
     id: str
     version: int
     state: str | None = None
-    changes: dict[str, Any] = Field(default_factory=dict)
+    title: str | None = None
+    description: str | None = None
+    kind: str | None = None
+    priority: int | None = None
+    metadata: dict[str, Any] | None = None
     reason: str | None = None
 
 
-class SetTaskResult(TaskChange):
+class SetTaskResult(TaskChange, Request[TaskRecord]):
     id: str
     version: int
     memory_id: str | None
     note: str | None = None
 
 
-class DeleteTask(TaskChange):
+class DeleteTask(TaskChange, Request[TaskDeleteResult]):
     id: str
     version: int
     hard: bool = False
     reason: str | None = None
 
 
-class ClaimTask(TaskChange):
+class ClaimTask(TaskChange, Request[TaskClaimResult]):
     agent_id: str
-    filter: TaskFilter
+    #: Which tasks it considers (``parent_id`` may be a prefix).
+    among: TaskFilter
     lease_s: float
 
 
-class RenewLease(TaskChange):
+class RenewLease(TaskChange, Request[TaskRecord]):
     id: str
     agent_id: str
     lease_s: float
@@ -209,20 +235,21 @@ class ExpireLeases(Message):
     """
 
 
-class GetTask(Message):
+class GetTask(Request[TaskDetails]):
     id: str
     history: bool = False
     filter: MemoryFilter = MemoryFilter()
 
 
-class ListTasks(Message):
-    filter: TaskFilter
+class ListTasks(TaskFilter, Request[TaskListResult]):
+    """The tasks its :class:`TaskFilter` fields admit (``parent_id`` may be a prefix)."""
+
     limit: int
-    filter_memories: MemoryFilter = MemoryFilter()
+    filter: MemoryFilter = MemoryFilter()
 
 
-class GetTaskTree(Message):
+class GetTaskTree(Request[TaskTreeResult]):
     id: str
     depth: int
     include_deleted: bool = False
-    filter_memories: MemoryFilter = MemoryFilter()
+    filter: MemoryFilter = MemoryFilter()

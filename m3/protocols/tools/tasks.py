@@ -2,39 +2,28 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import Field
 
-from m3.protocols.base import ToolArgs, ToolResult, ToolSpec
-from m3.protocols.tools.agents import ACTING_AGENT
-from m3.protocols.tools.fields import Identifier, MemoryId, Text, Timestamp
+from m3.protocols.base import ToolArgs, ToolSpec
+from m3.protocols.messages import coordination as msg
+from m3.protocols.tools.agents import ActingAgent
+from m3.protocols.tools.fields import Identifier, MemoryId, Text
+from m3.protocols.tools.tasks_results import (
+    TaskClaimResult,
+    TaskDeleteResult,
+    TaskDetails,
+    TaskListResult,
+    TaskRecord,
+    TaskState,
+    TaskTreeResult,
+)
 
-TaskState = Literal["pending", "in_progress", "blocked", "completed", "failed", "cancelled"]
 TaskId = Annotated[str, Field(min_length=8, max_length=36,
                               description="The task's id or a unique prefix of 8+ characters.")]
 Version = Annotated[int, Field(ge=1, description="The version you read (from task_get, task_list or your last "
                                                 "change of the task).")]
-
-
-class TaskRecord(ToolResult):
-    id: str
-    parent_id: str | None
-    title: str
-    description: str | None
-    kind: str | None
-    priority: int
-    state: TaskState
-    creator: str | None
-    owner: str | None = Field(description="The assignee or the lease holder.")
-    lease_expires_at: Timestamp | None = Field(description="When the owner's claim ends unless renewed.")
-    result_memory_id: str | None = Field(description="The result memory, when this reader may see it.")
-    result_note: str | None
-    metadata: dict[str, Any]
-    version: int = Field(description="Pass it back with your next change of this task.")
-    created_at: Timestamp
-    updated_at: Timestamp
-    deleted_at: Timestamp | None
 
 
 # --- create / assign / update / result / delete -------------------------------------------------
@@ -51,6 +40,7 @@ class TaskCreateArgs(ToolArgs):
 
 TASK_CREATE = ToolSpec(
     name="task_create", domain="task", args=TaskCreateArgs, result=TaskRecord,
+    message=msg.CreateTask, actor="writer",
     description=(
         "Add a task to the shared task tree, optionally under a parent task and assigned to an agent. Use it to "
         "split work that several agents share; workers take pending tasks with task_claim. It starts pending, "
@@ -67,6 +57,7 @@ class TaskAssignArgs(ToolArgs):
 
 TASK_ASSIGN = ToolSpec(
     name="task_assign", domain="task", args=TaskAssignArgs, result=TaskRecord,
+    message=msg.AssignTask, actor="writer",
     description=(
         "Give a task to a specific agent (it and the task's creator are notified), or take it back with "
         "assignee=null. An assigned pending task can only be claimed by its assignee. Fails with 'conflict' if the "
@@ -89,6 +80,7 @@ class TaskUpdateArgs(ToolArgs):
 
 TASK_UPDATE = ToolSpec(
     name="task_update", domain="task", args=TaskUpdateArgs, result=TaskRecord,
+    message=msg.UpdateTask, actor="writer",
     description=(
         "Move a task through its states or edit it. Allowed moves: pending → in_progress, blocked or cancelled; "
         "in_progress → pending (give it back), blocked, completed, failed or cancelled; blocked → pending, "
@@ -124,11 +116,6 @@ class TaskDeleteArgs(ToolArgs):
     reason: str | None = Field(None, max_length=2000)
 
 
-class TaskDeleteResult(TaskRecord):
-    deleted: Literal["soft", "hard"]
-    affected: int = Field(description="Tasks deleted, the subtasks included.")
-
-
 TASK_DELETE = ToolSpec(
     name="task_delete", domain="task", args=TaskDeleteArgs, result=TaskDeleteResult, destructive=True,
     description=(
@@ -146,19 +133,9 @@ class TaskGetArgs(ToolArgs):
     history: bool = Field(False, description="Also return every change with its actor and time.")
 
 
-class TaskEvent(ToolResult):
-    event: str
-    actor: str | None
-    at: Timestamp
-    details: dict[str, Any]
-
-
-class TaskDetails(TaskRecord):
-    history: list[TaskEvent] | None = Field(None, exclude_if=lambda v: v is None)
-
-
 TASK_GET = ToolSpec(
     name="task_get", domain="task", args=TaskGetArgs, result=TaskDetails, read_only=True,
+    message=msg.GetTask, actor="tasks",
     description=(
         "Read one task with its current state, owner, lease, result and version; history=true adds every change "
         "with who made it. Read it before changing a task to get the version to pass."
@@ -176,13 +153,9 @@ class TaskListArgs(ToolArgs):
     limit: int = Field(50, ge=1, le=500)
 
 
-class TaskListResult(ToolResult):
-    count: int
-    items: list[TaskRecord] = Field(description="Most urgent first, then oldest.")
-
-
 TASK_LIST = ToolSpec(
     name="task_list", domain="task", args=TaskListArgs, result=TaskListResult, read_only=True,
+    message=msg.ListTasks, actor="tasks",
     description=(
         "List shared tasks by state, kind, owner, creator or parent, most urgent first. A task whose lease ran "
         "out is listed as pending again."
@@ -196,18 +169,9 @@ class TaskTreeArgs(ToolArgs):
     include_deleted: bool = False
 
 
-class TaskNode(TaskRecord):
-    child_count: int = Field(description="Direct subtasks, also those beyond the depth limit.")
-    children: list[TaskNode]
-
-
-class TaskTreeResult(ToolResult):
-    tree: TaskNode = Field(description="The task asked for, its subtasks nested in children.")
-    depth: int
-
-
 TASK_TREE = ToolSpec(
     name="task_tree", domain="task", args=TaskTreeArgs, result=TaskTreeResult, read_only=True,
+    message=msg.GetTaskTree, actor="tasks",
     description=(
         "Show a task with its subtasks down to a depth limit, to see how a shared piece of work stands. "
         "child_count tells where the tree goes deeper than shown."
@@ -224,16 +188,11 @@ class TaskClaimFilter(ToolArgs):
 
 
 class TaskClaimArgs(ToolArgs):
-    agent_id: Identifier | None = Field(None, description=ACTING_AGENT)
+    agent_id: ActingAgent = None
     filter: TaskClaimFilter | None = Field(
         None, description="Which tasks to consider: {kind, parent_id, creator}; default every pending task.")
     lease: float | None = Field(None, gt=0,
                                 description="Seconds the claim lasts unless renewed; default tasks.lease_s.")
-
-
-class TaskClaimResult(ToolResult):
-    claimed: bool
-    task: TaskRecord | None = Field(description="The task now in progress under your lease; null if none was free.")
 
 
 TASK_CLAIM = ToolSpec(
@@ -249,7 +208,7 @@ TASK_CLAIM = ToolSpec(
 
 class TaskHeartbeatArgs(ToolArgs):
     id: TaskId
-    agent_id: Identifier | None = Field(None, description=ACTING_AGENT)
+    agent_id: ActingAgent = None
     lease: float | None = Field(None, gt=0, description="Seconds from now; default tasks.lease_s.")
 
 
