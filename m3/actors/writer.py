@@ -30,7 +30,7 @@ from sqlalchemy import Connection
 from sqlalchemy.exc import OperationalError
 
 from m3.actors import coordination_ops
-from m3.actors.base import Envelope, M3Actor
+from m3.actors.base import Envelope, M3Actor, Reply
 from m3.actors.supervisor import ActorHandle
 from m3.errors import M3Error, StoreError
 from m3.protocols.base import Message
@@ -42,6 +42,7 @@ from m3.protocols.messages.memory import (
     MarkModelBuilding,
     MemoriesErased,
     MemoriesWritten,
+    NewMemory,
     PinMemory,
     StoreVectors,
     SupersedeMemory,
@@ -49,7 +50,10 @@ from m3.protocols.messages.memory import (
     UpdateMemory,
     WriteChat,
     WriteMemories,
+    WriteMemory,
+    WriteOutcome,
 )
+from m3.protocols.tools.memory import MemoryWriteResult
 from m3.retrieval.supersession import CandidateIndex, Candidates, SupersessionPolicy, supersede_similar
 from m3.store import chat_writes as chat_rows
 from m3.store import embedding_models
@@ -145,6 +149,8 @@ class Writer(M3Actor):
     # -- group commit --------------------------------------------------------------------------
 
     def receive(self, env: Envelope) -> None:
+        if isinstance(env.message, WriteMemory):
+            env = _as_batch_of_one(env.message, env.reply)
         if isinstance(env.message, BATCHED):
             self._pending.append(env)
             if self.inbox_empty() or len(self._pending) >= self._max_batch:
@@ -281,22 +287,22 @@ class Writer(M3Actor):
             return outcomes, fx
         if isinstance(msg, SupersedeMemory):
             outcome, text = ops.supersede(msg)
-            self._candidates.discard(msg.old_id)
+            self._candidates.discard(outcome.superseded_id)
             fx.embed_ids.append(outcome.id)
             fx.embed_texts.append(text)
             return outcome, fx
         if isinstance(msg, UpdateMemory):
             record, new_text = ops.update(msg)
             if new_text is not None:
-                fx.embed_ids.append(record["id"])
+                fx.embed_ids.append(record.id)
                 fx.embed_texts.append(new_text)
             return record, fx
         if isinstance(msg, DeleteMemory):
-            kind = ops.delete(msg)
-            self._candidates.discard(msg.id)
-            if kind == "hard":
-                fx.erased.append(msg.id)
-            return kind, fx
+            deleted = ops.delete(msg)
+            self._candidates.discard(deleted.id)
+            if deleted.deleted == "hard":
+                fx.erased.append(deleted.id)
+            return deleted, fx
         if isinstance(msg, PinMemory):
             return ops.pin(msg), fx
         if isinstance(msg, LinkMemories):
@@ -314,6 +320,22 @@ class Writer(M3Actor):
 
 #: Requests the Writer may refuse (M3Error) after writing part of them: in a group, each gets a savepoint.
 REFUSABLE = (SupersedeMemory, UpdateMemory, DeleteMemory, PinMemory, LinkMemories)
+
+
+class _FirstOutcome:
+    """The reply of a :class:`WriteMemory` run as a :class:`WriteMemories` of one: its one outcome, as
+    memory_write's result (a fresh memory's vector is on its way)."""
+
+    def __init__(self, reply: Reply):
+        self.set_exception = reply.set_exception
+        self.set_result: Callable[[list[WriteOutcome]], None] = lambda outcomes: reply.set_result(
+            MemoryWriteResult(**dict(outcomes[0]), embedding="pending" if outcomes[0].created else "ready"))
+
+
+def _as_batch_of_one(msg: WriteMemory, reply: Reply | None) -> Envelope:
+    memory = NewMemory.model_validate(msg.model_dump(exclude={"actor"}))
+    return Envelope(WriteMemories(memories=(memory,), actor=msg.actor),
+                    _FirstOutcome(reply) if reply is not None else None)
 
 
 def work_units(batch: list[Envelope]) -> list[list[int]]:
