@@ -24,8 +24,8 @@ from m3.protocols.messages.coordination import (
     ResolveMemories,
 )
 from m3.protocols.messages.memory import Flush
-from m3.protocols.tools.agents_results import AgentDetails, AgentListResult, AgentRecord
-from m3.protocols.tools.inbox_results import InboxItem, MemoryInboxResult, Notification, NotificationsResult
+from m3.protocols.tools.agents import AgentDetails, AgentListResult, AgentRecord
+from m3.protocols.tools.inbox import InboxItem, MemoryInboxResult, Notification, NotificationsResult
 from m3.store import agents, inbox
 from m3.store import memories as memory_rows
 from m3.store.engine import StoreOptions

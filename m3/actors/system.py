@@ -82,7 +82,8 @@ class ActorSystem:
                                     embedder=interactive(self.embedder_backend),
                                     resolve=lambda model: interactive(self.resolve(model)),
                                     weights=search_weights(self.config),
-                                    candidates=self.config["search.candidates"], writer=self.writer)
+                                    candidates=self.config["search.candidates"], writer=self.writer,
+                                    default_k=self.config["search.k"], max_k=self.config["limits.max_k"])
         self.embedder = ActorHandle("embedder", EmbedderActor, self.options, embedder=self.embedder_backend,
                                     resolve=self.resolve, writer=self.writer, ask_timeout=self.ask_timeout,
                                     reembed=self._reembed,

@@ -32,7 +32,7 @@ from m3.actors.supervisor import ActorHandle
 from m3.protocols.base import Message
 from m3.protocols.messages.coordination import ExpireLeases, GetTask, GetTaskTree, ListTasks
 from m3.protocols.messages.memory import Flush
-from m3.protocols.tools.tasks_results import TaskDetails, TaskListResult, TaskNode, TaskRecord, TaskTreeResult
+from m3.protocols.tools.tasks import TaskDetails, TaskListResult, TaskNode, TaskRecord, TaskTreeResult
 from m3.store import tasks as task_rows
 from m3.store.engine import StoreOptions
 from m3.store.filters import isolation_clause

@@ -33,27 +33,13 @@ from typing import Any
 from sqlalchemy import Connection
 from sqlalchemy.exc import OperationalError
 
-from m3.actors.base import Envelope, M3Actor
+from m3.actors.base import Envelope, M3Actor, Reply
 from m3.actors.supervisor import ActorHandle
 from m3.errors import M3Error
 from m3.protocols.base import Message
 from m3.protocols.messages import coordination as co
-from m3.protocols.messages.memory import (
-    ActivateModel,
-    DeleteMemory,
-    Flush,
-    LinkMemories,
-    MarkModelBuilding,
-    MemoriesErased,
-    MemoriesWritten,
-    PinMemory,
-    StoreVectors,
-    SupersedeMemory,
-    TouchMemories,
-    UpdateMemory,
-    WriteChat,
-    WriteMemories,
-)
+from m3.protocols.messages import memory as mem
+from m3.protocols.tools.memory import MemoryWriteResult
 from m3.retrieval.supersession import CandidateIndex, Candidates, SupersessionPolicy, supersede_similar
 from m3.store import agent_writes, chat_writes, embedding_models, inbox_writes
 from m3.store import memories as rows
@@ -118,9 +104,10 @@ class Writer(M3Actor):
         self._owned.close()
 
     def handlers(self) -> dict[type[Message], Callable[[Any], Any]]:
-        return {Flush: lambda _msg: True, ActivateModel: self._activate_model, MarkModelBuilding: self._mark_building}
+        return {mem.Flush: lambda _msg: True, mem.ActivateModel: self._activate_model,
+                mem.MarkModelBuilding: self._mark_building}
 
-    def _activate_model(self, msg: ActivateModel) -> bool:
+    def _activate_model(self, msg: mem.ActivateModel) -> bool:
         assert self._conn is not None
         with self._conn.begin():
             done = embedding_models.activate(self._conn, msg.model, msg.dim, self._clock(),
@@ -129,7 +116,7 @@ class Writer(M3Actor):
             log.info("search now uses the vectors of %s", msg.model)
         return done
 
-    def _mark_building(self, msg: MarkModelBuilding) -> None:
+    def _mark_building(self, msg: mem.MarkModelBuilding) -> None:
         assert self._conn is not None
         with self._conn.begin():
             embedding_models.mark_building(self._conn, msg.model, msg.dim, self._clock())
@@ -137,6 +124,8 @@ class Writer(M3Actor):
     # -- group commit --------------------------------------------------------------------------
 
     def receive(self, env: Envelope) -> None:
+        if isinstance(env.message, mem.WriteMemory):
+            env = _as_batch_of_one(env.message, env.reply)
         if type(env.message) in OPERATIONS:
             self._pending.append(env)
             if self.inbox_empty() or len(self._pending) >= self._max_batch:
@@ -223,9 +212,9 @@ class Writer(M3Actor):
     def _publish(self, fx: Effects) -> None:
         if fx.embed and self._embedder is not None:
             ids, texts = zip(*fx.embed, strict=True)
-            self._embedder.tell(MemoriesWritten(ids=ids, texts=texts))
+            self._embedder.tell(mem.MemoriesWritten(ids=ids, texts=texts))
         if fx.erased and self._searcher is not None:
-            self._searcher.tell(MemoriesErased(ids=tuple(fx.erased)))
+            self._searcher.tell(mem.MemoriesErased(ids=tuple(fx.erased)))
         if fx.notified and self._on_notified is not None:
             self._on_notified(tuple(dict.fromkeys(fx.notified)))
         if fx.leases and self._on_leased is not None:
@@ -287,30 +276,30 @@ def _written(done: tuple[list[Any], list[tuple[str, str]]]) -> Outcome:
     return Outcome(outcomes, Effects(embed=fresh))
 
 
-def _supersede(tx: Tx, msg: SupersedeMemory) -> Outcome:
+def _supersede(tx: Tx, msg: mem.SupersedeMemory) -> Outcome:
     outcome, text = tx.memories.supersede(msg)
-    tx.candidates.discard(msg.old_id)
+    tx.candidates.discard(outcome.superseded_id)
     return Outcome(outcome, Effects(embed=[(outcome.id, text)]))
 
 
-def _update(tx: Tx, msg: UpdateMemory) -> Outcome:
+def _update(tx: Tx, msg: mem.UpdateMemory) -> Outcome:
     record, new_text = tx.memories.update(msg)
-    return Outcome(record, Effects(embed=[] if new_text is None else [(record["id"], new_text)]))
+    return Outcome(record, Effects(embed=[] if new_text is None else [(record.id, new_text)]))
 
 
-def _delete(tx: Tx, msg: DeleteMemory) -> Outcome:
-    kind = tx.memories.delete(msg)
-    tx.candidates.discard(msg.id)
-    return Outcome(kind, Effects(erased=[msg.id] if kind == "hard" else []))
+def _delete(tx: Tx, msg: mem.DeleteMemory) -> Outcome:
+    deleted = tx.memories.delete(msg)
+    tx.candidates.discard(deleted.id)
+    return Outcome(deleted, Effects(erased=[deleted.id] if deleted.deleted == "hard" else []))
 
 
-def _vectors(tx: Tx, msgs: list[StoreVectors]) -> list[Outcome]:
-    supersede_similar(tx.conn, StoreVectors.merged(msgs) if len(msgs) > 1 else msgs[0], tx.policy, tx.clock,
+def _vectors(tx: Tx, msgs: list[mem.StoreVectors]) -> list[Outcome]:
+    supersede_similar(tx.conn, mem.StoreVectors.merged(msgs) if len(msgs) > 1 else msgs[0], tx.policy, tx.clock,
                       tx.candidates)
     return [Outcome() for _ in msgs]
 
 
-def _touch(tx: Tx, msg: TouchMemories) -> Outcome:
+def _touch(tx: Tx, msg: mem.TouchMemories) -> Outcome:
     rows.touch(tx.conn, msg.ids, msg.at)
     return Outcome()
 
@@ -331,23 +320,19 @@ def _task(change: Callable[[TaskWrites, Any], Any]) -> Operation:
     return Operation(run)
 
 
-def _expire(tx: Tx, msg: co.ExpireLeases) -> Outcome:
-    ops = TaskWrites(tx.conn, tx.clock())
-    return Outcome(ops.expire(), Effects(notified=ops.notified))
-
-
 OPERATIONS: dict[type[Message], Operation] = {
-    WriteMemories: Operation(lambda tx, msg: _written(tx.memories.write(msg)), mergeable=lambda a, b: True,
+    mem.WriteMemories: Operation(lambda tx, msg: _written(tx.memories.write(msg)), mergeable=lambda a, b: True,
                              run_all=lambda tx, msgs: [_written(done) for done in tx.memories.write_all(msgs)]),
-    SupersedeMemory: Operation(_supersede, refusable=True),
-    UpdateMemory: Operation(_update, refusable=True),
-    DeleteMemory: Operation(_delete, refusable=True),
-    PinMemory: Operation(lambda tx, msg: Outcome(tx.memories.pin(msg)), refusable=True),
-    LinkMemories: Operation(lambda tx, msg: Outcome(tx.memories.link(msg)), refusable=True),
-    StoreVectors: Operation(lambda tx, msg: _vectors(tx, [msg])[0], run_all=_vectors,
+    mem.SupersedeMemory: Operation(_supersede, refusable=True),
+    mem.UpdateMemory: Operation(_update, refusable=True),
+    mem.DeleteMemory: Operation(_delete, refusable=True),
+    **dict.fromkeys((mem.PinMemory, mem.UnpinMemory), Operation(lambda tx, msg: Outcome(tx.memories.pin(msg)),
+                                                                refusable=True)),
+    mem.LinkMemories: Operation(lambda tx, msg: Outcome(tx.memories.link(msg)), refusable=True),
+    mem.StoreVectors: Operation(lambda tx, msg: _vectors(tx, [msg])[0], run_all=_vectors,
                             mergeable=lambda a, b: (a.model, a.dim, a.supersede) == (b.model, b.dim, b.supersede)),
-    TouchMemories: Operation(_touch),
-    WriteChat: _at_now(chat_writes.append),
+    mem.TouchMemories: Operation(_touch),
+    mem.WriteChat: _at_now(chat_writes.append),
     co.RegisterAgent: _at_now(agent_writes.register), co.AgentHeartbeat: _at_now(agent_writes.heartbeat),
     co.AgentOffline: _at_now(agent_writes.offline), co.CreateToken: _at_now(agent_writes.create_token),
     co.RevokeTokens: _at_now(agent_writes.revoke_tokens),
@@ -357,13 +342,29 @@ OPERATIONS: dict[type[Message], Operation] = {
     co.CreateTask: _task(TaskWrites.create), co.AssignTask: _task(TaskWrites.assign),
     co.UpdateTask: _task(TaskWrites.update), co.SetTaskResult: _task(TaskWrites.set_result),
     co.DeleteTask: _task(TaskWrites.delete), co.ClaimTask: _task(TaskWrites.claim),
-    co.RenewLease: _task(TaskWrites.renew), co.ExpireLeases: Operation(_expire),
+    co.RenewLease: _task(TaskWrites.renew), co.ExpireLeases: _task(TaskWrites.expire),
 }
 
 
+class _FirstOutcome:
+    """The reply of a :class:`mem.WriteMemory` run as a :class:`mem.WriteMemories` of one: its one outcome, as
+    memory_write's result (a fresh memory's vector is on its way)."""
+
+    def __init__(self, reply: Reply):
+        self.set_exception = reply.set_exception
+        self.set_result: Callable[[list[mem.WriteOutcome]], None] = lambda outcomes: reply.set_result(
+            MemoryWriteResult(**dict(outcomes[0]), embedding="pending" if outcomes[0].created else "ready"))
+
+
+def _as_batch_of_one(msg: mem.WriteMemory, reply: Reply | None) -> Envelope:
+    memory = mem.NewMemory.model_validate(msg.model_dump(exclude={"actor"}))
+    return Envelope(mem.WriteMemories(memories=(memory,), actor=msg.actor),
+                    _FirstOutcome(reply) if reply is not None else None)
+
+
 def work_units(batch: list[Envelope]) -> list[list[int]]:
-    """Positions in ``batch`` grouped into units applied at once: a run of consecutive WriteMemories, or of
-    consecutive StoreVectors of one model and supersede flag (``Operation.mergeable``); any other request
+    """Positions in ``batch`` grouped into units applied at once: a run of consecutive mem.WriteMemories, or of
+    consecutive mem.StoreVectors of one model and supersede flag (``Operation.mergeable``); any other request
     alone. Order is kept."""
     units: list[list[int]] = []
     for i, env in enumerate(batch):

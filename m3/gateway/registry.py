@@ -1,33 +1,26 @@
 """The tool registry: every :class:`~m3.protocols.base.ToolSpec`, run by a handler or by the generic route.
 
-Specs live in ``m3.protocols.tools`` (the contract). Most tools validate their
-arguments, send one request to one actor and return its reply: their spec
-names the request class (``message``) and the actor (``actor``), and no
-handler is written. The request is built from the validated arguments:
+Most tools validate their arguments, send one request to one actor and return its reply (the spec's
+result model, as it is): their spec names the request (``message``) and the actor (``actor``), and no
+handler is written. The generic route builds the request from the validated arguments:
 
 * an argument goes to the request field of the same name;
-* an argument named ``agent_id`` must be the caller itself when the caller
-  is bound to an agent by a token (:func:`owner`, else ``forbidden``);
-* an argument annotated ``FromCaller("agent_id")`` or ``FromCaller("user_id")``
-  that is None takes the caller's agent or user (writes default to their
-  author; reads do not narrow to the caller unless asked); when the request
-  requires it and the caller has none either, the call fails with
-  ``invalid_argument``;
-* ``filter``, when the request has one, is the caller's read filter: reader
-  = calling agent, isolation as configured (``isolation.enforce``), plus
-  every argument named like a :class:`MemoryFilter` field that the request
-  does not take itself (``type``, ``agent_id``, ``as_of`` …);
+* an argument named ``agent_id`` must be the caller itself when a token binds the caller to an agent
+  (:func:`owner`, else ``forbidden``);
+* an argument annotated ``FromCaller("agent_id")`` / ``FromCaller("user_id")`` that is None takes the
+  caller's agent / user (a write defaults to its author; a read narrows to the caller only when asked);
+  if the request requires it and the caller has none either, the call fails with ``invalid_argument``;
+* ``filter``, when the request has one, is the caller's read filter: reader = calling agent, isolation
+  as configured (``isolation.enforce``), plus every argument named like a :class:`MemoryFilter` field
+  that the request does not take itself (``type``, ``agent_id``, ``as_of`` …);
 * ``actor``, when the request has one, is the calling agent (history records it);
-* arguments the request does not name are checked by validation only (e.g.
-  ``confirm``).
+* an argument the request does not name is only validated (``confirm``).
 
-The actor's reply must be the spec's result model and is returned as it is.
-Tools that orchestrate (several asks, registry look-ups, surfaces) keep a
-handler in ``m3.gateway.tools``, keyed by the function's name (the tool
-name). The registry refuses to build when a spec has neither a request nor
-a handler (or both), a handler has no spec, a request cannot be built from
-the arguments, or its reply type is not the result: the surfaces that
-derive from it (MCP, CLI, m3_call, HTTP, docs) always agree.
+Tools that orchestrate (several asks, the registry itself, the surface) keep a handler in
+``m3.gateway.tools``, keyed by its function's name (:func:`by_name`). The registry refuses a spec with
+neither a request nor a handler (or both), a handler without a spec, and a request the arguments cannot
+build or whose reply type is not the result: the surfaces derived from it (MCP, CLI, m3_call, HTTP,
+docs) always agree.
 """
 
 from __future__ import annotations
@@ -98,9 +91,8 @@ class Tool:
         for name in type(args).model_fields:
             value = getattr(args, name)
             if name == "agent_id":
-                checked = owner(ctx, value)
-                value = checked if "agent_id" in self._from_caller else value
-            elif value is None and name in self._from_caller:
+                owner(ctx, value)  # a token-bound caller names no other agent
+            if value is None and name in self._from_caller:
                 value = getattr(ctx, self._from_caller[name])
             if name in wanted:
                 if value is None and name in self._from_caller and wanted[name].is_required():
@@ -130,8 +122,9 @@ def check_route(spec: ToolSpec) -> None:
     assert message is not None
     if spec.actor not in ACTORS:
         raise ValueError(f"{spec.name}: actor {spec.actor!r} is not one of {ACTORS}")
-    if reply_type(message) is not spec.result:
-        raise ValueError(f"{spec.name}: {message.__name__} replies {reply_type(message)!r}, not {spec.result.__name__}")
+    reply = reply_type(message)
+    if reply is not spec.result and not (isinstance(reply, str) and reply.split(".")[-1] == spec.result.__name__):
+        raise ValueError(f"{spec.name}: {message.__name__} replies {reply!r}, not {spec.result.__name__}")
     given = set(spec.args.model_fields) | set(CONTEXT_FIELDS)
     unfilled = sorted(n for n, f in message.model_fields.items() if f.is_required() and n not in given)
     if unfilled:
@@ -192,7 +185,7 @@ class Registry:
 def default_registry() -> Registry:
     """Every tool m3 ships, with the handlers of those that orchestrate."""
     from m3.gateway.tools import HANDLERS
-    from m3.protocols.tools.catalog import ALL_TOOLS
+    from m3.protocols.tools import ALL_TOOLS
 
     return Registry(ALL_TOOLS, HANDLERS)
 

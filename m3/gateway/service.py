@@ -18,13 +18,7 @@ from m3.actors import bridge
 from m3.actors.supervisor import ActorHandle
 from m3.actors.system import ActorSystem
 from m3.config import Config
-from m3.errors import (
-    ContentTooLarge,
-    InvalidArgument,
-    InvalidTime,
-    M3Error,
-    UnknownMemoryType,
-)
+from m3.errors import InvalidArgument, InvalidTime, M3Error, UnknownMemoryType
 from m3.gateway.registry import Registry, Tool
 from m3.protocols.base import Message, Request, ToolResult
 from m3.protocols.messages.memory import MemoryFilter
@@ -35,7 +29,6 @@ R = TypeVar("R")
 _CODED_VALIDATION: dict[str, type[M3Error]] = {
     "unknown_memory_type": UnknownMemoryType,
     "invalid_time": InvalidTime,
-    "content_too_large": ContentTooLarge,
 }
 
 
@@ -61,11 +54,13 @@ class Service:
         self.system = system
         self.registry = registry
         self.timeout: float = config["actors.ask_timeout_s"]
+        #: The validation context of arguments (see m3.protocols.tools.fields.Content).
+        self.limits: dict[str, Any] = {"max_content_chars": config["limits.max_content_chars"]}
 
     async def call(self, name: str, raw_args: dict[str, Any] | None, ctx: CallContext) -> dict[str, Any]:
         """Run tool ``name`` with JSON arguments; return its JSON result. Raises M3Error only."""
         tool = self.registry.get(name)
-        args = validate_args(tool, raw_args or {})
+        args = validate_args(tool, raw_args or {}, self.limits)
         try:
             result = await self.run(tool, args, ctx)
         except M3Error:
@@ -98,12 +93,15 @@ class Service:
                             **fields)
 
 
-def validate_args(tool: Tool, raw: dict[str, Any]) -> Any:
-    """Build the tool's argument model, turning pydantic errors into coded M3 errors."""
+def validate_args(tool: Tool, raw: dict[str, Any], limits: dict[str, Any] | None = None) -> Any:
+    """Build the tool's argument model, turning pydantic errors into coded M3 errors.
+
+    ``limits`` is the validation context (``max_content_chars``); without it sizes are not checked.
+    """
     if not isinstance(raw, dict):
         raise InvalidArgument(f"{tool.spec.name} arguments must be a JSON object")
     try:
-        return tool.spec.args.model_validate(raw)
+        return tool.spec.args.model_validate(raw, context=limits)
     except ValidationError as exc:
         raise translate_validation(tool.spec.name, exc) from None
 

@@ -26,15 +26,16 @@ class Message(BaseModel):
 
 
 class Request(Message, Generic[R]):
-    """A message that expects one reply of type ``R``: ``class GetMemory(Request[MemoryRecord])``.
+    """A message that expects one reply of type ``R``: ``class GetMemory(Request["memory.MemoryRecord"])``.
 
-    ``bridge.ask`` and ``ActorHandle.ask`` return ``R`` for a ``Request[R]``, so a reply is checked
-    where it is used; the actor's handler returns exactly that value.
+    ``bridge.ask`` and ``ActorHandle.ask`` return ``R`` for a ``Request[R]``, so mypy checks the reply
+    where it is used. ``R`` may be a string (a module imported under TYPE_CHECKING) when the module of
+    ``R`` imports the request, as a tool module does for its spec.
     """
 
 
 def reply_type(message: type[Request[Any]]) -> Any:
-    """The ``R`` a request class was declared with (``Any`` when it names none)."""
+    """The ``R`` a request class was declared with, as given (a type or a string); ``Any`` when none."""
     for cls in message.__mro__:
         meta = getattr(cls, "__pydantic_generic_metadata__", None)
         if meta and meta["origin"] is Request and meta["args"]:

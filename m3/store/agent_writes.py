@@ -10,7 +10,7 @@ from sqlalchemy import Connection, insert, select, update
 
 from m3.errors import InvalidArgument, NotFound
 from m3.protocols.messages.coordination import AgentHeartbeat, AgentOffline, CreateToken, RegisterAgent, RevokeTokens
-from m3.protocols.tools.agents_results import AgentRecord, AgentRegisterResult
+from m3.protocols.tools.agents import AgentRecord, AgentRegisterResult
 from m3.store.agents import load, require
 from m3.store.schema import agent_tokens as tk
 from m3.store.schema import agents as a

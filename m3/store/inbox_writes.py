@@ -10,7 +10,7 @@ from sqlalchemy import Connection, insert, select, update
 
 from m3.errors import NotFound
 from m3.protocols.messages.coordination import AckInbox, AckNotifications, SendHandoff, SendNotification
-from m3.protocols.tools.inbox_results import (
+from m3.protocols.tools.inbox import (
     MemoryHandoffResult,
     MemoryInboxAckResult,
     NotificationsAckResult,

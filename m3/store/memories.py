@@ -16,7 +16,7 @@ from sqlalchemy import Connection, RowMapping, and_, bindparam, delete, func, in
 
 from m3.errors import AmbiguousId, NotFound
 from m3.protocols.messages.memory import MemoryFilter, NewMemory
-from m3.protocols.tools.memory_results import MemoryRecord
+from m3.protocols.tools.memory import MemoryRecord
 from m3.store.filters import isolation_clause
 from m3.store.schema import memories as m
 from m3.store.schema import memory_embeddings as e
@@ -70,11 +70,6 @@ def load(conn: Connection, memory_id: str) -> RowMapping:
 def record(row: RowMapping) -> MemoryRecord:
     """A memory row as the caller gets it (every column but the internal ``seq``)."""
     return MemoryRecord.model_validate({k: v for k, v in row.items() if k != "seq"})
-
-
-def find_duplicate(conn: Connection, mem: NewMemory, digest: str) -> RowMapping | None:
-    """A current memory with the same content, type, owner and conversation, if any."""
-    return find_duplicates(conn, [(mem, digest)]).get(duplicate_key(mem, digest))
 
 
 DuplicateKey = tuple[str, str, str | None, str | None, str | None]  # hash, type, agent, user, conversation

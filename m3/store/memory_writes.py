@@ -25,6 +25,7 @@ from m3.protocols.messages.memory import (
     WriteMemories,
     WriteOutcome,
 )
+from m3.protocols.tools import memory as r
 from m3.store import memories as rows
 from m3.store.vectors import embed_text
 
@@ -76,8 +77,8 @@ class MemoryWrites:
         rows.record_events(self.conn, events)
         return results
 
-    def supersede(self, msg: SupersedeMemory) -> tuple[WriteOutcome, str]:
-        old = rows.load(self.conn, msg.old_id)
+    def supersede(self, msg: SupersedeMemory) -> tuple[r.MemorySupersedeResult, str]:
+        old = rows.load(self.conn, rows.resolve_id(self.conn, msg.id, msg.filter))
         if old["retired_at"] is not None:
             raise _already_retired(old)
         now = self.clock()
@@ -95,10 +96,10 @@ class MemoryWrites:
         if not self.close_superseded(old, new_id, now, valid_to=new.valid_from or now, actor=msg.actor,
                                      reason=msg.reason, how="explicit"):
             # Another process retired it after we read it (PostgreSQL): this request's savepoint rolls back.
-            raise _already_retired(rows.load(self.conn, msg.old_id))
+            raise _already_retired(rows.load(self.conn, old["id"]))
         rows.record_events(self.conn, [rows.event(new_id, "created", msg.actor, now, type=new.type,
                                                   supersedes=old["id"])])
-        return (WriteOutcome(id=new_id, created=True, content_hash=digest, recorded_at=now),
+        return (r.MemorySupersedeResult(id=new_id, superseded_id=old["id"], recorded_at=now),
                 embed_text(new.title, new.content))
 
     def close_superseded(self, old: RowMapping, new_id: str, now: datetime, *, valid_to: datetime,
@@ -112,61 +113,61 @@ class MemoryWrites:
                                                   reason=reason, **details)])
         return True
 
-    def update(self, msg: UpdateMemory) -> tuple[RowMapping, str | None]:
+    def update(self, msg: UpdateMemory) -> tuple[r.MemoryRecord, str | None]:
         """Apply changes in place; history keeps the previous values. Returns the row and text to re-embed."""
         unknown = set(msg.changes) - set(UPDATABLE)
         if unknown:
             raise InvalidArgument(f"cannot update {sorted(unknown)}", hint=f"Updatable fields: {list(UPDATABLE)}.")
         if not msg.changes:
             raise InvalidArgument("nothing to update", hint=f"Give at least one of {list(UPDATABLE)}.")
-        old = rows.load(self.conn, msg.id)
+        memory_id = rows.resolve_id(self.conn, msg.id, msg.filter)
+        old = rows.load(self.conn, memory_id)
         if old["retired_at"] is not None:
             raise InvalidArgument(f"memory {old['id']} is retired and cannot be updated",
                                   hint="Update its current version instead (see memory_history).")
         changed = {k: v for k, v in msg.changes.items() if old[k] != v}
         now = self.clock()
         if changed:
-            rows.update_fields(self.conn, msg.id, dict(changed))
+            rows.update_fields(self.conn, memory_id, dict(changed))
         previous = {k: _jsonable(old[k]) for k in changed}
-        rows.record_events(self.conn, [rows.event(msg.id, "updated", msg.actor, now, reason=msg.reason,
+        rows.record_events(self.conn, [rows.event(memory_id, "updated", msg.actor, now, reason=msg.reason,
                                                   previous=previous, fields=sorted(changed))])
-        record = rows.load(self.conn, msg.id)
+        record = rows.record(rows.load(self.conn, memory_id))
         text_changed = "content" in changed or "title" in changed
-        return record, embed_text(record["title"], record["content"]) if text_changed else None
+        return record, embed_text(record.title, record.content) if text_changed else None
 
-    def delete(self, msg: DeleteMemory) -> str:
-        row = rows.load(self.conn, msg.id)
+    def delete(self, msg: DeleteMemory) -> r.MemoryDeleteResult:
+        row = rows.load(self.conn, rows.resolve_id(self.conn, msg.id, msg.filter))
         now = self.clock()
         if msg.hard:
             rows.hard_delete(self.conn, row["id"])
-            return "hard"
+            return r.MemoryDeleteResult(id=row["id"], deleted="hard")
         if row["retired_at"] is not None:
             raise InvalidArgument(f"memory {row['id']} is already retired ({row['retire_reason']})",
                                   hint="Use hard=true with confirm=true to erase it for good.")
         rows.retire(self.conn, row["id"], at=now, reason="deleted", valid_to=None)
         rows.record_events(self.conn, [rows.event(row["id"], "deleted", msg.actor, now, reason=msg.reason)])
-        return "soft"
+        return r.MemoryDeleteResult(id=row["id"], deleted="soft")
 
-    def pin(self, msg: PinMemory) -> RowMapping:
-        row = rows.load(self.conn, msg.id)
+    def pin(self, msg: PinMemory) -> r.MemoryPinResult:
+        row = rows.load(self.conn, rows.resolve_id(self.conn, msg.id, msg.filter))
         if row["pinned"] != msg.pinned:
             now = self.clock()
             rows.update_fields(self.conn, row["id"], {"pinned": msg.pinned})
             rows.record_events(self.conn, [rows.event(row["id"], "pinned" if msg.pinned else "unpinned",
                                                       msg.actor, now)])
-        return rows.load(self.conn, msg.id)
+        return r.MemoryPinResult(id=row["id"], pinned=msg.pinned)
 
-    def link(self, msg: LinkMemories) -> bool:
-        if msg.from_id == msg.to_id:
+    def link(self, msg: LinkMemories) -> r.MemoryLinkResult:
+        from_id = rows.resolve_id(self.conn, msg.from_id, msg.filter)
+        to_id = rows.resolve_id(self.conn, msg.to_id, msg.filter)
+        if from_id == to_id:
             raise InvalidArgument("a memory cannot be linked to itself")
-        rows.load(self.conn, msg.from_id)
-        rows.load(self.conn, msg.to_id)
         now = self.clock()
-        created = rows.link(self.conn, msg.from_id, msg.to_id, msg.type, at=now, actor=msg.actor)
+        created = rows.link(self.conn, from_id, to_id, msg.type, at=now, actor=msg.actor)
         if created:
-            rows.record_events(self.conn, [rows.event(msg.from_id, "linked", msg.actor, now,
-                                                      to=msg.to_id, type=msg.type)])
-        return created
+            rows.record_events(self.conn, [rows.event(from_id, "linked", msg.actor, now, to=to_id, type=msg.type)])
+        return r.MemoryLinkResult(from_id=from_id, to_id=to_id, type=msg.type, created=created)
 
 
 def _already_retired(old: RowMapping) -> InvalidArgument:

@@ -26,11 +26,12 @@ from m3.protocols.messages.coordination import (
     ClaimTask,
     CreateTask,
     DeleteTask,
+    ExpireLeases,
     RenewLease,
     SetTaskResult,
     UpdateTask,
 )
-from m3.protocols.tools.tasks_results import TaskClaimResult, TaskDeleteResult, TaskRecord
+from m3.protocols.tools.tasks import TaskClaimResult, TaskDeleteResult, TaskRecord
 from m3.store import agents, inbox_writes
 from m3.store import tasks as rows
 from m3.store.schema import memories as m
@@ -285,7 +286,7 @@ class TaskWrites:
         self.leases.append(due)
         return TaskRecord(**self.present(renewed))
 
-    def expire(self) -> datetime | None:
+    def expire(self, _msg: ExpireLeases | None = None) -> datetime | None:
         """Turn every lapsed lease back to pending (recorded in history); the next expiry still ahead."""
         lapsed = [r[0] for r in self.conn.execute(
             select(t.c.id).where(rows.lapsed_clause(self.now)).limit(SWEEP_BATCH))]

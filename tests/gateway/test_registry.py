@@ -11,7 +11,7 @@ from m3.actors.system import ActorSystem
 from m3.errors import Forbidden
 from m3.gateway.registry import Registry, by_name, default_registry
 from m3.gateway.service import CallContext
-from m3.gateway.tools.memory import memory_search
+from m3.gateway.tools.memory import memory_update
 from m3.protocols.base import ACTORS, reply_type
 from m3.protocols.messages.memory import GetHistory, GetMemory
 from m3.protocols.tools import chatlog as c
@@ -26,13 +26,13 @@ def test_a_spec_with_neither_a_request_nor_a_handler_is_refused() -> None:
 
 
 def test_a_handler_without_a_spec_is_refused() -> None:
-    with pytest.raises(ValueError, match="handlers without specs: \\['memory_search'\\]"):
-        Registry([GET], by_name(memory_search))
+    with pytest.raises(ValueError, match="handlers without specs: \\['memory_update'\\]"):
+        Registry([GET], by_name(memory_update))
 
 
 def test_a_spec_with_both_a_request_and_a_handler_is_refused() -> None:
     with pytest.raises(ValueError, match="both a request and a handler"):
-        Registry([replace(GET, name="memory_search")], by_name(memory_search))
+        Registry([replace(GET, name="memory_update")], by_name(memory_update))
 
 
 @pytest.mark.parametrize(("change", "problem"), [
@@ -47,15 +47,14 @@ def test_a_request_that_cannot_be_built_or_replies_another_type_is_refused(chang
 
 
 def test_a_request_names_its_reply_type_and_every_routed_spec_names_a_started_actor(system: ActorSystem) -> None:
-    assert reply_type(GetMemory) is p.MemoryRecord
+    assert reply_type(GetMemory) == "memory.MemoryRecord"  # named in a string: tools.memory imports GetMemory
     routed = {t.spec.actor for t in default_registry() if t.spec.message is not None}
     assert routed <= set(ACTORS)
     assert all(isinstance(getattr(system, name), ActorHandle) for name in ACTORS)
 
 
 def test_the_generic_route_fills_the_filter_and_refuses_a_bound_caller_naming_another_agent() -> None:
-    search = replace(p.MEMORY_SEARCH, message=None)
-    tool = Registry([GET, search], by_name(memory_search)).get("memory_get")
+    tool = Registry([GET, p.MEMORY_UPDATE], by_name(memory_update)).get("memory_get")
     request = tool.request(p.MemoryGetArgs(id="abcdef12"), CallContext(agent_id="ann", bound=True),
                            enforce_isolation=True)
     assert isinstance(request, GetMemory)

@@ -30,7 +30,7 @@ from m3.protocols.messages.coordination import (
 )
 from m3.protocols.messages.memory import MemoryFilter
 from m3.protocols.tools import inbox as p
-from m3.protocols.tools.inbox_results import (
+from m3.protocols.tools.inbox import (
     MemoryHandoffResult,
     MemoryInboxResult,
     Notification,

@@ -13,7 +13,7 @@ from m3.gateway.tools.agents import acting
 from m3.gateway.tools.inbox import reader, shareable
 from m3.protocols.messages.coordination import ClaimTask, DeleteTask, RenewLease, SetTaskResult, TaskFilter
 from m3.protocols.tools import tasks as p
-from m3.protocols.tools.tasks_results import TaskClaimResult, TaskDeleteResult, TaskRecord
+from m3.protocols.tools.tasks import TaskClaimResult, TaskDeleteResult, TaskRecord
 
 if TYPE_CHECKING:
     from m3.gateway.service import CallContext, Service

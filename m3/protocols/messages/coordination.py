@@ -11,45 +11,31 @@ timers, its wake-ups) are defined in that actor's module.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
 from m3.protocols.base import Message, Request
 from m3.protocols.messages.memory import MemoryFilter
-from m3.protocols.tools.agents_results import AgentDetails, AgentListResult, AgentRecord, AgentRegisterResult
-from m3.protocols.tools.inbox_results import (
-    MemoryHandoffResult,
-    MemoryInboxAckResult,
-    MemoryInboxResult,
-    NotificationsAckResult,
-    NotificationsResult,
-    NotifyResult,
-)
-from m3.protocols.tools.tasks_results import (
-    TaskClaimResult,
-    TaskDeleteResult,
-    TaskDetails,
-    TaskListResult,
-    TaskRecord,
-    TaskTreeResult,
-)
+
+if TYPE_CHECKING:  # the tool modules import these requests, so replies are named in strings (see Request)
+    from m3.protocols.tools import agents, inbox, tasks  # noqa: F401
 
 # --- agents and tokens (Writer) -----------------------------------------------------------------
 
 
-class RegisterAgent(Request[AgentRegisterResult]):
+class RegisterAgent(Request["agents.AgentRegisterResult"]):
     agent_id: str
     role: str | None = None
     description: str | None = None
     metadata: dict[str, Any] | None = None
 
 
-class AgentHeartbeat(Request[AgentRecord]):
+class AgentHeartbeat(Request["agents.AgentRecord"]):
     agent_id: str
 
 
-class AgentOffline(Request[AgentRecord]):
+class AgentOffline(Request["agents.AgentRecord"]):
     agent_id: str
 
 
@@ -71,7 +57,7 @@ class RevokeTokens(Message):
 # --- inboxes and notifications (Writer, through the receiver's router) --------------------------
 
 
-class SendHandoff(Request[MemoryHandoffResult]):
+class SendHandoff(Request["inbox.MemoryHandoffResult"]):
     from_agent: str | None
     to_agent: str
     task: str
@@ -82,7 +68,7 @@ class SendHandoff(Request[MemoryHandoffResult]):
     context_ids: tuple[str, ...] = ()
 
 
-class SendNotification(Request[NotifyResult]):
+class SendNotification(Request["inbox.NotifyResult"]):
     from_agent: str | None
     to_agent: str
     message: str
@@ -90,12 +76,12 @@ class SendNotification(Request[NotifyResult]):
     data: dict[str, Any] = Field(default_factory=dict)
 
 
-class AckInbox(Request[MemoryInboxAckResult]):
+class AckInbox(Request["inbox.MemoryInboxAckResult"]):
     agent_id: str
     ids: tuple[str, ...]
 
 
-class AckNotifications(Request[NotificationsAckResult]):
+class AckNotifications(Request["inbox.NotificationsAckResult"]):
     """Acknowledge some notifications of ``agent_id``, or all of them when ``ids`` is None."""
 
     agent_id: str
@@ -112,16 +98,16 @@ class WaitNotifications(Message):
 # --- reads of agents, inboxes, notifications, tokens (Directory) --------------------------------
 
 
-class GetAgent(Request[AgentDetails]):
+class GetAgent(Request["agents.AgentDetails"]):
     id: str
 
 
-class ListAgents(Request[AgentListResult]):
+class ListAgents(Request["agents.AgentListResult"]):
     status: str | None = None
     role: str | None = None
 
 
-class ReadInbox(Request[MemoryInboxResult]):
+class ReadInbox(Request["inbox.MemoryInboxResult"]):
     agent_id: str
     unread_only: bool
     limit: int
@@ -129,7 +115,7 @@ class ReadInbox(Request[MemoryInboxResult]):
     filter: MemoryFilter
 
 
-class PollNotifications(Request[NotificationsResult]):
+class PollNotifications(Request["inbox.NotificationsResult"]):
     agent_id: str
     limit: int
 
@@ -171,7 +157,7 @@ class TaskChange(Message):
     filter: MemoryFilter = MemoryFilter()
 
 
-class CreateTask(TaskChange, Request[TaskRecord]):
+class CreateTask(TaskChange, Request["tasks.TaskRecord"]):
     title: str
     description: str | None = None
     parent_id: str | None = None
@@ -181,13 +167,13 @@ class CreateTask(TaskChange, Request[TaskRecord]):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
-class AssignTask(TaskChange, Request[TaskRecord]):
+class AssignTask(TaskChange, Request["tasks.TaskRecord"]):
     id: str
     version: int
     assignee: str | None
 
 
-class UpdateTask(TaskChange, Request[TaskRecord]):
+class UpdateTask(TaskChange, Request["tasks.TaskRecord"]):
     """A new state and/or new values of the editable fields (None: unchanged)."""
 
     id: str
@@ -201,54 +187,54 @@ class UpdateTask(TaskChange, Request[TaskRecord]):
     reason: str | None = None
 
 
-class SetTaskResult(TaskChange, Request[TaskRecord]):
+class SetTaskResult(TaskChange, Request["tasks.TaskRecord"]):
     id: str
     version: int
     memory_id: str | None
     note: str | None = None
 
 
-class DeleteTask(TaskChange, Request[TaskDeleteResult]):
+class DeleteTask(TaskChange, Request["tasks.TaskDeleteResult"]):
     id: str
     version: int
     hard: bool = False
     reason: str | None = None
 
 
-class ClaimTask(TaskChange, Request[TaskClaimResult]):
+class ClaimTask(TaskChange, Request["tasks.TaskClaimResult"]):
     agent_id: str
     #: Which tasks it considers (``parent_id`` may be a prefix).
     among: TaskFilter
     lease_s: float
 
 
-class RenewLease(TaskChange, Request[TaskRecord]):
+class RenewLease(TaskChange, Request["tasks.TaskRecord"]):
     id: str
     agent_id: str
     lease_s: float
 
 
-class ExpireLeases(Message):
+class ExpireLeases(TaskChange):
     """Return every task whose lease has run out to pending; answered with the next expiry (or None).
 
     Sent by the TaskManager's lease clock; the Writer tells that clock when the leases it sets end.
     """
 
 
-class GetTask(Request[TaskDetails]):
+class GetTask(Request["tasks.TaskDetails"]):
     id: str
     history: bool = False
     filter: MemoryFilter = MemoryFilter()
 
 
-class ListTasks(TaskFilter, Request[TaskListResult]):
+class ListTasks(TaskFilter, Request["tasks.TaskListResult"]):
     """The tasks its :class:`TaskFilter` fields admit (``parent_id`` may be a prefix)."""
 
     limit: int
     filter: MemoryFilter = MemoryFilter()
 
 
-class GetTaskTree(Request[TaskTreeResult]):
+class GetTaskTree(Request["tasks.TaskTreeResult"]):
     id: str
     depth: int
     include_deleted: bool = False

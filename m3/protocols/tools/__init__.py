@@ -1,16 +1,14 @@
-"""Tool contracts: one module per domain, each declaring its tools' arguments and specs, and
-``<domain>_results`` modules with the results (the actor requests name them as their replies).
+"""Tool contracts: one module per domain, each declaring its tools' arguments, results and specs."""
 
-Importing this package imports no domain, so that a message module may import a results module
-while the domain module imports that message module; ``ALL_TOOLS`` lives in :mod:`.catalog`.
-"""
+from m3.protocols.base import ToolSpec
+from m3.protocols.tools.agents import AGENT_TOOLS
+from m3.protocols.tools.chatlog import CHATLOG_TOOLS
+from m3.protocols.tools.inbox import INBOX_TOOLS, NOTIFICATION_TOOLS
+from m3.protocols.tools.memory import MEMORY_TOOLS
+from m3.protocols.tools.meta import META_TOOLS
+from m3.protocols.tools.tasks import TASK_TOOLS
 
-from typing import Any
+ALL_TOOLS: tuple[ToolSpec, ...] = (MEMORY_TOOLS + CHATLOG_TOOLS + META_TOOLS + INBOX_TOOLS + AGENT_TOOLS
+                                   + NOTIFICATION_TOOLS + TASK_TOOLS)
 
-
-def __getattr__(name: str) -> Any:
-    if name == "ALL_TOOLS":  # the former home of the catalog
-        from m3.protocols.tools.catalog import ALL_TOOLS
-
-        return ALL_TOOLS
-    raise AttributeError(name)
+__all__ = ["ALL_TOOLS"]

@@ -8,24 +8,29 @@ Tools that name another agent call the argument by its role (``id``,
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from m3.protocols.base import FromCaller, ToolArgs, ToolSpec
+from m3.protocols.base import FromCaller, ToolArgs, ToolResult, ToolSpec
 from m3.protocols.messages import coordination as msg
-from m3.protocols.tools.agents_results import (
-    AgentDetails,
-    AgentListResult,
-    AgentRecord,
-    AgentRegisterResult,
-    AgentStatus,
-)
-from m3.protocols.tools.fields import Identifier
+from m3.protocols.tools.fields import Identifier, Timestamp
 
+AgentStatus = Literal["active", "idle", "offline"]
 ACTING_AGENT = "The agent acting; defaults to the caller (through a token: only the token's agent)."
 #: An ``agent_id`` argument: the agent acting, the caller's when left out.
 ActingAgent = Annotated[Identifier | None, FromCaller("agent_id"), Field(description=ACTING_AGENT)]
+
+
+class AgentRecord(ToolResult):
+    id: str
+    role: str | None
+    description: str | None
+    metadata: dict[str, Any]
+    registered_at: Timestamp
+    last_seen_at: Timestamp = Field(description="The last registration or heartbeat.")
+    offline_at: Timestamp | None = Field(description="Set by agent_offline; cleared by the next heartbeat.")
+    status: AgentStatus = Field(description="active, idle or offline, from the age of the last heartbeat.")
 
 
 class AgentRegisterArgs(ToolArgs):
@@ -33,6 +38,10 @@ class AgentRegisterArgs(ToolArgs):
     role: str | None = Field(None, max_length=200, description="What this agent does, e.g. 'reviewer', 'worker'.")
     description: str | None = Field(None, max_length=4000, description="A sentence or two for the other agents.")
     metadata: dict[str, Any] | None = Field(None, description="Any JSON object, e.g. the model or host it runs on.")
+
+
+class AgentRegisterResult(AgentRecord):
+    created: bool = Field(description="False when the agent was registered already (its fields were refreshed).")
 
 
 AGENT_REGISTER = ToolSpec(
@@ -66,6 +75,11 @@ class AgentListArgs(ToolArgs):
     role: str | None = Field(None, max_length=200, description="Only agents with this role.")
 
 
+class AgentListResult(ToolResult):
+    count: int
+    agents: list[AgentRecord]
+
+
 AGENT_LIST = ToolSpec(
     name="agent_list", domain="agent", args=AgentListArgs, result=AgentListResult, read_only=True,
     message=msg.ListAgents, actor="directory",
@@ -78,6 +92,11 @@ AGENT_LIST = ToolSpec(
 
 class AgentGetArgs(ToolArgs):
     id: Identifier = Field(description="The agent to look up.")
+
+
+class AgentDetails(AgentRecord):
+    unread_handoffs: int
+    unacked_notifications: int
 
 
 AGENT_GET = ToolSpec(

@@ -4,23 +4,30 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from m3.protocols.base import ToolArgs, ToolSpec
-from m3.protocols.tools.chatlog_results import ChatItem, ChatlogSearchResult, ChatlogWriteResult
-from m3.protocols.tools.fields import ChatRole, Identifier, Text, Timestamp
+from m3.protocols.base import ToolArgs, ToolResult, ToolSpec
+from m3.protocols.messages import memory as msg
+from m3.protocols.tools.fields import CallerAgent, ChatRole, Content, Identifier, Text, Timestamp
 
 
 class ChatlogWriteArgs(ToolArgs):
     conversation_id: Identifier
     role: ChatRole
-    content: Text = Field(description="The message, stored exactly as given.")
-    agent_id: Identifier | None = Field(None, description="Defaults to the calling agent.")
+    content: Content = Field(description="The message, stored exactly as given.")
+    agent_id: CallerAgent = Field(None, description="Defaults to the calling agent.")
     model: str | None = Field(None, max_length=200, description="The model that produced the message.")
     turn: int | None = Field(None, ge=0, description="Position in the conversation; default: next.")
     at: Timestamp | None = Field(None, description="When the message was said; default now.")
 
 
+class ChatlogWriteResult(ToolResult):
+    id: str
+    conversation_id: str
+    turn: int
+
+
 CHATLOG_WRITE = ToolSpec(
     name="chatlog_write", domain="chatlog", args=ChatlogWriteArgs, result=ChatlogWriteResult,
+    message=msg.WriteChat, actor="writer",
     description=(
         "Append one message to the verbatim conversation log. Use it to keep whole conversations; use "
         "memory_write for the facts and decisions worth remembering on their own."
@@ -36,8 +43,27 @@ class ChatlogSearchArgs(ToolArgs):
     agent_id: Identifier | None = None
 
 
+class ChatItem(ToolResult):
+    id: str
+    conversation_id: str
+    role: str
+    content: str
+    turn: int
+    at: Timestamp
+    agent_id: str | None
+    bm25_score: float
+    score: float
+
+
+class ChatlogSearchResult(ToolResult):
+    count: int
+    items: list[ChatItem]
+    query: str
+
+
 CHATLOG_SEARCH = ToolSpec(
     name="chatlog_search", domain="chatlog", args=ChatlogSearchArgs, result=ChatlogSearchResult, startup=True,
+    message=msg.SearchChat, actor="searcher",
     read_only=True,
     description=(
         "Search the verbatim conversation log by keywords when you need what was literally said, e.g. "
@@ -46,6 +72,3 @@ CHATLOG_SEARCH = ToolSpec(
 )
 
 CHATLOG_TOOLS: tuple[ToolSpec, ...] = (CHATLOG_WRITE, CHATLOG_SEARCH)
-
-__all__ = ["CHATLOG_TOOLS", "ChatItem", "ChatlogSearchArgs", "ChatlogSearchResult", "ChatlogWriteArgs",
-           "ChatlogWriteResult"]

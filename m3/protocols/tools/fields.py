@@ -10,8 +10,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BeforeValidator, Field, PlainSerializer, WithJsonSchema
+from pydantic import AfterValidator, BeforeValidator, Field, PlainSerializer, ValidationInfo, WithJsonSchema
 from pydantic_core import PydanticCustomError
+
+from m3.errors import ContentTooLarge
+from m3.protocols.base import FromCaller
 
 MEMORY_TYPES: tuple[str, ...] = (
     "fact", "decision", "preference", "note", "observation", "event", "conversation",
@@ -44,6 +47,16 @@ def _check_relation_type(value: str) -> str:
 def _check_text(value: str) -> str:
     if not value.strip():
         raise PydanticCustomError("invalid_argument", "must contain some non-blank text")
+    return value
+
+
+def _check_size(value: str, info: ValidationInfo) -> str:
+    """Refuse content above ``max_content_chars`` of the validation context (``limits.max_content_chars``)."""
+    limit = (info.context or {}).get("max_content_chars")
+    if limit is not None and len(value) > limit:
+        # Raised as is (not a ValueError): pydantic lets it through with its own code and details.
+        raise ContentTooLarge(f"content has {len(value)} characters; the limit is {limit}",
+                              details={"length": len(value), "limit": limit})
     return value
 
 
@@ -86,8 +99,14 @@ Timestamp = Annotated[
     PlainSerializer(format_time, return_type=str),
     WithJsonSchema({"type": "string", "format": "date-time"}),
 ]
+#: Stored text (memory, chat message): non-blank and within ``limits.max_content_chars``.
+Content = Annotated[Text, AfterValidator(_check_size)]
 Importance = Annotated[float, Field(ge=0.0, le=1.0)]
 MemoryId = Annotated[
     str, Field(min_length=8, max_length=64, description="Full id or a unique prefix of 8+ characters.")
 ]
 Identifier = Annotated[str, Field(min_length=1, max_length=200)]
+#: An owner agent: left out, the calling agent (see FromCaller).
+CallerAgent = Annotated[Identifier | None, FromCaller("agent_id")]
+#: A user: left out, the calling user.
+CallerUser = Annotated[Identifier | None, FromCaller("user_id")]

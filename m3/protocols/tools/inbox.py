@@ -6,19 +6,10 @@ from typing import Any
 
 from pydantic import Field
 
-from m3.protocols.base import ToolArgs, ToolSpec
+from m3.protocols.base import ToolArgs, ToolResult, ToolSpec
 from m3.protocols.messages import coordination as msg
 from m3.protocols.tools.agents import ACTING_AGENT, ActingAgent
-from m3.protocols.tools.fields import Identifier, MemoryId, Text
-from m3.protocols.tools.inbox_results import (
-    MemoryHandoffResult,
-    MemoryInboxAckResult,
-    MemoryInboxResult,
-    NotificationsAckResult,
-    NotificationsResult,
-    NotificationsWaitResult,
-    NotifyResult,
-)
+from m3.protocols.tools.fields import Identifier, MemoryId, Text, Timestamp
 
 MAX_CONTEXT = 50
 MAX_IDS = 500
@@ -36,6 +27,15 @@ class MemoryHandoffArgs(ToolArgs):
     from_agent: Identifier | None = Field(None, description=ACTING_AGENT)
 
 
+class MemoryHandoffResult(ToolResult):
+    id: str = Field(description="The handoff's id in the receiver's inbox.")
+    to_agent: str
+    from_agent: str | None
+    created_at: Timestamp
+    context_ids: list[str]
+    notification_id: str
+
+
 MEMORY_HANDOFF = ToolSpec(
     name="memory_handoff", domain="memory", args=MemoryHandoffArgs, result=MemoryHandoffResult,
     description=(
@@ -47,10 +47,36 @@ MEMORY_HANDOFF = ToolSpec(
 )
 
 
+class ContextMemory(ToolResult):
+    id: str
+    type: str
+    title: str | None
+    content: str = Field(description="The first 500 characters; memory_get reads the whole memory.")
+    scope: str
+    agent_id: str | None
+    current: bool = Field(description="False when the memory was superseded or deleted since the handoff.")
+
+
+class InboxItem(ToolResult):
+    id: str
+    from_agent: str | None
+    task: str
+    note: str | None
+    task_id: str | None
+    created_at: Timestamp
+    read_at: Timestamp | None
+    context: list[ContextMemory] = Field(description="The linked memories this reader may see.")
+
+
 class MemoryInboxArgs(ToolArgs):
     agent_id: ActingAgent = None
     unread_only: bool = Field(True, description="Only handoffs not acknowledged yet.")
     limit: int = Field(20, ge=1, le=200)
+
+
+class MemoryInboxResult(ToolResult):
+    count: int
+    items: list[InboxItem] = Field(description="Newest first.")
 
 
 MEMORY_INBOX = ToolSpec(
@@ -68,6 +94,10 @@ class MemoryInboxAckArgs(ToolArgs):
     agent_id: ActingAgent = None
 
 
+class MemoryInboxAckResult(ToolResult):
+    acked: list[str] = Field(description="The handoffs marked read now (ones read before are not repeated).")
+
+
 MEMORY_INBOX_ACK = ToolSpec(
     name="memory_inbox_ack", domain="memory", args=MemoryInboxAckArgs, result=MemoryInboxAckResult,
     message=msg.AckInbox, actor="writer",
@@ -80,6 +110,17 @@ MEMORY_INBOX_ACK = ToolSpec(
 
 # --- notifications ------------------------------------------------------------------------------
 
+class Notification(ToolResult):
+    id: str
+    kind: str = Field(description="message (or the sender's own label), handoff, task_assigned, task_completed, "
+                                  "task_failed, task_cancelled, lease_expired.")
+    from_agent: str | None
+    message: str
+    ref_id: str | None = Field(description="The handoff or task it is about, if any.")
+    data: dict[str, Any]
+    created_at: Timestamp
+
+
 class NotifyArgs(ToolArgs):
     to_agent: Identifier = Field(description="The registered agent to tell.")
     message: Text = Field(description="What the other agent should know.")
@@ -87,6 +128,12 @@ class NotifyArgs(ToolArgs):
                       description="A short label receivers can act on, e.g. 'review_requested'.")
     data: dict[str, Any] = Field(default_factory=dict, description="Any JSON object for the receiver.")
     from_agent: Identifier | None = Field(None, description=ACTING_AGENT)
+
+
+class NotifyResult(ToolResult):
+    id: str
+    to_agent: str
+    created_at: Timestamp
 
 
 NOTIFY = ToolSpec(
@@ -103,6 +150,11 @@ class NotificationsPollArgs(ToolArgs):
     limit: int = Field(50, ge=1, le=500)
 
 
+class NotificationsResult(ToolResult):
+    count: int
+    items: list[Notification] = Field(description="Unacknowledged notifications, oldest first.")
+
+
 NOTIFICATIONS_POLL = ToolSpec(
     name="notifications_poll", domain="notifications", args=NotificationsPollArgs, result=NotificationsResult,
     read_only=True,
@@ -117,6 +169,10 @@ NOTIFICATIONS_POLL = ToolSpec(
 class NotificationsAckArgs(ToolArgs):
     ids: list[str] = Field(min_length=1, max_length=MAX_IDS, description="Notification ids from poll or wait.")
     agent_id: ActingAgent = None
+
+
+class NotificationsAckResult(ToolResult):
+    acked: int = Field(description="How many were acknowledged now.")
 
 
 NOTIFICATIONS_ACK = ToolSpec(
@@ -141,6 +197,10 @@ class NotificationsWaitArgs(ToolArgs):
     agent_id: ActingAgent = None
     timeout: float = Field(30.0, ge=0, le=600, description="Longest wait in seconds; 0 only looks.")
     limit: int = Field(50, ge=1, le=500)
+
+
+class NotificationsWaitResult(NotificationsResult):
+    timed_out: bool = Field(description="True when nothing arrived within the timeout.")
 
 
 NOTIFICATIONS_WAIT = ToolSpec(

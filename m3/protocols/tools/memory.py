@@ -1,14 +1,18 @@
-"""Arguments and declarations of the ``memory`` domain tools (results: :mod:`.memory_results`)."""
+"""Arguments, results and declarations of the ``memory`` domain tools."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
-from m3.protocols.base import ToolArgs, ToolSpec
+from m3.errors import ConfirmationRequired
+from m3.protocols.base import ToolArgs, ToolResult, ToolSpec
 from m3.protocols.messages import memory as msg
 from m3.protocols.tools.fields import (
+    CallerAgent,
+    CallerUser,
+    Content,
     Identifier,
     Importance,
     MemoryId,
@@ -18,33 +22,45 @@ from m3.protocols.tools.fields import (
     Text,
     Timestamp,
 )
-from m3.protocols.tools.memory_results import (
-    GraphEdge,
-    GraphNode,
-    HistoryEvent,
-    MemoryDeleteResult,
-    MemoryGraphResult,
-    MemoryHistoryResult,
-    MemoryLinkResult,
-    MemoryPinResult,
-    MemoryRecord,
-    MemorySearchResult,
-    MemorySupersedeResult,
-    MemoryVerifyResult,
-    MemoryWriteResult,
-    SearchItem,
-)
+
+
+class MemoryRecord(ToolResult):
+    """A memory as stored, with both time axes."""
+
+    id: str
+    type: str
+    title: str | None
+    content: str
+    metadata: dict[str, Any]
+    scope: Scope
+    agent_id: str | None
+    user_id: str | None
+    importance: float
+    pinned: bool
+    expires_at: Timestamp | None
+    content_hash: str
+    access_count: int
+    last_accessed_at: Timestamp | None
+    conversation_id: str | None
+    source: str | None
+    valid_from: Timestamp
+    valid_to: Timestamp | None
+    recorded_at: Timestamp
+    retired_at: Timestamp | None
+    retire_reason: str | None
+    superseded_by: str | None
+
 
 # --- memory_write -------------------------------------------------------------------------------
 
 class MemoryWriteArgs(ToolArgs):
-    content: Text = Field(description="The memory, stored exactly as given.")
+    content: Content = Field(description="The memory, stored exactly as given.")
     type: MemoryType = Field("note", description="What kind of memory this is.")
     title: str | None = Field(None, max_length=500, description="A short label; matched as its own search signal.")
     metadata: dict[str, Any] = Field(default_factory=dict, description="Any JSON object kept with the memory.")
     scope: Scope = Field("agent", description="agent: this agent's own; user: shared for one user; org: everyone.")
-    agent_id: Identifier | None = Field(None, description="Owner agent; defaults to the calling agent.")
-    user_id: Identifier | None = Field(None, description="The person this memory is about or for.")
+    agent_id: CallerAgent = Field(None, description="Owner agent; defaults to the calling agent.")
+    user_id: CallerUser = Field(None, description="The person this memory is about or for.")
     importance: Importance = Field(0.5, description="0..1; raises the memory in search.")
     pinned: bool = Field(False, description="Pinned memories get a small search boost and never decay.")
     expires_at: Timestamp | None = Field(None, description="After this time the memory is no longer returned.")
@@ -53,8 +69,17 @@ class MemoryWriteArgs(ToolArgs):
     source: str | None = Field(None, max_length=500, description="Where the memory came from (file, URL, tool).")
 
 
+class MemoryWriteResult(ToolResult):
+    id: str
+    created: bool = Field(description="False when an identical current memory existed; its id is returned.")
+    content_hash: str
+    recorded_at: Timestamp
+    embedding: Literal["pending", "ready"]
+
+
 MEMORY_WRITE = ToolSpec(
     name="memory_write", domain="memory", args=MemoryWriteArgs, result=MemoryWriteResult, startup=True,
+    message=msg.WriteMemory, actor="writer",
     description=(
         "Store a memory that should outlast this session: a fact, decision, preference, note or piece of "
         "conversation. Use it whenever you learn something the user or another agent will want later. "
@@ -79,8 +104,35 @@ class MemorySearchArgs(ToolArgs):
     explain: bool = Field(False, description="Return every ranking signal and its weight per item.")
 
 
+class SearchItem(ToolResult):
+    id: str
+    content: str
+    title: str | None
+    type: str
+    importance: float
+    bm25_score: float = Field(description="Raw BM25 keyword score of the content; 0 when no query word matches.")
+    score: float = Field(description="Fused relevance in 0..1; the value to grade results by.")
+    agent_id: str | None
+    conversation_id: str | None
+    metadata: dict[str, Any]
+    valid_from: Timestamp
+    recorded_at: Timestamp
+    retired_at: Timestamp | None
+    explanation: dict[str, Any] | None = Field(
+        None, exclude_if=lambda v: v is None, description="Every ranking signal with its weight (explain=true)."
+    )
+
+
+class MemorySearchResult(ToolResult):
+    count: int
+    items: list[SearchItem]
+    query: str
+    grade_with: str = Field(description="The item field that orders relevance (always 'score').")
+
+
 MEMORY_SEARCH = ToolSpec(
     name="memory_search", domain="memory", args=MemorySearchArgs, result=MemorySearchResult, startup=True,
+    message=msg.SearchMemories, actor="searcher",
     read_only=True,
     description=(
         "Find memories relevant to a question before answering it, or before storing something that might "
@@ -111,7 +163,7 @@ MEMORY_GET = ToolSpec(
 
 class MemorySupersedeArgs(ToolArgs):
     id: MemoryId = Field(description="The memory that is no longer true.")
-    content: Text = Field(description="The corrected memory.")
+    content: Content = Field(description="The corrected memory.")
     title: str | None = Field(None, max_length=500, description="Defaults to the old title.")
     type: MemoryType | None = Field(None, description="Defaults to the old type.")
     importance: Importance | None = Field(None, description="Defaults to the old importance.")
@@ -120,8 +172,15 @@ class MemorySupersedeArgs(ToolArgs):
     reason: str | None = Field(None, max_length=1000, description="Why it changed; kept in history.")
 
 
+class MemorySupersedeResult(ToolResult):
+    id: str = Field(description="The new current memory.")
+    superseded_id: str
+    recorded_at: Timestamp
+
+
 MEMORY_SUPERSEDE = ToolSpec(
     name="memory_supersede", domain="memory", args=MemorySupersedeArgs, result=MemorySupersedeResult,
+    message=msg.SupersedeMemory, actor="writer",
     startup=True,
     description=(
         "Replace a memory that is no longer true with a corrected one. The old version is closed, not erased: "
@@ -135,7 +194,7 @@ MEMORY_SUPERSEDE = ToolSpec(
 
 class MemoryUpdateArgs(ToolArgs):
     id: MemoryId
-    content: Text | None = None
+    content: Content | None = None
     title: str | None = Field(None, max_length=500)
     metadata: dict[str, Any] | None = None
     importance: Importance | None = None
@@ -160,9 +219,21 @@ class MemoryDeleteArgs(ToolArgs):
     confirm: bool = Field(False, description="Must be true for a hard delete.")
     reason: str | None = Field(None, max_length=1000)
 
+    @model_validator(mode="after")
+    def _confirmed(self) -> MemoryDeleteArgs:
+        if self.hard and not self.confirm:
+            raise ConfirmationRequired(f"hard delete of {self.id} needs confirm=true")  # not a ValueError: passes as is
+        return self
+
+
+class MemoryDeleteResult(ToolResult):
+    id: str
+    deleted: Literal["soft", "hard"]
+
 
 MEMORY_DELETE = ToolSpec(
     name="memory_delete", domain="memory", args=MemoryDeleteArgs, result=MemoryDeleteResult, destructive=True,
+    message=msg.DeleteMemory, actor="writer",
     description=(
         "Retire a memory that is wrong or unwanted. By default it is soft-deleted: hidden from search but kept "
         "in history and as_of queries. hard=true with confirm=true erases it permanently."
@@ -176,12 +247,19 @@ class MemoryPinArgs(ToolArgs):
     id: MemoryId
 
 
+class MemoryPinResult(ToolResult):
+    id: str
+    pinned: bool
+
+
 MEMORY_PIN = ToolSpec(
     name="memory_pin", domain="memory", args=MemoryPinArgs, result=MemoryPinResult,
+    message=msg.PinMemory, actor="writer",
     description="Pin a memory that must stay prominent (a standing instruction, a key decision).",
 )
 MEMORY_UNPIN = ToolSpec(
     name="memory_unpin", domain="memory", args=MemoryPinArgs, result=MemoryPinResult,
+    message=msg.UnpinMemory, actor="writer",
     description="Remove the pin from a memory.",
 )
 
@@ -190,6 +268,20 @@ MEMORY_UNPIN = ToolSpec(
 
 class MemoryHistoryArgs(ToolArgs):
     id: MemoryId
+
+
+class HistoryEvent(ToolResult):
+    memory_id: str
+    event: str
+    actor: str | None
+    at: Timestamp
+    details: dict[str, Any]
+
+
+class MemoryHistoryResult(ToolResult):
+    id: str
+    versions: list[str] = Field(description="The supersession chain, oldest first, this memory included.")
+    events: list[HistoryEvent]
 
 
 MEMORY_HISTORY = ToolSpec(
@@ -208,8 +300,16 @@ class MemoryLinkArgs(ToolArgs):
     type: RelationType = "related"
 
 
+class MemoryLinkResult(ToolResult):
+    from_id: str
+    to_id: str
+    type: str
+    created: bool
+
+
 MEMORY_LINK = ToolSpec(
     name="memory_link", domain="memory", args=MemoryLinkArgs, result=MemoryLinkResult,
+    message=msg.LinkMemories, actor="writer",
     description="Record a typed relationship between two memories (related, contradicts, derived_from, …).",
 )
 
@@ -219,8 +319,27 @@ class MemoryGraphArgs(ToolArgs):
     depth: int = Field(1, ge=1, le=3)
 
 
+class GraphNode(ToolResult):
+    id: str
+    title: str | None
+    type: str
+    current: bool
+
+
+class GraphEdge(ToolResult):
+    from_id: str
+    to_id: str
+    type: str
+
+
+class MemoryGraphResult(ToolResult):
+    nodes: list[GraphNode]
+    edges: list[GraphEdge]
+
+
 MEMORY_GRAPH = ToolSpec(
     name="memory_graph", domain="memory", args=MemoryGraphArgs, result=MemoryGraphResult, read_only=True,
+    message=msg.GetGraph, actor="searcher",
     description="Show the memories linked to one memory, up to three hops away, with the link types.",
 )
 
@@ -229,8 +348,15 @@ class MemoryVerifyArgs(ToolArgs):
     id: MemoryId | None = Field(None, description="One memory; omit to check every memory.")
 
 
+class MemoryVerifyResult(ToolResult):
+    checked: int
+    ok: int
+    mismatched: list[str]
+
+
 MEMORY_VERIFY = ToolSpec(
     name="memory_verify", domain="memory", args=MemoryVerifyArgs, result=MemoryVerifyResult, read_only=True,
+    message=msg.VerifyMemories, actor="searcher",
     description="Check that stored content still matches its SHA-256 hash (integrity), for one memory or all.",
 )
 
@@ -238,11 +364,3 @@ MEMORY_TOOLS: tuple[ToolSpec, ...] = (
     MEMORY_WRITE, MEMORY_SEARCH, MEMORY_GET, MEMORY_SUPERSEDE, MEMORY_UPDATE, MEMORY_DELETE, MEMORY_PIN,
     MEMORY_UNPIN, MEMORY_HISTORY, MEMORY_LINK, MEMORY_GRAPH, MEMORY_VERIFY,
 )
-
-__all__ = [
-    "MEMORY_TOOLS", "GraphEdge", "GraphNode", "HistoryEvent", "MemoryDeleteArgs", "MemoryDeleteResult",
-    "MemoryGetArgs", "MemoryGraphArgs", "MemoryGraphResult", "MemoryHistoryArgs", "MemoryHistoryResult",
-    "MemoryLinkArgs", "MemoryLinkResult", "MemoryPinArgs", "MemoryPinResult", "MemoryRecord", "MemorySearchArgs",
-    "MemorySearchResult", "MemorySupersedeArgs", "MemorySupersedeResult", "MemoryUpdateArgs", "MemoryVerifyArgs",
-    "MemoryVerifyResult", "MemoryWriteArgs", "MemoryWriteResult", "SearchItem",
-]

@@ -2,28 +2,40 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from m3.protocols.base import ToolArgs, ToolSpec
+from m3.protocols.base import ToolArgs, ToolResult, ToolSpec
 from m3.protocols.messages import coordination as msg
 from m3.protocols.tools.agents import ActingAgent
-from m3.protocols.tools.fields import Identifier, MemoryId, Text
-from m3.protocols.tools.tasks_results import (
-    TaskClaimResult,
-    TaskDeleteResult,
-    TaskDetails,
-    TaskListResult,
-    TaskRecord,
-    TaskState,
-    TaskTreeResult,
-)
+from m3.protocols.tools.fields import Identifier, MemoryId, Text, Timestamp
 
+TaskState = Literal["pending", "in_progress", "blocked", "completed", "failed", "cancelled"]
 TaskId = Annotated[str, Field(min_length=8, max_length=36,
                               description="The task's id or a unique prefix of 8+ characters.")]
 Version = Annotated[int, Field(ge=1, description="The version you read (from task_get, task_list or your last "
                                                 "change of the task).")]
+
+
+class TaskRecord(ToolResult):
+    id: str
+    parent_id: str | None
+    title: str
+    description: str | None
+    kind: str | None
+    priority: int
+    state: TaskState
+    creator: str | None
+    owner: str | None = Field(description="The assignee or the lease holder.")
+    lease_expires_at: Timestamp | None = Field(description="When the owner's claim ends unless renewed.")
+    result_memory_id: str | None = Field(description="The result memory, when this reader may see it.")
+    result_note: str | None
+    metadata: dict[str, Any]
+    version: int = Field(description="Pass it back with your next change of this task.")
+    created_at: Timestamp
+    updated_at: Timestamp
+    deleted_at: Timestamp | None
 
 
 # --- create / assign / update / result / delete -------------------------------------------------
@@ -116,6 +128,11 @@ class TaskDeleteArgs(ToolArgs):
     reason: str | None = Field(None, max_length=2000)
 
 
+class TaskDeleteResult(TaskRecord):
+    deleted: Literal["soft", "hard"]
+    affected: int = Field(description="Tasks deleted, the subtasks included.")
+
+
 TASK_DELETE = ToolSpec(
     name="task_delete", domain="task", args=TaskDeleteArgs, result=TaskDeleteResult, destructive=True,
     description=(
@@ -131,6 +148,17 @@ TASK_DELETE = ToolSpec(
 class TaskGetArgs(ToolArgs):
     id: TaskId
     history: bool = Field(False, description="Also return every change with its actor and time.")
+
+
+class TaskEvent(ToolResult):
+    event: str
+    actor: str | None
+    at: Timestamp
+    details: dict[str, Any]
+
+
+class TaskDetails(TaskRecord):
+    history: list[TaskEvent] | None = Field(None, exclude_if=lambda v: v is None)
 
 
 TASK_GET = ToolSpec(
@@ -153,6 +181,11 @@ class TaskListArgs(ToolArgs):
     limit: int = Field(50, ge=1, le=500)
 
 
+class TaskListResult(ToolResult):
+    count: int
+    items: list[TaskRecord] = Field(description="Most urgent first, then oldest.")
+
+
 TASK_LIST = ToolSpec(
     name="task_list", domain="task", args=TaskListArgs, result=TaskListResult, read_only=True,
     message=msg.ListTasks, actor="tasks",
@@ -167,6 +200,16 @@ class TaskTreeArgs(ToolArgs):
     id: TaskId
     depth: int = Field(3, ge=1, le=10, description="Levels of subtasks to include.")
     include_deleted: bool = False
+
+
+class TaskNode(TaskRecord):
+    child_count: int = Field(description="Direct subtasks, also those beyond the depth limit.")
+    children: list[TaskNode]
+
+
+class TaskTreeResult(ToolResult):
+    tree: TaskNode = Field(description="The task asked for, its subtasks nested in children.")
+    depth: int
 
 
 TASK_TREE = ToolSpec(
@@ -193,6 +236,11 @@ class TaskClaimArgs(ToolArgs):
         None, description="Which tasks to consider: {kind, parent_id, creator}; default every pending task.")
     lease: float | None = Field(None, gt=0,
                                 description="Seconds the claim lasts unless renewed; default tasks.lease_s.")
+
+
+class TaskClaimResult(ToolResult):
+    claimed: bool
+    task: TaskRecord | None = Field(description="The task now in progress under your lease; null if none was free.")
 
 
 TASK_CLAIM = ToolSpec(
