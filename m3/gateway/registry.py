@@ -96,7 +96,7 @@ class Tool:
                 value = getattr(ctx, self._from_caller[name])
             if name in wanted:
                 if value is None and name in self._from_caller and wanted[name].is_required():
-                    raise _needs_caller(self._from_caller[name])
+                    raise needs_caller(self._from_caller[name])
                 values[name] = value
             elif name in _FILTER_FIELDS:
                 narrowing[name] = value
@@ -108,7 +108,7 @@ class Tool:
         return self.spec.message(**values)
 
 
-def _needs_caller(attribute: str) -> InvalidArgument:
+def needs_caller(attribute: str) -> InvalidArgument:
     """A request needs the caller's agent (or user), but none was given and the caller has none."""
     noun = attribute.removesuffix("_id")
     return InvalidArgument(f"this call needs {'an' if noun[0] in 'aeiou' else 'a'} {noun}: none was given and the "
@@ -190,4 +190,4 @@ def default_registry() -> Registry:
     return Registry(ALL_TOOLS, HANDLERS)
 
 
-__all__ = ["Handler", "Registry", "Tool", "ToolArgs", "by_name", "default_registry", "owner"]
+__all__ = ["Handler", "Registry", "Tool", "ToolArgs", "by_name", "default_registry", "needs_caller", "owner"]

@@ -4,7 +4,7 @@ A tool whose spec names a request and an actor has no handler (see :mod:`m3.gate
 """
 
 from m3.gateway.registry import Handler
-from m3.gateway.tools import agents, inbox, memory, meta, tasks  # coordination (issue 5)
+from m3.gateway.tools import inbox, memory, meta, tasks
 
 HANDLERS: dict[str, Handler] = {**memory.HANDLERS, **meta.HANDLERS}
-HANDLERS |= {**agents.HANDLERS, **inbox.HANDLERS, **tasks.HANDLERS}
+HANDLERS |= {**inbox.HANDLERS, **tasks.HANDLERS}

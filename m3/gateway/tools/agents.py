@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from m3.errors import InvalidArgument
-from m3.gateway.registry import Handler, owner
+from m3.gateway.registry import needs_caller, owner
 
 if TYPE_CHECKING:
     from m3.gateway.service import CallContext
@@ -19,9 +18,6 @@ def acting(ctx: CallContext, agent_id: str | None) -> str:
     """``agent_id`` or the caller's agent (a token-bound caller may only name itself); one is required."""
     agent = owner(ctx, agent_id)
     if not agent:
-        raise InvalidArgument("this call needs an agent: none was given and the caller has no identity",
-                              hint="Pass agent_id, or set identity.agent_id (M3_IDENTITY_AGENT_ID).")
+        raise needs_caller("agent_id")
     return agent
 
-
-HANDLERS: dict[str, Handler] = {}
