@@ -44,6 +44,7 @@ from m3.protocols.messages.memory import (
     MemoriesWritten,
     NewMemory,
     PinMemory,
+    RestoreMemory,
     StoreVectors,
     SupersedeMemory,
     TouchMemories,
@@ -65,7 +66,7 @@ log = logging.getLogger(__name__)
 
 BATCHED: tuple[type[Message], ...] = (
     WriteMemories, SupersedeMemory, UpdateMemory, DeleteMemory, PinMemory, LinkMemories, WriteChat, StoreVectors,
-    TouchMemories, *coordination_ops.OPERATIONS,
+    TouchMemories, RestoreMemory, *coordination_ops.OPERATIONS,
 )
 
 
@@ -303,6 +304,11 @@ class Writer(M3Actor):
             if deleted.deleted == "hard":
                 fx.erased.append(deleted.id)
             return deleted, fx
+        if isinstance(msg, RestoreMemory):
+            restored = ops.restore(msg)
+            if restored.retired_id is not None:
+                self._candidates.discard(restored.retired_id)
+            return restored, fx
         if isinstance(msg, PinMemory):
             return ops.pin(msg), fx
         if isinstance(msg, LinkMemories):
@@ -319,7 +325,7 @@ class Writer(M3Actor):
 
 
 #: Requests the Writer may refuse (M3Error) after writing part of them: in a group, each gets a savepoint.
-REFUSABLE = (SupersedeMemory, UpdateMemory, DeleteMemory, PinMemory, LinkMemories)
+REFUSABLE = (SupersedeMemory, UpdateMemory, DeleteMemory, PinMemory, LinkMemories, RestoreMemory)
 
 
 class _FirstOutcome:

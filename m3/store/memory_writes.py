@@ -14,12 +14,13 @@ from typing import Any
 
 from sqlalchemy import Connection, RowMapping
 
-from m3.errors import InvalidArgument
+from m3.errors import InvalidArgument, NotRetired
 from m3.protocols.messages.memory import (
     DeleteMemory,
     LinkMemories,
     NewMemory,
     PinMemory,
+    RestoreMemory,
     SupersedeMemory,
     UpdateMemory,
     WriteMemories,
@@ -27,6 +28,7 @@ from m3.protocols.messages.memory import (
 )
 from m3.protocols.tools import memory as r
 from m3.store import memories as rows
+from m3.store.schema import memories as m
 from m3.store.vectors import embed_text
 
 UPDATABLE = ("content", "title", "metadata", "importance", "expires_at")
@@ -148,6 +150,22 @@ class MemoryWrites:
         rows.retire(self.conn, row["id"], at=now, reason="deleted", valid_to=None)
         rows.record_events(self.conn, [rows.event(row["id"], "deleted", msg.actor, now, reason=msg.reason)])
         return r.MemoryDeleteResult(id=row["id"], deleted="soft")
+
+    def restore(self, msg: RestoreMemory) -> r.MemoryRestoreResult:
+        """Make a retired memory current; the current version of its chain, if any, is retired in its favour."""
+        row = rows.load(self.conn, rows.resolve_id(self.conn, msg.id, msg.filter))
+        if row["retired_at"] is None:
+            raise NotRetired(f"memory {row['id']} is current: there is nothing to restore")
+        now = self.clock()
+        newer = sorted(rows.visible_ids(self.conn, rows.version_chain(self.conn, row["id"]), m.c.retired_at.is_(None)))
+        for other in newer:
+            rows.retire(self.conn, other, at=now, reason="superseded", superseded_by=row["id"], valid_to=now)
+        rows.unretire(self.conn, row["id"])
+        rows.record_events(self.conn, [rows.event(row["id"], "restored", msg.actor, now, reason=msg.reason,
+                                                  was=row["retire_reason"], retired=newer)]
+                           + [rows.event(i, "superseded", msg.actor, now, by=row["id"], how="restore",
+                                         reason=msg.reason) for i in newer])
+        return r.MemoryRestoreResult(id=row["id"], retired_id=newer[0] if newer else None)
 
     def pin(self, msg: PinMemory) -> r.MemoryPinResult:
         row = rows.load(self.conn, rows.resolve_id(self.conn, msg.id, msg.filter))

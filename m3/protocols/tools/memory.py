@@ -241,6 +241,29 @@ MEMORY_DELETE = ToolSpec(
 )
 
 
+# --- memory_restore -----------------------------------------------------------------------------
+
+class MemoryRestoreArgs(ToolArgs):
+    id: MemoryId = Field(description="A superseded or soft-deleted memory.")
+    reason: str | None = Field(None, max_length=1000, description="Why it holds again; kept in history.")
+
+
+class MemoryRestoreResult(ToolResult):
+    id: str
+    retired_id: str | None = Field(description="The newer version that was current and is now retired, if any.")
+
+
+MEMORY_RESTORE = ToolSpec(
+    name="memory_restore", domain="memory", args=MemoryRestoreArgs, result=MemoryRestoreResult,
+    message=msg.RestoreMemory, actor="writer",
+    description=(
+        "Make a superseded or soft-deleted memory current again, e.g. when a correction proves wrong. A newer "
+        "version that is current is retired, so one version stays current; history records the restore. A "
+        "hard-deleted memory is gone for good."
+    ),
+)
+
+
 # --- pin / unpin --------------------------------------------------------------------------------
 
 class MemoryPinArgs(ToolArgs):
@@ -362,5 +385,5 @@ MEMORY_VERIFY = ToolSpec(
 
 MEMORY_TOOLS: tuple[ToolSpec, ...] = (
     MEMORY_WRITE, MEMORY_SEARCH, MEMORY_GET, MEMORY_SUPERSEDE, MEMORY_UPDATE, MEMORY_DELETE, MEMORY_PIN,
-    MEMORY_UNPIN, MEMORY_HISTORY, MEMORY_LINK, MEMORY_GRAPH, MEMORY_VERIFY,
+    MEMORY_UNPIN, MEMORY_HISTORY, MEMORY_LINK, MEMORY_GRAPH, MEMORY_VERIFY, MEMORY_RESTORE,
 )
