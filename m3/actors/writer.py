@@ -36,19 +36,13 @@ from m3.errors import M3Error, StoreError
 from m3.protocols.base import Message
 from m3.protocols.messages.memory import (
     ActivateModel,
-    DeleteMemory,
     Flush,
-    LinkMemories,
     MarkModelBuilding,
     MemoriesErased,
     MemoriesWritten,
     NewMemory,
-    PinMemory,
-    RestoreMemory,
     StoreVectors,
-    SupersedeMemory,
     TouchMemories,
-    UpdateMemory,
     WriteChat,
     WriteMemories,
     WriteMemory,
@@ -60,13 +54,12 @@ from m3.store import chat_writes as chat_rows
 from m3.store import embedding_models
 from m3.store import memories as rows
 from m3.store.engine import OwnedConnection, StoreOptions, dialect_of
-from m3.store.memory_writes import MemoryWrites
+from m3.store.memory_writes import CHANGES, MemoryWrites
 
 log = logging.getLogger(__name__)
 
 BATCHED: tuple[type[Message], ...] = (
-    WriteMemories, SupersedeMemory, UpdateMemory, DeleteMemory, PinMemory, LinkMemories, WriteChat, StoreVectors,
-    TouchMemories, RestoreMemory, *coordination_ops.OPERATIONS,
+    WriteMemories, *CHANGES, WriteChat, StoreVectors, TouchMemories, *coordination_ops.OPERATIONS,
 )
 
 
@@ -282,37 +275,18 @@ class Writer(M3Actor):
             result, fx.notified = coordination(conn, msg, self._clock())
             return result, fx
         ops = MemoryWrites(conn, self._clock)
+        change = CHANGES.get(type(msg))
+        if change is not None:
+            result = change(ops, msg)
+            fx.add_fresh(ops.fresh)
+            fx.erased += ops.erased
+            for memory_id in ops.retired:
+                self._candidates.discard(memory_id)
+            return result, fx
         if isinstance(msg, WriteMemories):
             outcomes, fresh = ops.write(msg)
             fx.add_fresh(fresh)
             return outcomes, fx
-        if isinstance(msg, SupersedeMemory):
-            outcome, text = ops.supersede(msg)
-            self._candidates.discard(outcome.superseded_id)
-            fx.embed_ids.append(outcome.id)
-            fx.embed_texts.append(text)
-            return outcome, fx
-        if isinstance(msg, UpdateMemory):
-            record, new_text = ops.update(msg)
-            if new_text is not None:
-                fx.embed_ids.append(record.id)
-                fx.embed_texts.append(new_text)
-            return record, fx
-        if isinstance(msg, DeleteMemory):
-            deleted = ops.delete(msg)
-            self._candidates.discard(deleted.id)
-            if deleted.deleted == "hard":
-                fx.erased.append(deleted.id)
-            return deleted, fx
-        if isinstance(msg, RestoreMemory):
-            restored = ops.restore(msg)
-            if restored.retired_id is not None:
-                self._candidates.discard(restored.retired_id)
-            return restored, fx
-        if isinstance(msg, PinMemory):
-            return ops.pin(msg), fx
-        if isinstance(msg, LinkMemories):
-            return ops.link(msg), fx
         if isinstance(msg, StoreVectors):
             supersede_similar(conn, msg, self._policy, self._clock, self._candidates)
             return None, fx
@@ -325,7 +299,7 @@ class Writer(M3Actor):
 
 
 #: Requests the Writer may refuse (M3Error) after writing part of them: in a group, each gets a savepoint.
-REFUSABLE = (SupersedeMemory, UpdateMemory, DeleteMemory, PinMemory, LinkMemories, RestoreMemory)
+REFUSABLE = tuple(CHANGES)
 
 
 class _FirstOutcome:

@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import Connection, RowMapping
 
 from m3.errors import InvalidArgument, NotRetired
+from m3.protocols.base import Message
 from m3.protocols.messages.memory import (
     DeleteMemory,
     LinkMemories,
@@ -22,6 +23,7 @@ from m3.protocols.messages.memory import (
     PinMemory,
     RestoreMemory,
     SupersedeMemory,
+    UnpinMemory,
     UpdateMemory,
     WriteMemories,
     WriteOutcome,
@@ -40,6 +42,11 @@ class MemoryWrites:
     def __init__(self, conn: Connection, clock: Callable[[], datetime]):
         self.conn = conn
         self.clock = clock
+        #: What the changes (CHANGES) did, for the Writer to tell after the commit: (id, text) to embed,
+        #: ids no longer current (supersession candidates no more), ids erased for good.
+        self.fresh: list[tuple[str, str]] = []
+        self.retired: list[str] = []
+        self.erased: list[str] = []
 
     def write(self, msg: WriteMemories) -> tuple[list[WriteOutcome], list[tuple[str, str]]]:
         """Insert each memory unless an identical current one exists; return outcomes and (id, text) to embed."""
@@ -79,7 +86,7 @@ class MemoryWrites:
         rows.record_events(self.conn, events)
         return results
 
-    def supersede(self, msg: SupersedeMemory) -> tuple[r.MemorySupersedeResult, str]:
+    def supersede(self, msg: SupersedeMemory) -> r.MemorySupersedeResult:
         old = rows.load(self.conn, rows.resolve_id(self.conn, msg.id, msg.filter))
         if old["retired_at"] is not None:
             raise _already_retired(old)
@@ -101,8 +108,9 @@ class MemoryWrites:
             raise _already_retired(rows.load(self.conn, old["id"]))
         rows.record_events(self.conn, [rows.event(new_id, "created", msg.actor, now, type=new.type,
                                                   supersedes=old["id"])])
-        return (r.MemorySupersedeResult(id=new_id, superseded_id=old["id"], recorded_at=now),
-                embed_text(new.title, new.content))
+        self.fresh.append((new_id, embed_text(new.title, new.content)))
+        self.retired.append(old["id"])
+        return r.MemorySupersedeResult(id=new_id, superseded_id=old["id"], recorded_at=now)
 
     def close_superseded(self, old: RowMapping, new_id: str, now: datetime, *, valid_to: datetime,
                          actor: str | None, reason: str | None, how: str, **details: Any) -> bool:
@@ -115,8 +123,8 @@ class MemoryWrites:
                                                   reason=reason, **details)])
         return True
 
-    def update(self, msg: UpdateMemory) -> tuple[r.MemoryRecord, str | None]:
-        """Apply changes in place; history keeps the previous values. Returns the row and text to re-embed."""
+    def update(self, msg: UpdateMemory) -> r.MemoryRecord:
+        """Apply changes in place; history keeps the previous values; a changed text is embedded again."""
         unknown = set(msg.changes) - set(UPDATABLE)
         if unknown:
             raise InvalidArgument(f"cannot update {sorted(unknown)}", hint=f"Updatable fields: {list(UPDATABLE)}.")
@@ -135,13 +143,16 @@ class MemoryWrites:
         rows.record_events(self.conn, [rows.event(memory_id, "updated", msg.actor, now, reason=msg.reason,
                                                   previous=previous, fields=sorted(changed))])
         record = rows.record(rows.load(self.conn, memory_id))
-        text_changed = "content" in changed or "title" in changed
-        return record, embed_text(record.title, record.content) if text_changed else None
+        if "content" in changed or "title" in changed:
+            self.fresh.append((record.id, embed_text(record.title, record.content)))
+        return record
 
     def delete(self, msg: DeleteMemory) -> r.MemoryDeleteResult:
         row = rows.load(self.conn, rows.resolve_id(self.conn, msg.id, msg.filter))
         now = self.clock()
+        self.retired.append(row["id"])
         if msg.hard:
+            self.erased.append(row["id"])
             rows.hard_delete(self.conn, row["id"])
             return r.MemoryDeleteResult(id=row["id"], deleted="hard")
         if row["retired_at"] is not None:
@@ -161,6 +172,7 @@ class MemoryWrites:
         for other in newer:
             rows.retire(self.conn, other, at=now, reason="superseded", superseded_by=row["id"], valid_to=now)
         rows.unretire(self.conn, row["id"])
+        self.retired += newer
         rows.record_events(self.conn, [rows.event(row["id"], "restored", msg.actor, now, reason=msg.reason,
                                                   was=row["retire_reason"], retired=newer)]
                            + [rows.event(i, "superseded", msg.actor, now, by=row["id"], how="restore",
@@ -186,6 +198,14 @@ class MemoryWrites:
         if created:
             rows.record_events(self.conn, [rows.event(from_id, "linked", msg.actor, now, to=to_id, type=msg.type)])
         return r.MemoryLinkResult(from_id=from_id, to_id=to_id, type=msg.type, created=created)
+
+
+#: The Writer's refusable requests on memories (each runs in its own savepoint when batched).
+CHANGES: dict[type[Message], Callable[[MemoryWrites, Any], Any]] = {
+    SupersedeMemory: MemoryWrites.supersede, UpdateMemory: MemoryWrites.update, DeleteMemory: MemoryWrites.delete,
+    RestoreMemory: MemoryWrites.restore, PinMemory: MemoryWrites.pin, UnpinMemory: MemoryWrites.pin,
+    LinkMemories: MemoryWrites.link,
+}
 
 
 def _already_retired(old: RowMapping) -> InvalidArgument:

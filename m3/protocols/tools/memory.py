@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, computed_field, model_validator
 
 from m3.errors import ConfirmationRequired
 from m3.protocols.base import ToolArgs, ToolResult, ToolSpec
@@ -201,9 +201,17 @@ class MemoryUpdateArgs(ToolArgs):
     expires_at: Timestamp | None = None
     reason: str | None = Field(None, max_length=1000, description="Why it changed; kept in history.")
 
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def changes(self) -> dict[str, Any]:
+        """The fields given (and not None): what UpdateMemory changes."""
+        return {k: getattr(self, k) for k in sorted(self.model_fields_set - {"id", "reason"})
+                if getattr(self, k) is not None}
+
 
 MEMORY_UPDATE = ToolSpec(
     name="memory_update", domain="memory", args=MemoryUpdateArgs, result=MemoryRecord,
+    message=msg.UpdateMemory, actor="writer",
     description=(
         "Fix a memory in place: a typo, a better title, new metadata or importance. The previous values are kept "
         "in memory_history. For a fact that changed in the world, use memory_supersede instead."
