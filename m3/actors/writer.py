@@ -276,21 +276,18 @@ def _written(done: tuple[list[Any], list[tuple[str, str]]]) -> Outcome:
     return Outcome(outcomes, Effects(embed=fresh))
 
 
-def _supersede(tx: Tx, msg: mem.SupersedeMemory) -> Outcome:
-    outcome, text = tx.memories.supersede(msg)
-    tx.candidates.discard(outcome.superseded_id)
-    return Outcome(outcome, Effects(embed=[(outcome.id, text)]))
+def _change(change: Callable[[MemoryWrites, Any], Any]) -> Operation:
+    """A change the Writer may refuse part-way (``MemoryWrites``): it reports what it embedded and erased,
+    and the memories it retired stop being supersession candidates at once."""
 
+    def run(tx: Tx, msg: Message) -> Outcome:
+        ops = tx.memories
+        result = change(ops, msg)
+        for memory_id in ops.retired:
+            tx.candidates.discard(memory_id)
+        return Outcome(result, Effects(embed=ops.fresh, erased=ops.erased))
 
-def _update(tx: Tx, msg: mem.UpdateMemory) -> Outcome:
-    record, new_text = tx.memories.update(msg)
-    return Outcome(record, Effects(embed=[] if new_text is None else [(record.id, new_text)]))
-
-
-def _delete(tx: Tx, msg: mem.DeleteMemory) -> Outcome:
-    deleted = tx.memories.delete(msg)
-    tx.candidates.discard(deleted.id)
-    return Outcome(deleted, Effects(erased=[deleted.id] if deleted.deleted == "hard" else []))
+    return Operation(run, refusable=True)
 
 
 def _vectors(tx: Tx, msgs: list[mem.StoreVectors]) -> list[Outcome]:
@@ -323,12 +320,10 @@ def _task(change: Callable[[TaskWrites, Any], Any]) -> Operation:
 OPERATIONS: dict[type[Message], Operation] = {
     mem.WriteMemories: Operation(lambda tx, msg: _written(tx.memories.write(msg)), mergeable=lambda a, b: True,
                              run_all=lambda tx, msgs: [_written(done) for done in tx.memories.write_all(msgs)]),
-    mem.SupersedeMemory: Operation(_supersede, refusable=True),
-    mem.UpdateMemory: Operation(_update, refusable=True),
-    mem.DeleteMemory: Operation(_delete, refusable=True),
-    **dict.fromkeys((mem.PinMemory, mem.UnpinMemory), Operation(lambda tx, msg: Outcome(tx.memories.pin(msg)),
-                                                                refusable=True)),
-    mem.LinkMemories: Operation(lambda tx, msg: Outcome(tx.memories.link(msg)), refusable=True),
+    mem.SupersedeMemory: _change(MemoryWrites.supersede), mem.UpdateMemory: _change(MemoryWrites.update),
+    mem.DeleteMemory: _change(MemoryWrites.delete), mem.RestoreMemory: _change(MemoryWrites.restore),
+    mem.PinMemory: _change(MemoryWrites.pin), mem.UnpinMemory: _change(MemoryWrites.pin),
+    mem.LinkMemories: _change(MemoryWrites.link),
     mem.StoreVectors: Operation(lambda tx, msg: _vectors(tx, [msg])[0], run_all=_vectors,
                             mergeable=lambda a, b: (a.model, a.dim, a.supersede) == (b.model, b.dim, b.supersede)),
     mem.TouchMemories: Operation(_touch),

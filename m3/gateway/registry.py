@@ -4,7 +4,7 @@ Most tools validate their arguments, send one request to one actor and return it
 result model, as it is): their spec names the request (``message``) and the actor (``actor``), and no
 handler is written. The generic route builds the request from the validated arguments:
 
-* an argument goes to the request field of the same name;
+* an argument (or computed field of the arguments) goes to the request field of the same name;
 * an argument named ``agent_id`` must be the caller itself when a token binds the caller to an agent
   (:func:`owner`, else ``forbidden``);
 * an argument annotated ``FromCaller("agent_id")`` / ``FromCaller("user_id")`` that is None takes the
@@ -88,7 +88,7 @@ class Tool:
         wanted = self.spec.message.model_fields
         values: dict[str, Any] = {}
         narrowing: dict[str, Any] = {}
-        for name in type(args).model_fields:
+        for name in [*type(args).model_fields, *type(args).model_computed_fields]:
             value = getattr(args, name)
             if name == "agent_id":
                 owner(ctx, value)  # a token-bound caller names no other agent
@@ -125,7 +125,7 @@ def check_route(spec: ToolSpec) -> None:
     reply = reply_type(message)
     if reply is not spec.result and not (isinstance(reply, str) and reply.split(".")[-1] == spec.result.__name__):
         raise ValueError(f"{spec.name}: {message.__name__} replies {reply!r}, not {spec.result.__name__}")
-    given = set(spec.args.model_fields) | set(CONTEXT_FIELDS)
+    given = {*spec.args.model_fields, *spec.args.model_computed_fields, *CONTEXT_FIELDS}
     unfilled = sorted(n for n, f in message.model_fields.items() if f.is_required() and n not in given)
     if unfilled:
         raise ValueError(f"{spec.name}: no argument gives {message.__name__}.{', '.join(unfilled)}")

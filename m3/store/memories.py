@@ -155,6 +155,12 @@ def retire(conn: Connection, memory_id: str, *, at: datetime, reason: str,
     return bool(result.rowcount)
 
 
+def unretire(conn: Connection, memory_id: str) -> None:
+    """Make a retired memory current again: it holds from its valid_from on, open-ended."""
+    conn.execute(update(m).where(m.c.id == memory_id).values(retired_at=None, retire_reason=None,
+                                                             superseded_by=None, valid_to=None))
+
+
 def update_fields(conn: Connection, memory_id: str, changes: dict[str, Any]) -> None:
     if "content" in changes:
         changes = {**changes, "content_hash": content_hash(changes["content"])}

@@ -14,12 +14,13 @@ from typing import Any
 
 from sqlalchemy import Connection, RowMapping
 
-from m3.errors import InvalidArgument
+from m3.errors import InvalidArgument, NotRetired
 from m3.protocols.messages.memory import (
     DeleteMemory,
     LinkMemories,
     NewMemory,
     PinMemory,
+    RestoreMemory,
     SupersedeMemory,
     UpdateMemory,
     WriteMemories,
@@ -27,6 +28,7 @@ from m3.protocols.messages.memory import (
 )
 from m3.protocols.tools import memory as r
 from m3.store import memories as rows
+from m3.store.schema import memories as m
 from m3.store.vectors import embed_text
 
 UPDATABLE = ("content", "title", "metadata", "importance", "expires_at")
@@ -38,6 +40,11 @@ class MemoryWrites:
     def __init__(self, conn: Connection, clock: Callable[[], datetime]):
         self.conn = conn
         self.clock = clock
+        #: What the changes did, for the Writer to tell after the commit: (id, text) to embed,
+        #: ids no longer current (supersession candidates no more), ids erased for good.
+        self.fresh: list[tuple[str, str]] = []
+        self.retired: list[str] = []
+        self.erased: list[str] = []
 
     def write(self, msg: WriteMemories) -> tuple[list[WriteOutcome], list[tuple[str, str]]]:
         """Insert each memory unless an identical current one exists; return outcomes and (id, text) to embed."""
@@ -77,7 +84,7 @@ class MemoryWrites:
         rows.record_events(self.conn, events)
         return results
 
-    def supersede(self, msg: SupersedeMemory) -> tuple[r.MemorySupersedeResult, str]:
+    def supersede(self, msg: SupersedeMemory) -> r.MemorySupersedeResult:
         old = rows.load(self.conn, rows.resolve_id(self.conn, msg.id, msg.filter))
         if old["retired_at"] is not None:
             raise _already_retired(old)
@@ -99,8 +106,9 @@ class MemoryWrites:
             raise _already_retired(rows.load(self.conn, old["id"]))
         rows.record_events(self.conn, [rows.event(new_id, "created", msg.actor, now, type=new.type,
                                                   supersedes=old["id"])])
-        return (r.MemorySupersedeResult(id=new_id, superseded_id=old["id"], recorded_at=now),
-                embed_text(new.title, new.content))
+        self.fresh.append((new_id, embed_text(new.title, new.content)))
+        self.retired.append(old["id"])
+        return r.MemorySupersedeResult(id=new_id, superseded_id=old["id"], recorded_at=now)
 
     def close_superseded(self, old: RowMapping, new_id: str, now: datetime, *, valid_to: datetime,
                          actor: str | None, reason: str | None, how: str, **details: Any) -> bool:
@@ -113,8 +121,8 @@ class MemoryWrites:
                                                   reason=reason, **details)])
         return True
 
-    def update(self, msg: UpdateMemory) -> tuple[r.MemoryRecord, str | None]:
-        """Apply changes in place; history keeps the previous values. Returns the row and text to re-embed."""
+    def update(self, msg: UpdateMemory) -> r.MemoryRecord:
+        """Apply changes in place; history keeps the previous values; a changed text is embedded again."""
         unknown = set(msg.changes) - set(UPDATABLE)
         if unknown:
             raise InvalidArgument(f"cannot update {sorted(unknown)}", hint=f"Updatable fields: {list(UPDATABLE)}.")
@@ -133,13 +141,16 @@ class MemoryWrites:
         rows.record_events(self.conn, [rows.event(memory_id, "updated", msg.actor, now, reason=msg.reason,
                                                   previous=previous, fields=sorted(changed))])
         record = rows.record(rows.load(self.conn, memory_id))
-        text_changed = "content" in changed or "title" in changed
-        return record, embed_text(record.title, record.content) if text_changed else None
+        if "content" in changed or "title" in changed:
+            self.fresh.append((record.id, embed_text(record.title, record.content)))
+        return record
 
     def delete(self, msg: DeleteMemory) -> r.MemoryDeleteResult:
         row = rows.load(self.conn, rows.resolve_id(self.conn, msg.id, msg.filter))
         now = self.clock()
+        self.retired.append(row["id"])
         if msg.hard:
+            self.erased.append(row["id"])
             rows.hard_delete(self.conn, row["id"])
             return r.MemoryDeleteResult(id=row["id"], deleted="hard")
         if row["retired_at"] is not None:
@@ -148,6 +159,23 @@ class MemoryWrites:
         rows.retire(self.conn, row["id"], at=now, reason="deleted", valid_to=None)
         rows.record_events(self.conn, [rows.event(row["id"], "deleted", msg.actor, now, reason=msg.reason)])
         return r.MemoryDeleteResult(id=row["id"], deleted="soft")
+
+    def restore(self, msg: RestoreMemory) -> r.MemoryRestoreResult:
+        """Make a retired memory current; the current version of its chain, if any, is retired in its favour."""
+        row = rows.load(self.conn, rows.resolve_id(self.conn, msg.id, msg.filter))
+        if row["retired_at"] is None:
+            raise NotRetired(f"memory {row['id']} is current: there is nothing to restore")
+        now = self.clock()
+        newer = sorted(rows.visible_ids(self.conn, rows.version_chain(self.conn, row["id"]), m.c.retired_at.is_(None)))
+        for other in newer:
+            rows.retire(self.conn, other, at=now, reason="superseded", superseded_by=row["id"], valid_to=now)
+        rows.unretire(self.conn, row["id"])
+        self.retired += newer
+        rows.record_events(self.conn, [rows.event(row["id"], "restored", msg.actor, now, reason=msg.reason,
+                                                  was=row["retire_reason"], retired=newer)]
+                           + [rows.event(i, "superseded", msg.actor, now, by=row["id"], how="restore",
+                                         reason=msg.reason) for i in newer])
+        return r.MemoryRestoreResult(id=row["id"], retired_id=newer[0] if newer else None)
 
     def pin(self, msg: PinMemory) -> r.MemoryPinResult:
         row = rows.load(self.conn, rows.resolve_id(self.conn, msg.id, msg.filter))

@@ -11,7 +11,7 @@ from m3.actors.system import ActorSystem
 from m3.errors import Forbidden
 from m3.gateway.registry import Registry, by_name, default_registry
 from m3.gateway.service import CallContext
-from m3.gateway.tools.memory import memory_update
+from m3.gateway.tools.meta import embedder_status
 from m3.protocols.base import ACTORS, reply_type
 from m3.protocols.messages.memory import GetHistory, GetMemory
 from m3.protocols.tools import chatlog as c
@@ -26,13 +26,13 @@ def test_a_spec_with_neither_a_request_nor_a_handler_is_refused() -> None:
 
 
 def test_a_handler_without_a_spec_is_refused() -> None:
-    with pytest.raises(ValueError, match="handlers without specs: \\['memory_update'\\]"):
-        Registry([GET], by_name(memory_update))
+    with pytest.raises(ValueError, match="handlers without specs: \\['embedder_status'\\]"):
+        Registry([GET], by_name(embedder_status))
 
 
 def test_a_spec_with_both_a_request_and_a_handler_is_refused() -> None:
     with pytest.raises(ValueError, match="both a request and a handler"):
-        Registry([replace(GET, name="memory_update")], by_name(memory_update))
+        Registry([replace(GET, name="embedder_status")], by_name(embedder_status))
 
 
 @pytest.mark.parametrize(("change", "problem"), [
@@ -54,7 +54,7 @@ def test_a_request_names_its_reply_type_and_every_routed_spec_names_a_started_ac
 
 
 def test_the_generic_route_fills_the_filter_and_refuses_a_bound_caller_naming_another_agent() -> None:
-    tool = Registry([GET, p.MEMORY_UPDATE], by_name(memory_update)).get("memory_get")
+    tool = Registry([GET], {}).get("memory_get")
     request = tool.request(p.MemoryGetArgs(id="abcdef12"), CallContext(agent_id="ann", bound=True),
                            enforce_isolation=True)
     assert isinstance(request, GetMemory)

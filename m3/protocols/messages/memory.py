@@ -107,6 +107,13 @@ class DeleteMemory(Request["memory.MemoryDeleteResult"]):
     filter: MemoryFilter = MemoryFilter()
 
 
+class RestoreMemory(Request["memory.MemoryRestoreResult"]):
+    id: str
+    reason: str | None = None
+    actor: str | None = None
+    filter: MemoryFilter = MemoryFilter()
+
+
 class PinMemory(Request["memory.MemoryPinResult"]):
     id: str
     pinned: bool = True

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, computed_field, model_validator
 
 from m3.errors import ConfirmationRequired
 from m3.protocols.base import ToolArgs, ToolResult, ToolSpec
@@ -201,9 +201,17 @@ class MemoryUpdateArgs(ToolArgs):
     expires_at: Timestamp | None = None
     reason: str | None = Field(None, max_length=1000, description="Why it changed; kept in history.")
 
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def changes(self) -> dict[str, Any]:
+        """The fields given (and not None): what UpdateMemory changes."""
+        return {k: getattr(self, k) for k in sorted(self.model_fields_set - {"id", "reason"})
+                if getattr(self, k) is not None}
+
 
 MEMORY_UPDATE = ToolSpec(
     name="memory_update", domain="memory", args=MemoryUpdateArgs, result=MemoryRecord,
+    message=msg.UpdateMemory, actor="writer",
     description=(
         "Fix a memory in place: a typo, a better title, new metadata or importance. The previous values are kept "
         "in memory_history. For a fact that changed in the world, use memory_supersede instead."
@@ -237,6 +245,29 @@ MEMORY_DELETE = ToolSpec(
     description=(
         "Retire a memory that is wrong or unwanted. By default it is soft-deleted: hidden from search but kept "
         "in history and as_of queries. hard=true with confirm=true erases it permanently."
+    ),
+)
+
+
+# --- memory_restore -----------------------------------------------------------------------------
+
+class MemoryRestoreArgs(ToolArgs):
+    id: MemoryId = Field(description="A superseded or soft-deleted memory.")
+    reason: str | None = Field(None, max_length=1000, description="Why it holds again; kept in history.")
+
+
+class MemoryRestoreResult(ToolResult):
+    id: str
+    retired_id: str | None = Field(description="The newer version that was current and is now retired, if any.")
+
+
+MEMORY_RESTORE = ToolSpec(
+    name="memory_restore", domain="memory", args=MemoryRestoreArgs, result=MemoryRestoreResult,
+    message=msg.RestoreMemory, actor="writer",
+    description=(
+        "Make a superseded or soft-deleted memory current again, e.g. when a correction proves wrong. A newer "
+        "version that is current is retired, so one version stays current; history records the restore. A "
+        "hard-deleted memory is gone for good."
     ),
 )
 
@@ -362,5 +393,5 @@ MEMORY_VERIFY = ToolSpec(
 
 MEMORY_TOOLS: tuple[ToolSpec, ...] = (
     MEMORY_WRITE, MEMORY_SEARCH, MEMORY_GET, MEMORY_SUPERSEDE, MEMORY_UPDATE, MEMORY_DELETE, MEMORY_PIN,
-    MEMORY_UNPIN, MEMORY_HISTORY, MEMORY_LINK, MEMORY_GRAPH, MEMORY_VERIFY,
+    MEMORY_UNPIN, MEMORY_HISTORY, MEMORY_LINK, MEMORY_GRAPH, MEMORY_VERIFY, MEMORY_RESTORE,
 )
