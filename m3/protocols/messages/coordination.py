@@ -11,6 +11,7 @@ timers, its wake-ups) are defined in that actor's module.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
@@ -39,7 +40,7 @@ class AgentOffline(Request["agents.AgentRecord"]):
     agent_id: str
 
 
-class CreateToken(Message):
+class CreateToken(Request[dict[str, Any]]):
     """Store a token's SHA-256 for ``agent_id`` (registering the agent if new). The token itself is never stored."""
 
     agent_id: str
@@ -47,7 +48,7 @@ class CreateToken(Message):
     label: str | None = None
 
 
-class RevokeTokens(Message):
+class RevokeTokens(Request[list[str]]):
     """Revoke one token by id, or every token of an agent."""
 
     token_id: str | None = None
@@ -88,7 +89,7 @@ class AckNotifications(Request["inbox.NotificationsAckResult"]):
     ids: tuple[str, ...] | None = None
 
 
-class WaitNotifications(Message):
+class WaitNotifications(Request[bool]):
     """Held by the agent's router until a notification for it commits, or ``deadline`` (monotonic) passes."""
 
     agent_id: str
@@ -120,11 +121,11 @@ class PollNotifications(Request["inbox.NotificationsResult"]):
     limit: int
 
 
-class LookupToken(Message):
+class LookupToken(Request[str | None]):
     token_hash: str
 
 
-class ListTokens(Message):
+class ListTokens(Request[list[dict[str, Any]]]):
     agent_id: str | None = None
 
 
@@ -214,7 +215,7 @@ class RenewLease(TaskChange, Request["tasks.TaskRecord"]):
     lease_s: float
 
 
-class ExpireLeases(TaskChange):
+class ExpireLeases(TaskChange, Request[datetime | None]):
     """Return every task whose lease has run out to pending; answered with the next expiry (or None).
 
     Sent by the TaskManager's lease clock; the Writer tells that clock when the leases it sets end.
