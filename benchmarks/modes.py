@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from m3.actors.searcher import Searcher
 from m3.actors.supervisor import ActorHandle
@@ -61,9 +60,8 @@ class SearchModes:
             self.handles[mode] = _searcher(system, config, mode, embedder or system.embedder_backend).start()
 
     def search(self, mode: str, query: str, k: int) -> list[Hit]:
-        found: dict[str, Any] = self.handles[mode].ask(
-            SearchMemories(query=query, k=k, filter=MemoryFilter()), self.system.ask_timeout)
-        hits = [Hit(id=i["id"], score=float(i["score"]), bm25=float(i["bm25_score"])) for i in found["items"]]
+        found = self.handles[mode].ask(SearchMemories(query=query, k=k, filter=MemoryFilter()), self.system.ask_timeout)
+        hits = [Hit(id=i.id, score=i.score, bm25=i.bm25_score) for i in found.items]
         if mode == "bm25":
             hits = [h for h in hits if h.bm25 > 0]
         return hits

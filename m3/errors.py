@@ -96,6 +96,11 @@ class ConfirmationRequired(InvalidArgument):
     default_hint = "Hard deletion is permanent; repeat the call with confirm=true if that is intended."
 
 
+class NotRetired(InvalidArgument):
+    code = "not_retired"
+    default_hint = "Only a superseded or soft-deleted memory can be restored; memory_history lists its versions."
+
+
 class Conflict(M3Error):
     code = "conflict"
     default_hint = "The record changed since you read it; read it again and retry."

@@ -6,9 +6,13 @@ Checked on the source with ``ast``, so imports inside functions count too.
 from __future__ import annotations
 
 import ast
+import importlib
+import inspect
 from pathlib import Path
 
 import pytest
+
+from m3.actors.base import M3Actor
 
 PACKAGE = Path(__file__).resolve().parents[1] / "m3"
 
@@ -70,3 +74,20 @@ def test_the_rule_catches_a_violation(tmp_path: Path) -> None:
     bad = tmp_path / "bad.py"
     bad.write_text("def f():\n    from m3.gateway.cli import main\n    import m3.actors.system\n")
     assert m3_imports(bad) == {"gateway", "actors"}
+
+
+#: Modules of m3/actors that are the actor runtime rather than an actor.
+ACTOR_RUNTIME = {"__init__", "base", "bridge", "supervisor", "system", "reader"}
+
+
+def defines_an_actor(path: Path) -> bool:
+    """Whether the module defines (not merely imports) an M3Actor subclass."""
+    module = importlib.import_module(f"m3.actors.{path.stem}")
+    return any(inspect.isclass(obj) and issubclass(obj, M3Actor) and obj.__module__ == module.__name__
+               for obj in vars(module).values())
+
+
+@pytest.mark.parametrize("path", sorted((PACKAGE / "actors").glob("*.py")), ids=lambda p: p.stem)
+def test_every_module_of_actors_is_an_actor_or_the_runtime(path: Path) -> None:
+    assert path.stem in ACTOR_RUNTIME or defines_an_actor(path), (
+        f"m3/actors/{path.name} defines no actor: store functions belong in m3/store/, rules in m3/retrieval/")

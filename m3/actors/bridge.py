@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar, overload
 
 import trio
 
 from m3.actors.supervisor import ActorHandle
 from m3.errors import Timeout
-from m3.protocols.base import Message
+from m3.protocols.base import Message, Request
+
+R = TypeVar("R")
 
 
 class TrioReply:
@@ -51,8 +53,14 @@ class TrioReply:
         return self._value
 
 
+@overload
+async def ask(handle: ActorHandle, message: Request[R], timeout: float) -> R: ...
+@overload
+async def ask(handle: ActorHandle, message: Message, timeout: float) -> Any: ...
+
+
 async def ask(handle: ActorHandle, message: Message, timeout: float) -> Any:
-    """Send ``message`` to the actor behind ``handle`` and await its answer."""
+    """Send ``message`` to the actor behind ``handle`` and await its answer (typed ``R`` for a ``Request[R]``)."""
     reply = TrioReply()
     handle.tell(message, reply)
     return await reply.wait(timeout)

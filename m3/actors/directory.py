@@ -25,6 +25,8 @@ from m3.protocols.messages.coordination import (
     ResolveMemories,
 )
 from m3.protocols.messages.memory import Flush
+from m3.protocols.tools.agents import AgentDetails, AgentListResult, AgentRecord
+from m3.protocols.tools.inbox import InboxItem, MemoryInboxResult, Notification, NotificationsResult
 from m3.store import agents, conflicts, inbox
 from m3.store import memories as memory_rows
 from m3.store.engine import StoreOptions
@@ -43,18 +45,22 @@ class Directory(StoreReader):
             ResolveMemories: self.resolve_memories, ListConflicts: self.list_conflicts, Flush: lambda _msg: True,
         }
 
-    def get_agent(self, msg: GetAgent) -> dict[str, Any]:
-        row = agents.require(self.conn, msg.agent_id)
-        return {**agents.public(row, self._liveness, datetime.now(UTC)), **inbox.unread_counts(self.conn, row["id"])}
+    def get_agent(self, msg: GetAgent) -> AgentDetails:
+        row = agents.require(self.conn, msg.id)
+        return AgentDetails(**agents.public(row, self._liveness, datetime.now(UTC)),
+                            **inbox.unread_counts(self.conn, row["id"]))
 
-    def list_agents(self, msg: ListAgents) -> list[dict[str, Any]]:
-        return agents.list_agents(self.conn, self._liveness, datetime.now(UTC), msg.status, msg.role)
+    def list_agents(self, msg: ListAgents) -> AgentListResult:
+        found = agents.list_agents(self.conn, self._liveness, datetime.now(UTC), msg.status, msg.role)
+        return AgentListResult(count=len(found), agents=[AgentRecord(**row) for row in found])
 
-    def read_inbox(self, msg: ReadInbox) -> list[dict[str, Any]]:
-        return inbox.read_inbox(self.conn, msg.agent_id, msg.unread_only, msg.limit, isolation_clause(msg.filter))
+    def read_inbox(self, msg: ReadInbox) -> MemoryInboxResult:
+        items = inbox.read_inbox(self.conn, msg.agent_id, msg.unread_only, msg.limit, isolation_clause(msg.filter))
+        return MemoryInboxResult(count=len(items), items=[InboxItem(**item) for item in items])
 
-    def poll(self, msg: PollNotifications) -> list[dict[str, Any]]:
-        return inbox.poll_notifications(self.conn, msg.agent_id, msg.limit)
+    def poll(self, msg: PollNotifications) -> NotificationsResult:
+        items = inbox.poll_notifications(self.conn, msg.agent_id, msg.limit)
+        return NotificationsResult(count=len(items), items=[Notification(**item) for item in items])
 
     def lookup_token(self, msg: LookupToken) -> str | None:
         return agents.token_agent(self.conn, msg.token_hash)

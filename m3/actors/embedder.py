@@ -44,6 +44,7 @@ from m3.protocols.messages.memory import (
     ActivateModel,
     Drain,
     EmbedderInfo,
+    EmbedderState,
     Flush,
     MarkModelBuilding,
     MemoriesWritten,
@@ -213,7 +214,7 @@ class EmbedderActor(M3Actor):
             return True
         return self._flush(Flush())
 
-    def _info(self, _msg: EmbedderInfo) -> dict[str, Any]:
+    def _info(self, _msg: EmbedderInfo) -> EmbedderState:
         route = getattr(self._embedder, "route", None)
         return {"backend": self._backend_name, "model": self.model, "dim": self._dim(),
                 "active_model": self._active or self.model,

@@ -34,16 +34,20 @@ from m3.actors.base import Envelope, M3Actor, Reply
 from m3.actors.supervisor import ActorHandle
 from m3.errors import Unavailable
 from m3.protocols.base import Message
-from m3.protocols.messages.coordination import (
-    NotificationsArrived,
-    RouterTick,
-    SendHandoff,
-    SendNotification,
-    WaitNotifications,
-)
+from m3.protocols.messages.coordination import SendHandoff, SendNotification, WaitNotifications
 from m3.protocols.messages.memory import Flush
 
 log = logging.getLogger(__name__)
+
+
+class NotificationsArrived(Message):
+    """Told by the registry to a router after a commit that added notifications for its agent."""
+
+
+class RouterTick(Message):
+    """A router's own timer: drop expired waiters, stop when idle. ``generation`` detects activity since."""
+
+    generation: int
 
 Retire = Callable[[Callable[[], bool]], bool]
 
@@ -191,7 +195,7 @@ class RouterRegistry:
             for agent_id in agents:
                 handle = self._routers.get(agent_id)
                 if handle is not None:
-                    handle.tell(NotificationsArrived(agents=(agent_id,)))
+                    handle.tell(NotificationsArrived())
 
     def _retire(self, agent_id: str, handle: ActorHandle, inbox_empty: Callable[[], bool]) -> bool:
         """Remove an idle router; refused if it was replaced or a message is waiting for it."""

@@ -21,9 +21,10 @@ from sqlalchemy import RowMapping, and_, select
 from m3.actors.reader import StoreReader
 from m3.actors.supervisor import ActorHandle
 from m3.embed.base import Embedder
-from m3.errors import EmbedderUnavailable
+from m3.errors import EmbedderUnavailable, InvalidArgument
 from m3.protocols.base import Message
 from m3.protocols.messages.memory import (
+    EmbeddingCounts,
     EmbeddingStats,
     Flush,
     GetGraph,
@@ -36,6 +37,8 @@ from m3.protocols.messages.memory import (
     TouchMemories,
     VerifyMemories,
 )
+from m3.protocols.tools import chatlog as chat
+from m3.protocols.tools import memory as r
 from m3.retrieval import ranking
 from m3.retrieval.candidate_rows import CandidateRows
 from m3.retrieval.dense import DenseLeg
@@ -50,14 +53,19 @@ from m3.store.schema import memories as m
 
 log = logging.getLogger(__name__)
 
+#: The columns of a memory row a search item shows as they are.
+ITEM_COLUMNS = tuple(sorted(set(r.SearchItem.model_fields) - {"bm25_score", "score", "explanation"}))
 #: Most candidates per search whose vector is computed on the spot because the Embedder has not stored it yet.
 PENDING_EMBED_MAX = 32
 
 
 class Searcher(StoreReader):
     def __init__(self, options: StoreOptions, *, embedder: Embedder, weights: SearchWeights, candidates: int,
-                 writer: ActorHandle | None, resolve: Callable[[str], Embedder | None] | None = None, **base: Any):
+                 writer: ActorHandle | None, resolve: Callable[[str], Embedder | None] | None = None,
+                 default_k: int = 8, max_k: int = 200, **base: Any):
         super().__init__(options, **base)
+        #: ``search.k`` and ``limits.max_k``: how many results a search without k gets, and the most it may ask.
+        self._default_k, self._max_k = default_k, max_k
         self._configured = embedder
         self._resolve = resolve or (lambda model: embedder if model == embedder.model_id else None)
         #: Embeds queries with the model whose vectors the index holds (the store's active model).
@@ -81,11 +89,19 @@ class Searcher(StoreReader):
 
     # -- memory search -------------------------------------------------------------------------
 
-    def search(self, msg: SearchMemories) -> dict[str, Any]:
+    def _k(self, k: int | None) -> int:
+        k = self._default_k if k is None else k
+        if k > self._max_k:
+            raise InvalidArgument(f"k={k} is above the limit of {self._max_k}",
+                                  hint="Ask for fewer results or raise limits.max_k.")
+        return k
+
+    def search(self, msg: SearchMemories) -> r.MemorySearchResult:
         now = datetime.now(UTC)
+        k = self._k(msg.k)
         clause = search_clause(msg.filter, now)
         terms = fulltext.query_terms(msg.query)
-        n = max(self._candidates, msg.k)
+        n = max(self._candidates, k)
         hits = fulltext.memory_hits(self.conn, msg.query, clause, n, selective=narrows(msg.filter))
         dense, found = self._dense_hits(msg.query, clause, n)
         wanted = dict.fromkeys([h.id for h in hits] + [i for i, _ in dense])
@@ -95,11 +111,11 @@ class Searcher(StoreReader):
         cands = self._candidates_from(found, hits, [(i, s) for i, s in dense if i in found])
         ranking.fuse(cands, terms, self._weights, msg.filter.as_of or now)
         by_relevance = {c.id: r for r, c in enumerate(sorted(cands, key=lambda c: c.score, reverse=True), 1)}
-        chosen = ranking.mmr(cands, msg.k, self._weights.mmr_lambda)
+        chosen = ranking.mmr(cands, k, self._weights.mmr_lambda)
         loaded.complete([c.id for c in chosen])
         items = [self._item(c, msg.explain, rank, by_relevance[c.id]) for rank, c in enumerate(chosen, 1)]
         self._touch([c.id for c in chosen], now)
-        return {"count": len(items), "items": items, "query": msg.query}
+        return r.MemorySearchResult(count=len(items), items=items, query=msg.query, grade_with="score")
 
     def _dense_hits(self, query: str, clause: Any, n: int) -> tuple[list[tuple[str, float]], dict[str, Any]]:
         """The dense leg's filtered top ``n`` and the rows it loaded; sets the query vector when there are vectors."""
@@ -168,19 +184,14 @@ class Searcher(StoreReader):
             c.vector = vec
             c.cosine = float(vec @ self._query_vec)
 
-    def _item(self, c: ranking.Candidate, explain: bool, rank: int, relevance_rank: int) -> dict[str, Any]:
-        row = c.row
-        item = {
-            "id": c.id, "content": row["content"], "title": row["title"], "type": row["type"],
-            "importance": row["importance"], "bm25_score": round(c.bm25, 6), "score": round(c.score, 6),
-            "agent_id": row["agent_id"], "conversation_id": row["conversation_id"], "metadata": row["metadata"],
-            "valid_from": row["valid_from"], "recorded_at": row["recorded_at"], "retired_at": row["retired_at"],
-        }
+    def _item(self, c: ranking.Candidate, explain: bool, rank: int, relevance_rank: int) -> r.SearchItem:
+        explanation = None
         if explain:
-            item["explanation"] = ranking.explain(c, self._weights, rank, relevance_rank)
+            explanation = ranking.explain(c, self._weights, rank, relevance_rank)
             # The one model whose vectors gave the cosine (query and memory alike).
-            item["explanation"]["dense_model"] = self._model if c.cosine is not None else None
-        return item
+            explanation["dense_model"] = self._model if c.cosine is not None else None
+        return r.SearchItem(**{name: c.row[name] for name in ITEM_COLUMNS}, bm25_score=round(c.bm25, 6),
+                            score=round(c.score, 6), explanation=explanation)
 
     def _touch(self, ids: list[str], at: datetime) -> None:
         if ids and self._writer is not None:
@@ -188,19 +199,17 @@ class Searcher(StoreReader):
 
     # -- single memories -----------------------------------------------------------------------
 
-    def get(self, msg: GetMemory) -> dict[str, Any]:
+    def get(self, msg: GetMemory) -> r.MemoryRecord:
         memory_id = rows.resolve_id(self.conn, msg.id, msg.filter)
-        record = _public(rows.load(self.conn, memory_id))
-        if msg.touch:
-            self._touch([memory_id], datetime.now(UTC))
-        return record
+        self._touch([memory_id], datetime.now(UTC))
+        return rows.record(rows.load(self.conn, memory_id))
 
-    def history(self, msg: GetHistory) -> dict[str, Any]:
+    def history(self, msg: GetHistory) -> r.MemoryHistoryResult:
         memory_id = rows.resolve_id(self.conn, msg.id, msg.filter)
-        events = [_public(e) for e in rows.history(self.conn, memory_id)]
-        return {"id": memory_id, "versions": rows.version_chain(self.conn, memory_id), "events": events}
+        events = [r.HistoryEvent.model_validate(_public(e)) for e in rows.history(self.conn, memory_id)]
+        return r.MemoryHistoryResult(id=memory_id, versions=rows.version_chain(self.conn, memory_id), events=events)
 
-    def graph(self, msg: GetGraph) -> dict[str, Any]:
+    def graph(self, msg: GetGraph) -> r.MemoryGraphResult:
         start = rows.resolve_id(self.conn, msg.id, msg.filter)
         visible = isolation_clause(msg.filter)
         seen, frontier, edges = {start}, [start], {}
@@ -216,14 +225,13 @@ class Searcher(StoreReader):
             if not frontier:
                 break
         nodes = rows.rows_by_ids(self.conn, sorted(seen), visible)
-        return {
-            "nodes": [{"id": r["id"], "title": r["title"], "type": r["type"], "current": r["retired_at"] is None}
-                      for r in nodes.values()],
-            "edges": [{"from_id": f, "to_id": t, "type": ty} for (f, t, ty) in edges
-                      if f in nodes and t in nodes],
-        }
+        return r.MemoryGraphResult(
+            nodes=[r.GraphNode(id=row["id"], title=row["title"], type=row["type"], current=row["retired_at"] is None)
+                   for row in nodes.values()],
+            edges=[r.GraphEdge(from_id=f, to_id=t, type=ty) for (f, t, ty) in edges if f in nodes and t in nodes],
+        )
 
-    def verify(self, msg: VerifyMemories) -> dict[str, Any]:
+    def verify(self, msg: VerifyMemories) -> r.MemoryVerifyResult:
         query = select(m.c.id, m.c.content, m.c.content_hash).where(isolation_clause(msg.filter))
         if msg.id is not None:
             query = query.where(m.c.id == rows.resolve_id(self.conn, msg.id, msg.filter))
@@ -232,23 +240,23 @@ class Searcher(StoreReader):
             checked += 1
             if rows.content_hash(content) != digest:
                 bad.append(memory_id)
-        return {"checked": checked, "ok": checked - len(bad), "mismatched": bad}
+        return r.MemoryVerifyResult(checked=checked, ok=checked - len(bad), mismatched=bad)
 
     # -- chat log and statistics ---------------------------------------------------------------
 
-    def search_chat(self, msg: SearchChat) -> dict[str, Any]:
+    def search_chat(self, msg: SearchChat) -> chat.ChatlogSearchResult:
         conds = [chatlog.c[name] == getattr(msg, name) for name in ("conversation_id", "role", "agent_id")
                  if getattr(msg, name) is not None]
-        hits = fulltext.chat_hits(self.conn, msg.query, and_(*conds) if conds else True, msg.k)
+        hits = fulltext.chat_hits(self.conn, msg.query, and_(*conds) if conds else True, self._k(msg.k))
         best = max((s for _, s in hits), default=0.0)
-        items = [{
-            "id": row.id, "conversation_id": row.conversation_id, "role": row.role, "content": row.content,
-            "turn": row.turn, "at": row.at, "agent_id": row.agent_id, "bm25_score": round(score, 6),
-            "score": round(score / best, 6) if best > 0 else 0.0,
-        } for row, score in hits]
-        return {"count": len(items), "items": items, "query": msg.query}
+        items = [chat.ChatItem(
+            id=row.id, conversation_id=row.conversation_id, role=row.role, content=row.content, turn=row.turn,
+            at=row.at, agent_id=row.agent_id, bm25_score=round(score, 6),
+            score=round(score / best, 6) if best > 0 else 0.0,
+        ) for row, score in hits]
+        return chat.ChatlogSearchResult(count=len(items), items=items, query=msg.query)
 
-    def embedding_stats(self, msg: EmbeddingStats) -> dict[str, Any]:
+    def embedding_stats(self, msg: EmbeddingStats) -> EmbeddingCounts:
         return {
             "vectors_by_model": vectors.counts_by_model(self.conn),
             "pending": vectors.count_missing(self.conn, msg.model),

@@ -14,13 +14,15 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar, overload
 
 import pykka
 
 from m3.actors.base import ActorStats, Envelope, M3Actor, Reply, ThreadReply
 from m3.errors import Unavailable
-from m3.protocols.base import Message
+from m3.protocols.base import Message, Request
+
+R = TypeVar("R")
 
 log = logging.getLogger(__name__)
 
@@ -81,8 +83,14 @@ class ActorHandle:
                     pass
             self._buffer_or_refuse(env)
 
+    @overload
+    def ask(self, message: Request[R], timeout: float) -> R: ...
+    @overload
+    def ask(self, message: Message, timeout: float) -> Any: ...
+
     def ask(self, message: Message, timeout: float) -> Any:
-        """Send and wait in this thread. Not for trio code: use ``m3.actors.bridge.ask``."""
+        """Send and wait in this thread (typed ``R`` for a ``Request[R]``). Not for trio code: use
+        ``m3.actors.bridge.ask``."""
         reply = ThreadReply()
         self.tell(message, reply)
         return reply.wait(timeout)

@@ -10,7 +10,7 @@ from m3.actors.embedder import EmbedderActor
 from m3.actors.router import RouterRegistry
 from m3.actors.searcher import Searcher
 from m3.actors.supervisor import ActorHandle
-from m3.actors.task_manager import TaskManager
+from m3.actors.task_manager import TaskManager, lease_clock
 from m3.actors.writer import Writer
 from m3.config import Config
 from m3.embed.base import Embedder
@@ -82,7 +82,8 @@ class ActorSystem:
                                     embedder=interactive(self.embedder_backend),
                                     resolve=lambda model: interactive(self.resolve(model)),
                                     weights=search_weights(self.config),
-                                    candidates=self.config["search.candidates"], writer=self.writer)
+                                    candidates=self.config["search.candidates"], writer=self.writer,
+                                    default_k=self.config["search.k"], max_k=self.config["limits.max_k"])
         self.embedder = ActorHandle("embedder", EmbedderActor, self.options, embedder=self.embedder_backend,
                                     resolve=self.resolve, writer=self.writer, ask_timeout=self.ask_timeout,
                                     background=self._background,
@@ -92,7 +93,8 @@ class ActorSystem:
             active_s=self.config["agents.active_window_s"], offline_s=self.config["agents.offline_after_s"]))
         self.tasks = ActorHandle("tasks", TaskManager, self.options, writer=self.writer)
         self.routers = RouterRegistry(self.writer, idle_s=self.config["inbox.router_idle_s"])
-        self.writer.rebind(searcher=self.searcher, embedder=self.embedder, on_notified=self.routers.arrived)
+        self.writer.rebind(searcher=self.searcher, embedder=self.embedder, on_notified=self.routers.arrived,
+                           on_leased=lease_clock(self.tasks))
         for handle in (self.writer, self.searcher, self.embedder, self.directory, self.tasks):
             handle.start()
         self._started = True
@@ -120,7 +122,8 @@ class ActorSystem:
                 # Asked to go now: skip the rest of the drain but still stop in order (the Writer
                 # commits what it holds); the next start's backfill embeds what is left.
                 interrupted = exc
-        # Routers and the task manager forward to the Writer: stop them first, so it commits what they sent.
+        # Routers forward to the Writer and the task manager asks it to sweep: stop them first, so it
+        # commits what they sent.
         self.routers.stop()
         self.tasks.stop()
         self.directory.stop()

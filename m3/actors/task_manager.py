@@ -1,17 +1,18 @@
-"""The task-tree manager: the one entry for task requests, and the lease clock.
+"""The task-tree manager: reads of task trees, and the lease clock.
 
 Reads (get, list, tree) are answered from its own read connection. Changes
-are forwarded to the Writer with the caller's reply: the rules (state
-machine, versions, leases — ``m3.store.task_writes``) are conditional SQL inside
-the Writer's transaction, because a check made here against a snapshot
-could be stale by the time another process commits; and SQLite has one
-writer, so a second write path would bring back "database is locked".
+are Writer requests, sent there directly: the rules (state machine,
+versions, leases — ``m3.store.task_writes``) are conditional SQL inside the
+Writer's transaction, because a check made here against a snapshot could
+be stale by the time another process commits; and SQLite has one writer,
+so a second write path would bring back "database is locked".
 
 Leases end by themselves — every read and write treats a lapsed lease as
 pending — so the clock only makes the store say so: one timer, armed for
-the earliest lease it knows of (from claims and renewals passing through,
-and from the store at start), asks the Writer to sweep; the sweep answers
-with the next expiry still ahead and the timer is armed again.
+the earliest lease it knows of (the Writer reports the leases its commits
+set through :func:`lease_clock`; the store tells the first at start), asks
+the Writer to sweep; the sweep answers with the next expiry still ahead and
+the timer is armed again.
 """
 
 from __future__ import annotations
@@ -29,18 +30,9 @@ from m3.actors.base import Envelope
 from m3.actors.reader import StoreReader
 from m3.actors.supervisor import ActorHandle
 from m3.protocols.base import Message
-from m3.protocols.messages.coordination import (
-    ClaimTask,
-    ExpireLeases,
-    GetTask,
-    GetTaskTree,
-    LeaseScheduled,
-    ListTasks,
-    RenewLease,
-    SweepLeases,
-    TaskChange,
-)
+from m3.protocols.messages.coordination import ExpireLeases, GetTask, GetTaskTree, ListTasks
 from m3.protocols.messages.memory import Flush
+from m3.protocols.tools.tasks import TaskDetails, TaskListResult, TaskNode, TaskRecord, TaskTreeResult
 from m3.store import tasks as task_rows
 from m3.store.engine import StoreOptions
 from m3.store.filters import isolation_clause
@@ -50,6 +42,21 @@ log = logging.getLogger(__name__)
 #: Fire a little after the lease ends, so that the sweep's clock is past it.
 SWEEP_MARGIN_S = 0.005
 RETRY_SWEEP_S = 5.0
+
+
+class LeaseScheduled(Message):
+    """A lease may expire at ``at``: sweep then (from the Writer's commits and from the sweep's answer)."""
+
+    at: datetime | None
+
+
+class SweepLeases(Message):
+    """The manager's timer fired."""
+
+
+def lease_clock(tasks: ActorHandle) -> Callable[[datetime], None]:
+    """What the Writer calls after a commit that set a lease ending at ``at``: the manager's timer covers it."""
+    return lambda at: tasks.tell(LeaseScheduled(at=at))
 
 
 class _SweepReply:
@@ -90,24 +97,14 @@ class TaskManager(StoreReader):
         super().release()
 
     def handlers(self) -> dict[type[Message], Callable[[Any], Any]]:
-        return {GetTask: self.get, ListTasks: self.list, GetTaskTree: self.tree, Flush: lambda _msg: True}
-
-    def receive(self, env: Envelope) -> None:
-        msg = env.message
-        if isinstance(msg, TaskChange):
-            self._writer.tell(msg, env.reply)  # the Writer answers the caller after its commit
-            if isinstance(msg, ClaimTask | RenewLease):
-                self._arm(datetime.now(UTC) + timedelta(seconds=msg.lease_s))
-            self.stats.handled += 1
-        elif isinstance(msg, SweepLeases):
-            self._timer, self._timer_at = None, None
-            self._writer.tell(ExpireLeases(), _SweepReply(self.actor_ref))
-        elif isinstance(msg, LeaseScheduled):
-            self._arm(msg.at)
-        else:
-            super().receive(env)
+        return {GetTask: self.get, ListTasks: self.list, GetTaskTree: self.tree, Flush: lambda _msg: True,
+                SweepLeases: self._sweep, LeaseScheduled: lambda msg: self._arm(msg.at)}
 
     # -- the lease clock -----------------------------------------------------------------------
+
+    def _sweep(self, _msg: SweepLeases) -> None:
+        self._timer, self._timer_at = None, None
+        self._writer.tell(ExpireLeases(), _SweepReply(self.actor_ref))
 
     def _arm(self, at: datetime | None) -> None:
         """Make sure a sweep runs soon after ``at`` (keeps an earlier timer)."""
@@ -127,16 +124,17 @@ class TaskManager(StoreReader):
 
     # -- reads ---------------------------------------------------------------------------------
 
-    def get(self, msg: GetTask) -> dict[str, Any]:
+    def get(self, msg: GetTask) -> TaskDetails:
         task = task_rows.get(self.conn, msg.id, datetime.now(UTC), isolation_clause(msg.filter))
         if msg.history:
             task["history"] = task_rows.history(self.conn, task["id"])
-        return task
+        return TaskDetails(**task)
 
-    def list(self, msg: ListTasks) -> list[dict[str, Any]]:
-        return task_rows.list_tasks(self.conn, msg.filter, msg.limit, datetime.now(UTC),
-                                    isolation_clause(msg.filter_memories))
+    def list(self, msg: ListTasks) -> TaskListResult:
+        found = task_rows.list_tasks(self.conn, msg, msg.limit, datetime.now(UTC), isolation_clause(msg.filter))
+        return TaskListResult(count=len(found), items=[TaskRecord(**task) for task in found])
 
-    def tree(self, msg: GetTaskTree) -> dict[str, Any]:
-        return task_rows.tree(self.conn, msg.id, msg.depth, msg.include_deleted, datetime.now(UTC),
-                              isolation_clause(msg.filter_memories))
+    def tree(self, msg: GetTaskTree) -> TaskTreeResult:
+        found = task_rows.tree(self.conn, msg.id, msg.depth, msg.include_deleted, datetime.now(UTC),
+                               isolation_clause(msg.filter))
+        return TaskTreeResult(tree=TaskNode.model_validate(found), depth=msg.depth)

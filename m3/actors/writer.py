@@ -1,4 +1,9 @@
-"""The Writer: the one actor per store that changes memories.
+"""The Writer: the one actor per store that changes it (memories, chat, agents, inboxes, tasks).
+
+Every request it commits has one entry in ``OPERATIONS``: the store function
+that applies it, whether it may be refused part-way, whether consecutive
+ones merge, and the effects it reports (texts to embed, erased memories,
+notified agents, leases set).
 
 Group commit: write requests accumulate while more messages wait in the
 mailbox; when the mailbox is empty (or the batch is full) the batch runs in
@@ -7,11 +12,10 @@ one transaction, and one bad request fails alone:
 * a request the Writer may refuse after writing part of it (supersede,
   update, delete, pin, link: unknown ids, retired memories) runs inside its
   own savepoint;
-* the others (new memories, vectors, chat, read statistics) were validated
-  before they were sent and run without one; consecutive ones of a kind run
-  as one unit (one duplicate query, one executemany). Should one fail
-  anyway, the transaction rolls back and every request of the batch runs
-  again alone;
+* the others (new memories, vectors, chat, read statistics, coordination
+  changes) run without one; consecutive ones of a kind run as one unit (one
+  duplicate query, one executemany). Should one fail, the transaction rolls
+  back and every request of the batch runs again alone;
 * a batch of one request needs no savepoint: its transaction rolls back.
 
 After the commit the Writer tells the other actors what changed, then
@@ -23,97 +27,73 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection
 from sqlalchemy.exc import OperationalError
 
-from m3.actors import coordination_ops
-from m3.actors.base import Envelope, M3Actor
+from m3.actors.base import Envelope, M3Actor, Reply
 from m3.actors.supervisor import ActorHandle
-from m3.errors import M3Error, StoreError
+from m3.errors import M3Error
 from m3.protocols.base import Message
-from m3.protocols.messages.memory import (
-    ActivateModel,
-    DeleteMemory,
-    Flush,
-    LinkMemories,
-    MarkModelBuilding,
-    MemoriesErased,
-    MemoriesWritten,
-    PinMemory,
-    StoreVectors,
-    SupersedeMemory,
-    TouchMemories,
-    UpdateMemory,
-    WriteChat,
-    WriteMemories,
-)
+from m3.protocols.messages import coordination as co
+from m3.protocols.messages import memory as mem
+from m3.protocols.messages.conflicts import ResolveConflict
+from m3.protocols.tools.memory import MemoryWriteResult
 from m3.retrieval.per_dialect import candidates_for
-from m3.retrieval.supersession import SupersessionPolicy, supersede_similar
-from m3.store import chat_writes as chat_rows
-from m3.store import embedding_models
+from m3.retrieval.supersession import Candidates, SupersessionPolicy, supersede_similar
+from m3.store import agent_writes, chat_writes, conflict_writes, embedding_models, inbox_writes
 from m3.store import memories as rows
-from m3.store.dialect import Dialect, dialect_for
-from m3.store.engine import OwnedConnection, StoreOptions
+from m3.store.clock import Clock
+from m3.store.conflicts import ConflictFilter
+from m3.store.dialect import dialect_for
+from m3.store.engine import OwnedConnection, StoreOptions, write_errors
+from m3.store.filters import isolation_clause
 from m3.store.memory_writes import MemoryWrites
+from m3.store.task_writes import TaskWrites
 
 log = logging.getLogger(__name__)
-
-BATCHED: tuple[type[Message], ...] = (
-    WriteMemories, SupersedeMemory, UpdateMemory, DeleteMemory, PinMemory, LinkMemories, WriteChat, StoreVectors,
-    TouchMemories, *coordination_ops.OPERATIONS,
-)
 
 
 @dataclass
 class Effects:
     """What a transaction changed, told to other actors after it commits."""
 
-    embed_ids: list[str] = field(default_factory=list)
-    embed_texts: list[str] = field(default_factory=list)
+    #: (memory id, text) of memories to embed.
+    embed: list[tuple[str, str]] = field(default_factory=list)
+    #: Memories hard-deleted (the Searcher forgets their vectors).
     erased: list[str] = field(default_factory=list)
     #: Agents that got a notification (their routers wake waiting callers).
     notified: list[str] = field(default_factory=list)
-
-    def add_fresh(self, fresh: list[tuple[str, str]]) -> None:
-        for memory_id, text in fresh:
-            self.embed_ids.append(memory_id)
-            self.embed_texts.append(text)
+    #: When leases set by the transaction end (the TaskManager's clock sweeps then).
+    leases: list[datetime] = field(default_factory=list)
 
     def extend(self, other: Effects) -> None:
-        self.embed_ids += other.embed_ids
-        self.embed_texts += other.embed_texts
-        self.erased += other.erased
-        self.notified += other.notified
+        for name in ("embed", "erased", "notified", "leases"):
+            getattr(self, name).extend(getattr(other, name))
 
 
-class Clock:
-    """UTC time that never repeats or goes back within one Writer (orders bitemporal events)."""
+@dataclass
+class Outcome:
+    """One request's reply and its effects."""
 
-    def __init__(self, now: Callable[[], datetime] | None = None):
-        self._now = now or (lambda: datetime.now(UTC))
-        self._last = datetime.min.replace(tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        t = self._now()
-        if t <= self._last:
-            t = self._last + timedelta(microseconds=1)
-        self._last = t
-        return t
+    value: Any = None
+    effects: Effects = field(default_factory=Effects)
 
 
 class Writer(M3Actor):
     def __init__(self, options: StoreOptions, *, max_batch: int, policy: SupersessionPolicy,
                  searcher: ActorHandle | None, embedder: ActorHandle | None,
-                 on_notified: Callable[[tuple[str, ...]], None] | None = None, **base: Any):
+                 on_notified: Callable[[tuple[str, ...]], None] | None = None,
+                 on_leased: Callable[[datetime], None] | None = None, **base: Any):
         super().__init__(**base)
         self._max_batch = max(1, max_batch)
         self._policy = policy
         self._searcher = searcher
         self._embedder = embedder
         self._on_notified = on_notified
+        self._on_leased = on_leased
         self._pending: list[Envelope] = []
         self._owned = OwnedConnection(options, "writer")
         self._conn: Connection | None = None
@@ -129,9 +109,10 @@ class Writer(M3Actor):
         self._owned.close()
 
     def handlers(self) -> dict[type[Message], Callable[[Any], Any]]:
-        return {Flush: lambda _msg: True, ActivateModel: self._activate_model, MarkModelBuilding: self._mark_building}
+        return {mem.Flush: lambda _msg: True, mem.ActivateModel: self._activate_model,
+                mem.MarkModelBuilding: self._mark_building}
 
-    def _activate_model(self, msg: ActivateModel) -> bool:
+    def _activate_model(self, msg: mem.ActivateModel) -> bool:
         assert self._conn is not None
         with self._conn.begin():
             done = embedding_models.activate(self._conn, msg.model, msg.dim, self._clock(),
@@ -140,7 +121,7 @@ class Writer(M3Actor):
             log.info("search now uses the vectors of %s", msg.model)
         return done
 
-    def _mark_building(self, msg: MarkModelBuilding) -> None:
+    def _mark_building(self, msg: mem.MarkModelBuilding) -> None:
         assert self._conn is not None
         with self._conn.begin():
             embedding_models.mark_building(self._conn, msg.model, msg.dim, self._clock())
@@ -148,7 +129,9 @@ class Writer(M3Actor):
     # -- group commit --------------------------------------------------------------------------
 
     def receive(self, env: Envelope) -> None:
-        if isinstance(env.message, BATCHED):
+        if isinstance(env.message, mem.WriteMemory):
+            env = _as_batch_of_one(env.message, env.reply)
+        if type(env.message) in OPERATIONS:
             self._pending.append(env)
             if self.inbox_empty() or len(self._pending) >= self._max_batch:
                 self._flush()
@@ -170,7 +153,7 @@ class Writer(M3Actor):
             if len(batch) == 1 or isinstance(exc, OperationalError):
                 # The database refused the transaction itself (locked past the busy timeout, read-only,
                 # disk full): every request would fail alike, so none is retried on its own.
-                self._answer_all(batch, _errors_for(len(batch), exc, self._dialect))
+                self._answer_all(batch, write_errors(len(batch), exc, self._dialect))
                 return
             log.warning("group commit of %d failed (%r); retrying one by one", len(batch), exc)
             for env in batch:
@@ -204,20 +187,20 @@ class Writer(M3Actor):
             self._candidates.prepare(conn, [env.message for env in batch])
             for unit in work_units(batch):
                 msgs = [batch[i].message for i in unit]
-                if isinstance(msgs[0], REFUSABLE):
+                if OPERATIONS[type(msgs[0])].refusable:
                     try:
                         with conn.begin_nested():
-                            results, fx = self._apply_unit(conn, msgs)
+                            done = self._apply_unit(conn, msgs)
                     except M3Error as exc:
                         outcomes[unit[0]] = exc
                         continue
                 else:
                     # Validated before it was sent, not expected to fail: no savepoint. Should it fail anyway,
                     # the transaction rolls back and _flush runs every request of the batch alone.
-                    results, fx = self._apply_unit(conn, msgs)
-                for i, result in zip(unit, results, strict=True):
-                    outcomes[i] = result
-                effects.extend(fx)
+                    done = self._apply_unit(conn, msgs)
+                for i, outcome in zip(unit, done, strict=True):
+                    outcomes[i] = outcome.value
+                    effects.extend(outcome.effects)
         return outcomes, effects
 
     def _run_one(self, conn: Connection, env: Envelope) -> tuple[list[Any], Effects]:
@@ -226,18 +209,21 @@ class Writer(M3Actor):
         try:
             with conn.begin():
                 self._candidates.prepare(conn, [env.message])
-                results, fx = self._apply_unit(conn, [env.message])
+                [outcome] = self._apply_unit(conn, [env.message])
         except M3Error as exc:
             return [exc], Effects()
-        return results, fx
+        return [outcome.value], outcome.effects
 
     def _publish(self, fx: Effects) -> None:
-        if fx.embed_ids and self._embedder is not None:
-            self._embedder.tell(MemoriesWritten(ids=tuple(fx.embed_ids), texts=tuple(fx.embed_texts)))
+        if fx.embed and self._embedder is not None:
+            ids, texts = zip(*fx.embed, strict=True)
+            self._embedder.tell(mem.MemoriesWritten(ids=ids, texts=texts))
         if fx.erased and self._searcher is not None:
-            self._searcher.tell(MemoriesErased(ids=tuple(fx.erased)))
+            self._searcher.tell(mem.MemoriesErased(ids=tuple(fx.erased)))
         if fx.notified and self._on_notified is not None:
             self._on_notified(tuple(dict.fromkeys(fx.notified)))
+        if fx.leases and self._on_leased is not None:
+            self._on_leased(min(fx.leases))
 
     def _answer_all(self, batch: list[Envelope], outcomes: list[Any]) -> None:
         for env, outcome in zip(batch, outcomes, strict=True):
@@ -252,76 +238,142 @@ class Writer(M3Actor):
                 if env.reply is not None:
                     env.reply.set_result(outcome)
 
-    # -- applying requests ---------------------------------------------------------------------
-
-    def _apply_unit(self, conn: Connection, msgs: list[Message]) -> tuple[list[Any], Effects]:
-        """Apply requests that run together (see :func:`work_units`); one result per request."""
+    def _apply_unit(self, conn: Connection, msgs: list[Message]) -> list[Outcome]:
+        """Apply requests that run together (see :func:`work_units`); one outcome per request."""
+        tx, op = Tx(conn, self._clock, self._policy, self._candidates), OPERATIONS[type(msgs[0])]
         if len(msgs) == 1:
-            result, fx = self._apply(conn, msgs[0])
-            return [result], fx
-        if isinstance(msgs[0], StoreVectors):
-            merged = merge_vectors([msg for msg in msgs if isinstance(msg, StoreVectors)])
-            done = supersede_similar(conn, merged, self._policy, self._clock, self._candidates)
-            return [None] * len(msgs), Effects(notified=done.notified)
-        fx = Effects()
-        results = []
-        writes = [msg for msg in msgs if isinstance(msg, WriteMemories)]
-        for outcomes, fresh in MemoryWrites(conn, self._clock).write_all(writes):
-            results.append(outcomes)
-            fx.add_fresh(fresh)
-        return results, fx
-
-    def _apply(self, conn: Connection, msg: Message) -> tuple[Any, Effects]:
-        fx = Effects()
-        coordination = coordination_ops.OPERATIONS.get(type(msg))
-        if coordination is not None:
-            result, fx.notified = coordination(conn, msg, self._clock())
-            return result, fx
-        ops = MemoryWrites(conn, self._clock)
-        if isinstance(msg, WriteMemories):
-            outcomes, fresh = ops.write(msg)
-            fx.add_fresh(fresh)
-            return outcomes, fx
-        if isinstance(msg, SupersedeMemory):
-            outcome, text = ops.supersede(msg)
-            self._candidates.discard(msg.old_id)
-            fx.embed_ids.append(outcome.id)
-            fx.embed_texts.append(text)
-            return outcome, fx
-        if isinstance(msg, UpdateMemory):
-            record, new_text = ops.update(msg)
-            if new_text is not None:
-                fx.embed_ids.append(record["id"])
-                fx.embed_texts.append(new_text)
-            return record, fx
-        if isinstance(msg, DeleteMemory):
-            kind = ops.delete(msg)
-            self._candidates.discard(msg.id)
-            if kind == "hard":
-                fx.erased.append(msg.id)
-            return kind, fx
-        if isinstance(msg, PinMemory):
-            return ops.pin(msg), fx
-        if isinstance(msg, LinkMemories):
-            return ops.link(msg), fx
-        if isinstance(msg, StoreVectors):
-            fx.notified = supersede_similar(conn, msg, self._policy, self._clock, self._candidates).notified
-            return None, fx
-        if isinstance(msg, TouchMemories):
-            rows.touch(conn, msg.ids, msg.at)
-            return None, fx
-        if isinstance(msg, WriteChat):
-            return chat_rows.append(conn, msg, self._clock()), fx
-        raise TypeError(f"Writer cannot apply {type(msg).__name__}")
+            return [op.run(tx, msgs[0])]
+        assert op.run_all is not None
+        return op.run_all(tx, msgs)
 
 
-#: Requests the Writer may refuse (M3Error) after writing part of them: in a group, each gets a savepoint.
-REFUSABLE = (SupersedeMemory, UpdateMemory, DeleteMemory, PinMemory, LinkMemories)
+# -- the write operations: message type -> how it runs in the transaction and what it reports ------
+
+
+@dataclass(frozen=True)
+class Tx:
+    """What an operation runs on: the transaction's connection and the Writer's clock and supersession state."""
+
+    conn: Connection
+    clock: Clock
+    policy: SupersessionPolicy
+    candidates: Candidates
+
+    @property
+    def memories(self) -> MemoryWrites:
+        return MemoryWrites(self.conn, self.clock)
+
+
+@dataclass(frozen=True)
+class Operation:
+    """How the Writer applies one kind of request."""
+
+    run: Callable[[Tx, Any], Outcome]
+    #: May be refused (M3Error) after writing part of it: in a group it runs in its own savepoint.
+    refusable: bool = False
+    #: Whether two consecutive requests of this kind run as one unit, through ``run_all``.
+    mergeable: Callable[[Any, Any], bool] | None = None
+    run_all: Callable[[Tx, list[Any]], list[Outcome]] | None = None
+
+
+def _written(done: tuple[list[Any], list[tuple[str, str]]]) -> Outcome:
+    outcomes, fresh = done
+    return Outcome(outcomes, Effects(embed=fresh))
+
+
+def _change(change: Callable[[MemoryWrites, Any], Any]) -> Operation:
+    """A change the Writer may refuse part-way (``MemoryWrites``): it reports what it embedded and erased,
+    and the memories it retired stop being supersession candidates at once."""
+
+    def run(tx: Tx, msg: Message) -> Outcome:
+        ops = tx.memories
+        result = change(ops, msg)
+        for memory_id in ops.retired:
+            tx.candidates.discard(memory_id)
+        return Outcome(result, Effects(embed=ops.fresh, erased=ops.erased))
+
+    return Operation(run, refusable=True)
+
+
+def _vectors(tx: Tx, msgs: list[mem.StoreVectors]) -> list[Outcome]:
+    done = supersede_similar(tx.conn, mem.StoreVectors.merged(msgs) if len(msgs) > 1 else msgs[0], tx.policy,
+                             tx.clock, tx.candidates)
+    # The authors of memories it retired are told (notifications committed in this transaction).
+    return [Outcome(effects=Effects(notified=done.notified))] + [Outcome() for _ in msgs[1:]]
+
+
+def _resolve_conflict(tx: Tx, msg: ResolveConflict) -> Outcome:
+    flt = ConflictFilter(reader_agent_id=msg.reader_agent_id, enforce_isolation=msg.enforce_isolation)
+    return Outcome(conflict_writes.resolve_conflict(tx.conn, msg.id, msg.resolution, actor=msg.actor,
+                                                    clock=tx.clock, flt=flt))
+
+
+def _touch(tx: Tx, msg: mem.TouchMemories) -> Outcome:
+    rows.touch(tx.conn, msg.ids, msg.at)
+    return Outcome()
+
+
+def _at_now(change: Callable[[Connection, Any, datetime], Any], *, notifies: bool = False) -> Operation:
+    """The operation ``change(conn, msg, now)``; with ``notifies``, it notifies ``msg.to_agent``."""
+    return Operation(lambda tx, msg: Outcome(change(tx.conn, msg, tx.clock()),
+                                             Effects(notified=[msg.to_agent] if notifies else [])))
+
+
+def _task(change: Callable[[TaskWrites, Any], Any]) -> Operation:
+    """A task change by the rules of ``TaskWrites``; reports the agents it notified and the leases it set."""
+
+    def run(tx: Tx, msg: co.TaskChange) -> Outcome:
+        ops = TaskWrites(tx.conn, tx.clock(), isolation_clause(msg.filter))
+        return Outcome(change(ops, msg), Effects(notified=ops.notified, leases=ops.leases))
+
+    return Operation(run)
+
+
+OPERATIONS: dict[type[Message], Operation] = {
+    mem.WriteMemories: Operation(lambda tx, msg: _written(tx.memories.write(msg)), mergeable=lambda a, b: True,
+                             run_all=lambda tx, msgs: [_written(done) for done in tx.memories.write_all(msgs)]),
+    mem.SupersedeMemory: _change(MemoryWrites.supersede), mem.UpdateMemory: _change(MemoryWrites.update),
+    mem.DeleteMemory: _change(MemoryWrites.delete), mem.RestoreMemory: _change(MemoryWrites.restore),
+    mem.PinMemory: _change(MemoryWrites.pin), mem.UnpinMemory: _change(MemoryWrites.pin),
+    mem.LinkMemories: _change(MemoryWrites.link),
+    mem.StoreVectors: Operation(lambda tx, msg: _vectors(tx, [msg])[0], run_all=_vectors,
+                            mergeable=lambda a, b: (a.model, a.dim, a.supersede) == (b.model, b.dim, b.supersede)),
+    mem.TouchMemories: Operation(_touch),
+    mem.WriteChat: _at_now(chat_writes.append),
+    co.RegisterAgent: _at_now(agent_writes.register), co.AgentHeartbeat: _at_now(agent_writes.heartbeat),
+    co.AgentOffline: _at_now(agent_writes.offline), co.CreateToken: _at_now(agent_writes.create_token),
+    co.RevokeTokens: _at_now(agent_writes.revoke_tokens),
+    co.SendHandoff: _at_now(inbox_writes.send_handoff, notifies=True),
+    co.SendNotification: _at_now(inbox_writes.send_notification, notifies=True),
+    co.AckInbox: _at_now(inbox_writes.ack_inbox), co.AckNotifications: _at_now(inbox_writes.ack_notifications),
+    co.CreateTask: _task(TaskWrites.create), co.AssignTask: _task(TaskWrites.assign),
+    co.UpdateTask: _task(TaskWrites.update), co.SetTaskResult: _task(TaskWrites.set_result),
+    co.DeleteTask: _task(TaskWrites.delete), co.ClaimTask: _task(TaskWrites.claim),
+    co.RenewLease: _task(TaskWrites.renew), co.ExpireLeases: _task(TaskWrites.expire),
+    ResolveConflict: Operation(_resolve_conflict, refusable=True),
+}
+
+
+class _FirstOutcome:
+    """The reply of a :class:`mem.WriteMemory` run as a :class:`mem.WriteMemories` of one: its one outcome, as
+    memory_write's result (a fresh memory's vector is on its way)."""
+
+    def __init__(self, reply: Reply):
+        self.set_exception = reply.set_exception
+        self.set_result: Callable[[list[mem.WriteOutcome]], None] = lambda outcomes: reply.set_result(
+            MemoryWriteResult(**dict(outcomes[0]), embedding="pending" if outcomes[0].created else "ready"))
+
+
+def _as_batch_of_one(msg: mem.WriteMemory, reply: Reply | None) -> Envelope:
+    memory = mem.NewMemory.model_validate(msg.model_dump(exclude={"actor"}))
+    return Envelope(mem.WriteMemories(memories=(memory,), actor=msg.actor),
+                    _FirstOutcome(reply) if reply is not None else None)
 
 
 def work_units(batch: list[Envelope]) -> list[list[int]]:
-    """Positions in ``batch`` grouped into units applied at once: a run of consecutive WriteMemories, or of
-    consecutive StoreVectors of one model and supersede flag; any other request alone. Order is kept."""
+    """Positions in ``batch`` grouped into units applied at once: a run of consecutive mem.WriteMemories, or of
+    consecutive mem.StoreVectors of one model and supersede flag (``Operation.mergeable``); any other request
+    alone. Order is kept."""
     units: list[list[int]] = []
     for i, env in enumerate(batch):
         if units and _mergeable(batch[units[-1][-1]].message, env.message):
@@ -332,45 +384,10 @@ def work_units(batch: list[Envelope]) -> list[list[int]]:
 
 
 def _mergeable(a: Message, b: Message) -> bool:
-    if isinstance(a, WriteMemories) and isinstance(b, WriteMemories):
-        return True
-    if isinstance(a, StoreVectors) and isinstance(b, StoreVectors):
-        return (a.model, a.dim, a.supersede) == (b.model, b.dim, b.supersede)
-    return False
-
-
-def merge_vectors(msgs: list[StoreVectors]) -> StoreVectors:
-    """One StoreVectors doing what ``msgs`` do in turn (of one model and flag): a memory given several
-    vectors keeps the last."""
-    width = msgs[0].dim * 4
-    last: dict[str, bytes] = {}
-    for msg in msgs:
-        if len(msg.vectors) != width * len(msg.ids):
-            raise ValueError(f"StoreVectors holds {len(msg.vectors)} bytes for {len(msg.ids)} vectors of {msg.dim}")
-        for i, memory_id in enumerate(msg.ids):
-            last.pop(memory_id, None)
-            last[memory_id] = msg.vectors[i * width:(i + 1) * width]
-    return StoreVectors(model=msgs[0].model, dim=msgs[0].dim, ids=tuple(last), vectors=b"".join(last.values()),
-                        supersede=msgs[0].supersede)
+    op = OPERATIONS[type(a)]
+    return type(a) is type(b) and op.mergeable is not None and op.mergeable(a, b)
 
 
 #: How often a transaction that lost a deadlock or serialization race (PostgreSQL) is run.
 TRANSACTION_ATTEMPTS = 4
 
-
-def _errors_for(n: int, exc: Exception, dialect: Dialect) -> list[M3Error]:
-    """One error per caller (an exception object is raised in one thread only), logged once."""
-    first = _as_error(exc, dialect)
-    return [first] + [type(first)(first.message, hint=first.hint, details=first.details) for _ in range(n - 1)]
-
-
-def _as_error(exc: Exception, dialect: Dialect) -> M3Error:
-    if isinstance(exc, M3Error):
-        return exc
-    log.error("write failed", exc_info=exc)
-    known = dialect.store_error(exc)
-    if known is not None:
-        return known
-    # The driver's own message, without SQLAlchemy's statement dump (it can hold user content).
-    reason = getattr(exc, "orig", None) or exc
-    return StoreError(f"the write failed: {type(reason).__name__}: {reason}")

@@ -238,8 +238,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         tool: Tool = ns.m3_tool
         args = tool_arguments(tool, ns)
         from m3.gateway.service import validate_args
+        from m3.protocols.tools.fields import LIMIT_KEYS
 
-        validate_args(tool, args, config)  # fail fast, before opening (or creating) the store
+        # Fail fast, before opening (or creating) the store.
+        validate_args(tool, args, {key: config[key] for key in LIMIT_KEYS})
         run_tool(config, tool, args)
         return 0
     except UsageError as exc:

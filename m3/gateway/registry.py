@@ -1,9 +1,26 @@
-"""The tool registry: every :class:`~m3.protocols.base.ToolSpec` paired with its handler.
+"""The tool registry: every :class:`~m3.protocols.base.ToolSpec`, run by a handler or by the generic route.
 
-Specs live in ``m3.protocols`` (the contract); handlers live in
-``m3.gateway.tools`` (how a call becomes actor messages). The registry
-refuses to build if a spec lacks a handler or a handler lacks a spec, so
-the surfaces that derive from it (MCP, CLI, m3_call, docs) always agree.
+Most tools validate their arguments, send one request to one actor and return its reply (the spec's
+result model, as it is): their spec names the request (``message``) and the actor (``actor``), and no
+handler is written. The generic route builds the request from the validated arguments:
+
+* an argument (or computed field of the arguments) goes to the request field of the same name;
+* an argument named ``agent_id`` must be the caller itself when a token binds the caller to an agent
+  (:func:`owner`, else ``forbidden``);
+* an argument annotated ``FromCaller("agent_id")`` / ``FromCaller("user_id")`` that is None takes the
+  caller's agent / user (a write defaults to its author; a read narrows to the caller only when asked);
+  if the request requires it and the caller has none either, the call fails with ``invalid_argument``;
+* ``filter``, when the request has one, is the caller's read filter: reader = calling agent, isolation
+  as configured (``isolation.enforce``), plus every argument named like a :class:`MemoryFilter` field
+  that the request does not take itself (``type``, ``agent_id``, ``as_of`` …);
+* ``actor``, when the request has one, is the calling agent (history records it);
+* an argument the request does not name is only validated (``confirm``).
+
+Tools that orchestrate (several asks, the registry itself, the surface) keep a handler in
+``m3.gateway.tools``, keyed by its function's name (:func:`by_name`). The registry refuses a spec with
+neither a request nor a handler (or both), a handler without a spec, and a request the arguments cannot
+build or whose reply type is not the result: the surfaces derived from it (MCP, CLI, m3_call, HTTP,
+docs) always agree.
 """
 
 from __future__ import annotations
@@ -14,19 +31,41 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from m3.errors import UnknownDomain, UnknownTool
-from m3.protocols.base import ToolArgs, ToolResult, ToolSpec
+from m3.errors import Forbidden, InvalidArgument, UnknownDomain, UnknownTool
+from m3.protocols.base import ACTORS, FromCaller, Request, ToolArgs, ToolResult, ToolSpec, reply_type
+from m3.protocols.messages.memory import MemoryFilter
 
 if TYPE_CHECKING:
     from m3.gateway.service import CallContext, Service
 
 Handler = Callable[["Service", Any, "CallContext"], Awaitable[ToolResult]]
 
+#: Request fields the generic route fills from the call context rather than from an argument.
+CONTEXT_FIELDS = ("filter", "actor")
+_FILTER_FIELDS = frozenset(MemoryFilter.model_fields) - {"reader_agent_id", "enforce_isolation"}
+
+
+def by_name(*handlers: Handler) -> dict[str, Handler]:
+    """Handlers keyed by their function name, which is the name of their tool."""
+    return {h.__name__: h for h in handlers}
+
+
+def owner(ctx: CallContext, agent_id: str | None) -> str | None:
+    """The agent a call acts as (``agent_id`` or the caller); a token-bound caller may only name itself.
+
+    Every ``agent_id`` argument of every tool goes through here, reads included, so that an agent
+    cannot write or read as another through a token.
+    """
+    if agent_id is not None and ctx.bound and agent_id != ctx.agent_id:
+        raise Forbidden(f"this caller acts as agent {ctx.agent_id!r} and cannot act as {agent_id!r}",
+                        details={"agent_id": ctx.agent_id})
+    return agent_id if agent_id is not None else ctx.agent_id
+
 
 @dataclass(frozen=True)
 class Tool:
     spec: ToolSpec
-    handler: Handler
+    handler: Handler | None = None
 
     @cached_property
     def input_schema(self) -> dict[str, Any]:
@@ -37,6 +76,60 @@ class Tool:
     def output_schema(self) -> dict[str, Any]:
         return self.spec.result.model_json_schema(mode="serialization")
 
+    @cached_property
+    def _from_caller(self) -> dict[str, str]:
+        """Argument name -> the call-context attribute it defaults to."""
+        return {name: meta.attribute for name, info in self.spec.args.model_fields.items()
+                for meta in info.metadata if isinstance(meta, FromCaller)}
+
+    def request(self, args: ToolArgs, ctx: CallContext, *, enforce_isolation: bool) -> Request[Any]:
+        """The request of the generic route for validated ``args`` (see the module docstring)."""
+        assert self.spec.message is not None
+        wanted = self.spec.message.model_fields
+        values: dict[str, Any] = {}
+        narrowing: dict[str, Any] = {}
+        for name in [*type(args).model_fields, *type(args).model_computed_fields]:
+            value = getattr(args, name)
+            if name == "agent_id":
+                owner(ctx, value)  # a token-bound caller names no other agent
+            if value is None and name in self._from_caller:
+                value = getattr(ctx, self._from_caller[name])
+            if name in wanted:
+                if value is None and name in self._from_caller and wanted[name].is_required():
+                    raise needs_caller(self._from_caller[name])
+                values[name] = value
+            elif name in _FILTER_FIELDS:
+                narrowing[name] = value
+        if "filter" in wanted:
+            values["filter"] = MemoryFilter(reader_agent_id=ctx.agent_id, enforce_isolation=enforce_isolation,
+                                            **narrowing)
+        if "actor" in wanted and "actor" not in values:
+            values["actor"] = ctx.agent_id
+        return self.spec.message(**values)
+
+
+def needs_caller(attribute: str) -> InvalidArgument:
+    """A request needs the caller's agent (or user), but none was given and the caller has none."""
+    noun = attribute.removesuffix("_id")
+    return InvalidArgument(f"this call needs {'an' if noun[0] in 'aeiou' else 'a'} {noun}: none was given and the "
+                           "caller has no identity",
+                           hint=f"Pass {attribute}, or set identity.{attribute} (M3_IDENTITY_{attribute.upper()}).")
+
+
+def check_route(spec: ToolSpec) -> None:
+    """Refuse a spec whose request cannot be built from its arguments or whose reply is not its result."""
+    message = spec.message
+    assert message is not None
+    if spec.actor not in ACTORS:
+        raise ValueError(f"{spec.name}: actor {spec.actor!r} is not one of {ACTORS}")
+    reply = reply_type(message)
+    if reply is not spec.result and not (isinstance(reply, str) and reply.split(".")[-1] == spec.result.__name__):
+        raise ValueError(f"{spec.name}: {message.__name__} replies {reply!r}, not {spec.result.__name__}")
+    given = {*spec.args.model_fields, *spec.args.model_computed_fields, *CONTEXT_FIELDS}
+    unfilled = sorted(n for n, f in message.model_fields.items() if f.is_required() and n not in given)
+    if unfilled:
+        raise ValueError(f"{spec.name}: no argument gives {message.__name__}.{', '.join(unfilled)}")
+
 
 class Registry:
     def __init__(self, specs: Iterable[ToolSpec], handlers: Mapping[str, Handler]):
@@ -44,11 +137,18 @@ class Registry:
         names = [s.name for s in specs]
         if len(set(names)) != len(names):
             raise ValueError("duplicate tool names in the registry")
-        missing = sorted(set(names) - set(handlers))
+        routed = {s.name for s in specs if s.message is not None}
+        missing = sorted(set(names) - set(handlers) - routed)
         orphans = sorted(set(handlers) - set(names))
         if missing or orphans:
             raise ValueError(f"tools without handlers: {missing}; handlers without specs: {orphans}")
-        self._tools = {s.name: Tool(s, handlers[s.name]) for s in specs}
+        both = sorted(routed & set(handlers))
+        if both:
+            raise ValueError(f"tools with both a request and a handler: {both}")
+        for spec in specs:
+            if spec.message is not None:
+                check_route(spec)
+        self._tools = {s.name: Tool(s, handlers.get(s.name)) for s in specs}
 
     def __iter__(self) -> Any:
         return iter(self._tools.values())
@@ -83,11 +183,11 @@ class Registry:
 
 
 def default_registry() -> Registry:
-    """Every tool m3 ships, with its handler."""
+    """Every tool m3 ships, with the handlers of those that orchestrate."""
     from m3.gateway.tools import HANDLERS
     from m3.protocols.tools import ALL_TOOLS
 
     return Registry(ALL_TOOLS, HANDLERS)
 
 
-__all__ = ["Handler", "Registry", "Tool", "ToolArgs", "default_registry"]
+__all__ = ["Handler", "Registry", "Tool", "ToolArgs", "by_name", "default_registry", "needs_caller", "owner"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from pydantic import ValidationError
 
@@ -18,20 +18,14 @@ from m3.actors import bridge
 from m3.actors.supervisor import ActorHandle
 from m3.actors.system import ActorSystem
 from m3.config import Config
-from m3.errors import (
-    ContentTooLarge,
-    FieldTooLarge,
-    InvalidArgument,
-    InvalidTime,
-    M3Error,
-    UnknownMemoryType,
-)
+from m3.errors import ContentTooLarge, FieldTooLarge, InvalidArgument, InvalidTime, M3Error, UnknownMemoryType
 from m3.gateway.registry import Registry, Tool
-from m3.protocols.base import Message
+from m3.protocols.base import Message, Request, ToolResult
 from m3.protocols.messages.memory import MemoryFilter
 from m3.protocols.tools.fields import LIMIT_KEYS
 
 log = logging.getLogger(__name__)
+R = TypeVar("R")
 
 _CODED_VALIDATION: dict[str, type[M3Error]] = {
     "unknown_memory_type": UnknownMemoryType,
@@ -66,13 +60,15 @@ class Service:
         self.system = system
         self.registry = registry
         self.timeout: float = config["actors.ask_timeout_s"]
+        #: The validation context of arguments (see m3.protocols.tools.fields.Content).
+        self.limits: dict[str, Any] = {key: config[key] for key in LIMIT_KEYS}
 
     async def call(self, name: str, raw_args: dict[str, Any] | None, ctx: CallContext) -> dict[str, Any]:
         """Run tool ``name`` with JSON arguments; return its JSON result. Raises M3Error only."""
         tool = self.registry.get(name)
-        args = validate_args(tool, raw_args or {}, self.config)
+        args = validate_args(tool, raw_args or {}, self.limits)
         try:
-            result = await tool.handler(self, args, ctx)
+            result = await self.run(tool, args, ctx)
         except M3Error:
             raise
         except Exception as exc:
@@ -80,7 +76,21 @@ class Service:
             raise M3Error(f"{name} failed unexpectedly: {type(exc).__name__}") from exc
         return result.model_dump(mode="json")
 
+    async def run(self, tool: Tool, args: Any, ctx: CallContext) -> ToolResult:
+        """The tool's handler, or the generic route: its request to its actor, whose reply is the result."""
+        if tool.handler is not None:
+            return await tool.handler(self, args, ctx)
+        request = tool.request(args, ctx, enforce_isolation=self.config["isolation.enforce"])
+        result: ToolResult = await self.ask(getattr(self.system, tool.spec.actor), request)
+        return result
+
+    @overload
+    async def ask(self, handle: ActorHandle, message: Request[R]) -> R: ...
+    @overload
+    async def ask(self, handle: ActorHandle, message: Message) -> Any: ...
+
     async def ask(self, handle: ActorHandle, message: Message) -> Any:
+        """Ask one actor under the configured timeout (typed ``R`` for a ``Request[R]``)."""
         return await bridge.ask(handle, message, self.timeout)
 
     def read_filter(self, ctx: CallContext, **fields: Any) -> MemoryFilter:
@@ -89,14 +99,14 @@ class Service:
                             **fields)
 
 
-def validate_args(tool: Tool, raw: dict[str, Any], config: Config | None = None) -> Any:
+def validate_args(tool: Tool, raw: dict[str, Any], limits: dict[str, Any] | None = None) -> Any:
     """Build the tool's argument model, turning pydantic errors into coded M3 errors.
 
-    The ``limits.*`` settings of ``config`` (their defaults without one) bound the sizes of fields.
+    ``limits`` is the validation context: the configured ``limits.*`` settings (``LIMIT_KEYS``); without it
+    their defaults bound the sizes of fields.
     """
     if not isinstance(raw, dict):
         raise InvalidArgument(f"{tool.spec.name} arguments must be a JSON object")
-    limits = {key: config[key] for key in LIMIT_KEYS} if config is not None else None
     try:
         return tool.spec.args.model_validate(raw, context=limits)
     except ValidationError as exc:

@@ -9,15 +9,46 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationInfo, model_validator
+
+R = TypeVar("R")
+
+#: The actors a :class:`ToolSpec` may name: the attributes of ``m3.actors.system.ActorSystem`` that are handles.
+ACTORS: tuple[str, ...] = ("writer", "searcher", "embedder", "directory", "tasks")
 
 
 class Message(BaseModel):
     """A frozen, typed value passed between actors."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=False)
+
+
+class Request(Message, Generic[R]):
+    """A message that expects one reply of type ``R``: ``class GetMemory(Request["memory.MemoryRecord"])``.
+
+    ``bridge.ask`` and ``ActorHandle.ask`` return ``R`` for a ``Request[R]``, so mypy checks the reply
+    where it is used. ``R`` may be a string (a module imported under TYPE_CHECKING) when the module of
+    ``R`` imports the request, as a tool module does for its spec.
+    """
+
+
+def reply_type(message: type[Request[Any]]) -> Any:
+    """The ``R`` a request class was declared with, as given (a type or a string); ``Any`` when none."""
+    for cls in message.__mro__:
+        meta = getattr(cls, "__pydantic_generic_metadata__", None)
+        if meta and meta["origin"] is Request and meta["args"]:
+            return meta["args"][0]
+    return Any
+
+
+@dataclass(frozen=True)
+class FromCaller:
+    """Marks an argument that, left out (None), takes the caller's value: ``FromCaller("agent_id")`` or
+    ``FromCaller("user_id")`` of the call context. Used in ``Annotated[...]`` argument types."""
+
+    attribute: str
 
 
 class ToolArgs(BaseModel):
@@ -49,8 +80,13 @@ class ToolResult(BaseModel):
 class ToolSpec:
     """The single declaration of a tool.
 
-    The MCP tool, the CLI command ``m3 <domain> <name>``, ``m3_call`` and the
-    generated docs all derive from this one object.
+    The MCP tool, the CLI command ``m3 <domain> <name>``, ``m3_call``, the HTTP
+    route and the generated docs all derive from this one object. A tool that
+    sends one request to one actor also names that request (``message``) and
+    the actor (``actor``, an attribute of the actor system such as
+    ``"writer"``): the gateway then builds the request from the arguments
+    and answers with the actor's reply, with no handler (see
+    :mod:`m3.gateway.registry` for how the request is built).
     """
 
     name: str
@@ -64,6 +100,10 @@ class ToolSpec:
     #: Does not change any state (MCP readOnlyHint).
     read_only: bool = False
     examples: tuple[str, ...] = field(default=())
+    #: The request the gateway sends for this tool; its reply type must be ``result``. None: a handler runs it.
+    message: type[Request[Any]] | None = None
+    #: The actor the request goes to: ``"writer"``, ``"searcher"``, ``"embedder"``, ``"directory"``, ``"tasks"``.
+    actor: str = ""
 
     @property
     def summary(self) -> str:

@@ -50,7 +50,7 @@ from m3.protocols.base import Message
 from m3.protocols.messages.memory import StoreVectors
 from m3.retrieval.anchors import compare
 from m3.retrieval.vector_index import VectorIndex
-from m3.store import conflict_writes, inbox, vectors
+from m3.store import conflict_writes, inbox_writes, vectors
 from m3.store import memories as rows
 from m3.store.memory_writes import MemoryWrites
 from m3.store.schema import memories as m
@@ -237,7 +237,7 @@ def _retire(conn: Connection, ops: MemoryWrites, older: RowMapping, newer: RowMa
     out.closed.append((older["id"], newer["id"]))
     author = _author(conn, newer["id"])
     if author is not None and not author.startswith("m3:"):
-        inbox.notify(conn, to_agent=author, kind="superseded", now=now, from_agent=ACTOR, ref_id=newer["id"],
+        inbox_writes.notify(conn, to_agent=author, kind="superseded", now=now, from_agent=ACTOR, ref_id=newer["id"],
                      message=f"memory {newer['id']} superseded {older['id']}: {why}",
                      data={"memory_id": newer["id"], "superseded": older["id"], "cosine": cosine,
                            "reason": why})

@@ -5,21 +5,20 @@ while the heartbeat is younger than the active window, idle until the
 offline threshold, then offline; ``agent_offline`` marks it offline at once
 until its next heartbeat. Tokens are stored as the SHA-256 of a
 high-entropy random string; the string itself is shown once and never kept.
+Rows and reads here; the changes are in ``agent_writes``.
 """
 
 from __future__ import annotations
 
 import difflib
 import hashlib
-import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, RowMapping, and_, insert, or_, select, update
+from sqlalchemy import ColumnElement, Connection, RowMapping, and_, or_, select
 
-from m3.errors import InvalidArgument, NotFound
-from m3.protocols.messages.coordination import AgentHeartbeat, AgentOffline, CreateToken, RegisterAgent, RevokeTokens
+from m3.errors import NotFound
 from m3.store.schema import agent_tokens as tk
 from m3.store.schema import agents as a
 
@@ -77,66 +76,6 @@ def public(row: RowMapping, liveness: Liveness, now: datetime) -> dict[str, Any]
             "registered_at": row["registered_at"], "last_seen_at": row["last_seen_at"],
             "offline_at": row["offline_at"], "status": liveness.status(row, now)}
 
-
-# --- changes (the Writer's transaction) ---------------------------------------------------------
-
-def register(conn: Connection, msg: RegisterAgent, now: datetime) -> tuple[RowMapping, bool]:
-    """Insert the agent or refresh it (given fields replace stored ones); True when it is new."""
-    row = load(conn, msg.agent_id)
-    if row is None:
-        conn.execute(insert(a).values(id=msg.agent_id, role=msg.role, description=msg.description,
-                                      metadata=dict(msg.metadata or {}), registered_at=now, last_seen_at=now,
-                                      offline_at=None))
-        created = True
-    else:
-        values: dict[str, Any] = {"last_seen_at": now, "offline_at": None}
-        for name in ("role", "description", "metadata"):
-            if getattr(msg, name) is not None:
-                values[name] = getattr(msg, name)
-        conn.execute(update(a).where(a.c.id == msg.agent_id).values(**values))
-        created = False
-    reloaded = load(conn, msg.agent_id)
-    assert reloaded is not None
-    return reloaded, created
-
-
-def heartbeat(conn: Connection, msg: AgentHeartbeat, now: datetime) -> RowMapping:
-    require(conn, msg.agent_id)
-    conn.execute(update(a).where(a.c.id == msg.agent_id).values(last_seen_at=now, offline_at=None))
-    return require(conn, msg.agent_id)
-
-
-def offline(conn: Connection, msg: AgentOffline, now: datetime) -> RowMapping:
-    require(conn, msg.agent_id)
-    conn.execute(update(a).where(a.c.id == msg.agent_id).values(offline_at=now))
-    return require(conn, msg.agent_id)
-
-
-def create_token(conn: Connection, msg: CreateToken, now: datetime) -> dict[str, Any]:
-    if load(conn, msg.agent_id) is None:
-        register(conn, RegisterAgent(agent_id=msg.agent_id), now)
-    token_id = str(uuid.uuid4())
-    conn.execute(insert(tk).values(id=token_id, agent_id=msg.agent_id, token_hash=msg.token_hash, label=msg.label,
-                                   created_at=now, revoked_at=None))
-    return {"id": token_id, "agent_id": msg.agent_id, "label": msg.label, "created_at": now}
-
-
-def revoke_tokens(conn: Connection, msg: RevokeTokens, now: datetime) -> list[str]:
-    """Revoke by token id or by agent; the ids revoked now (already revoked ones are not repeated)."""
-    if (msg.token_id is None) == (msg.agent_id is None):
-        raise InvalidArgument("give a token id or an agent, not both or neither")
-    where = tk.c.id == msg.token_id if msg.token_id is not None else tk.c.agent_id == msg.agent_id
-    found = list(conn.execute(select(tk.c.id, tk.c.revoked_at).where(where)))
-    if not found:
-        what = f"token {msg.token_id!r}" if msg.token_id is not None else f"token of agent {msg.agent_id!r}"
-        raise NotFound(f"no {what}", hint="`m3 token list` shows every token id.")
-    fresh = [row[0] for row in found if row[1] is None]
-    if fresh:
-        conn.execute(update(tk).where(tk.c.id.in_(fresh)).values(revoked_at=now))
-    return fresh
-
-
-# --- reads --------------------------------------------------------------------------------------
 
 def token_agent(conn: Connection, token_hash: str) -> str | None:
     """The agent of a live (not revoked) token with this hash, else None."""

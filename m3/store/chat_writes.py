@@ -7,11 +7,12 @@ from datetime import datetime
 
 from sqlalchemy import Connection, func, insert, select
 
-from m3.protocols.messages.memory import ChatOutcome, WriteChat
+from m3.protocols.messages.memory import WriteChat
+from m3.protocols.tools.chatlog import ChatlogWriteResult
 from m3.store.schema import chatlog as c
 
 
-def append(conn: Connection, msg: WriteChat, now: datetime) -> ChatOutcome:
+def append(conn: Connection, msg: WriteChat, now: datetime) -> ChatlogWriteResult:
     """Append one message; ``turn`` defaults to one past the conversation's last turn."""
     turn = msg.turn
     if turn is None:
@@ -22,4 +23,4 @@ def append(conn: Connection, msg: WriteChat, now: datetime) -> ChatOutcome:
         id=chat_id, conversation_id=msg.conversation_id, role=msg.role, content=msg.content,
         agent_id=msg.agent_id, model=msg.model, turn=turn, at=msg.at or now, recorded_at=now,
     ))
-    return ChatOutcome(id=chat_id, conversation_id=msg.conversation_id, turn=turn)
+    return ChatlogWriteResult(id=chat_id, conversation_id=msg.conversation_id, turn=turn)

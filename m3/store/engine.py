@@ -16,8 +16,8 @@ from typing import Literal
 from sqlalchemy import Connection, Engine, inspect, text
 from sqlalchemy.exc import DBAPIError
 
-from m3.errors import StoreError
-from m3.store.dialect import dialect_for
+from m3.errors import M3Error, StoreError
+from m3.store.dialect import Dialect, dialect_for
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +72,25 @@ class OwnedConnection:
         """The open connection; fails loudly if the actor is not running."""
         assert self._conn is not None, "the actor is not running"
         return self._conn
+
+
+def write_errors(n: int, exc: Exception, dialect: Dialect) -> list[M3Error]:
+    """The coded error each of ``n`` callers of a failed write gets (an exception object is raised in one
+    thread only), logged once: ``exc`` itself if it is one, else the dialect's StoreError."""
+    first = _write_error(exc, dialect)
+    return [first] + [type(first)(first.message, hint=first.hint, details=first.details) for _ in range(n - 1)]
+
+
+def _write_error(exc: Exception, dialect: Dialect) -> M3Error:
+    if isinstance(exc, M3Error):
+        return exc
+    log.error("write failed", exc_info=exc)
+    known = dialect.store_error(exc)
+    if known is not None:
+        return known
+    # The driver's own message, without SQLAlchemy's statement dump (it can hold user content).
+    reason = getattr(exc, "orig", None) or exc
+    return StoreError(f"the write failed: {type(reason).__name__}: {reason}")
 
 
 def migrate(engine: Engine) -> str:

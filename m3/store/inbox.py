@@ -5,109 +5,25 @@ context memory (``inbox_links``), and a notification of kind ``handoff``
 that points at it. Acknowledging the handoff acknowledges that
 notification too. Context memories are read back through the reader's
 isolation clause, in SQL, so a link never reveals a memory its reader may
-not see.
+not see. Rows and reads here; the changes are in ``inbox_writes``.
 """
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, func, insert, select, update
+from sqlalchemy import ColumnElement, Connection, func, select
 
-from m3.errors import NotFound
-from m3.protocols.messages.coordination import AckInbox, AckNotifications, SendHandoff, SendNotification
-from m3.store import agents
 from m3.store.schema import inbox as ib
 from m3.store.schema import inbox_links as il
 from m3.store.schema import memories as m
 from m3.store.schema import notifications as nt
-from m3.store.schema import tasks as t
 
 HANDOFF_LINK = "handoff"
 #: Characters of a context memory's content shown in an inbox listing.
 PREVIEW_CHARS = 500
-_ADD_NOTIFICATION = insert(nt)  # built once: the statement memoises its cache key
 
-
-def notify(conn: Connection, *, to_agent: str, kind: str, message: str, now: datetime, from_agent: str | None = None,
-           ref_id: str | None = None, data: dict[str, Any] | None = None) -> str:
-    """Add one notification; its id."""
-    notification_id = str(uuid.uuid4())
-    conn.execute(_ADD_NOTIFICATION, {"id": notification_id, "agent_id": to_agent, "kind": kind,
-                                     "from_agent": from_agent, "message": message, "ref_id": ref_id,
-                                     "data": dict(data or {}), "created_at": now, "acked_at": None})
-    return notification_id
-
-
-def send_notification(conn: Connection, msg: SendNotification, now: datetime) -> dict[str, Any]:
-    agents.require(conn, msg.to_agent, "recipient agent")
-    notification_id = notify(conn, to_agent=msg.to_agent, kind=msg.kind, message=msg.message, now=now,
-                             from_agent=msg.from_agent, data=msg.data)
-    return {"id": notification_id, "to_agent": msg.to_agent, "created_at": now}
-
-
-def send_handoff(conn: Connection, msg: SendHandoff, now: datetime) -> dict[str, Any]:
-    """Put a handoff in the receiver's inbox, link its context and notify the receiver."""
-    agents.require(conn, msg.to_agent, "recipient agent")
-    if msg.task_id is not None and conn.execute(select(t.c.id).where(t.c.id == msg.task_id)).first() is None:
-        raise NotFound(f"no task with id {msg.task_id!r}", hint="task_list shows the tasks and their ids.")
-    present = {r[0] for r in conn.execute(select(m.c.id).where(m.c.id.in_(list(msg.context_ids))))}
-    missing = [i for i in msg.context_ids if i not in present]
-    if missing:
-        raise NotFound(f"context memory {missing[0]!r} no longer exists", details={"missing": missing})
-    inbox_id = str(uuid.uuid4())
-    conn.execute(insert(ib).values(id=inbox_id, agent_id=msg.to_agent, from_agent=msg.from_agent, task=msg.task,
-                                   note=msg.note, task_id=msg.task_id, created_at=now, read_at=None))
-    if msg.context_ids:
-        conn.execute(insert(il), [{"inbox_id": inbox_id, "memory_id": i, "type": HANDOFF_LINK}
-                                  for i in dict.fromkeys(msg.context_ids)])
-    notification_id = notify(conn, to_agent=msg.to_agent, kind="handoff", message=_headline(msg), now=now,
-                             from_agent=msg.from_agent, ref_id=inbox_id,
-                             data={"inbox_id": inbox_id, "task_id": msg.task_id})
-    return {"id": inbox_id, "to_agent": msg.to_agent, "created_at": now, "notification_id": notification_id,
-            "context_ids": list(dict.fromkeys(msg.context_ids))}
-
-
-def _headline(msg: SendHandoff) -> str:
-    first = msg.task.strip().splitlines()[0] if msg.task.strip() else msg.task
-    sender = msg.from_agent or "someone"
-    return f"handoff from {sender}: {first[:200]}"
-
-
-def ack_inbox(conn: Connection, msg: AckInbox, now: datetime) -> list[str]:
-    """Mark the agent's handoffs read (and their notifications acknowledged); the ids changed now."""
-    owned = {r[0]: r[1] for r in conn.execute(
-        select(ib.c.id, ib.c.read_at).where(ib.c.id.in_(list(msg.ids)), ib.c.agent_id == msg.agent_id))}
-    unknown = [i for i in msg.ids if i not in owned]
-    if unknown:
-        raise NotFound(f"no handoff {unknown[0]!r} in the inbox of {msg.agent_id!r}",
-                       hint="memory_inbox lists the handoff ids.", details={"unknown": unknown})
-    fresh = [i for i, read_at in owned.items() if read_at is None]
-    if fresh:
-        conn.execute(update(ib).where(ib.c.id.in_(fresh)).values(read_at=now))
-        conn.execute(update(nt).where(nt.c.ref_id.in_(fresh), nt.c.agent_id == msg.agent_id,
-                                      nt.c.acked_at.is_(None)).values(acked_at=now))
-    return fresh
-
-
-def ack_notifications(conn: Connection, msg: AckNotifications, now: datetime) -> int:
-    """Acknowledge the agent's notifications (the given ids, or all); how many changed now."""
-    where = [nt.c.agent_id == msg.agent_id, nt.c.acked_at.is_(None)]
-    if msg.ids is not None:
-        known = {r[0] for r in conn.execute(
-            select(nt.c.id).where(nt.c.id.in_(list(msg.ids)), nt.c.agent_id == msg.agent_id))}
-        unknown = [i for i in msg.ids if i not in known]
-        if unknown:
-            raise NotFound(f"no notification {unknown[0]!r} for {msg.agent_id!r}",
-                           hint="notifications_poll lists the notification ids.", details={"unknown": unknown})
-        where.append(nt.c.id.in_(list(msg.ids)))
-    return int(conn.execute(update(nt).where(*where).values(acked_at=now)).rowcount)
-
-
-# --- reads --------------------------------------------------------------------------------------
 
 def read_inbox(conn: Connection, agent_id: str, unread_only: bool, limit: int,
                visible: ColumnElement[bool]) -> list[dict[str, Any]]:

@@ -16,6 +16,7 @@ from sqlalchemy import Connection, RowMapping, and_, bindparam, delete, func, in
 
 from m3.errors import AmbiguousId, NotFound
 from m3.protocols.messages.memory import MemoryFilter, NewMemory
+from m3.protocols.tools.memory import MemoryRecord
 from m3.store.filters import isolation_clause
 from m3.store.schema import memories as m
 from m3.store.schema import memory_embeddings as e
@@ -66,9 +67,9 @@ def load(conn: Connection, memory_id: str) -> RowMapping:
     return row
 
 
-def find_duplicate(conn: Connection, mem: NewMemory, digest: str) -> RowMapping | None:
-    """A current memory with the same content, type, owner and conversation, if any."""
-    return find_duplicates(conn, [(mem, digest)]).get(duplicate_key(mem, digest))
+def record(row: RowMapping) -> MemoryRecord:
+    """A memory row as the caller gets it (every column but the internal ``seq``)."""
+    return MemoryRecord.model_validate({k: v for k, v in row.items() if k != "seq"})
 
 
 DuplicateKey = tuple[str, str, str | None, str | None, str | None]  # hash, type, agent, user, conversation
@@ -152,6 +153,12 @@ def retire(conn: Connection, memory_id: str, *, at: datetime, reason: str,
         values["valid_to"] = valid_to
     result = conn.execute(update(m).where(m.c.id == memory_id, m.c.retired_at.is_(None)).values(**values))
     return bool(result.rowcount)
+
+
+def unretire(conn: Connection, memory_id: str) -> None:
+    """Make a retired memory current again: it holds from its valid_from on, open-ended."""
+    conn.execute(update(m).where(m.c.id == memory_id).values(retired_at=None, retire_reason=None,
+                                                             superseded_by=None, valid_to=None))
 
 
 def update_fields(conn: Connection, memory_id: str, changes: dict[str, Any]) -> None:

@@ -14,18 +14,21 @@ from typing import Any
 
 from sqlalchemy import Connection, RowMapping
 
-from m3.errors import InvalidArgument
+from m3.errors import InvalidArgument, NotRetired
 from m3.protocols.messages.memory import (
     DeleteMemory,
     LinkMemories,
     NewMemory,
     PinMemory,
+    RestoreMemory,
     SupersedeMemory,
     UpdateMemory,
     WriteMemories,
     WriteOutcome,
 )
+from m3.protocols.tools import memory as r
 from m3.store import memories as rows
+from m3.store.schema import memories as m
 from m3.store.vectors import embed_text
 
 UPDATABLE = ("content", "title", "metadata", "importance", "expires_at")
@@ -37,6 +40,11 @@ class MemoryWrites:
     def __init__(self, conn: Connection, clock: Callable[[], datetime]):
         self.conn = conn
         self.clock = clock
+        #: What the changes did, for the Writer to tell after the commit: (id, text) to embed,
+        #: ids no longer current (supersession candidates no more), ids erased for good.
+        self.fresh: list[tuple[str, str]] = []
+        self.retired: list[str] = []
+        self.erased: list[str] = []
 
     def write(self, msg: WriteMemories) -> tuple[list[WriteOutcome], list[tuple[str, str]]]:
         """Insert each memory unless an identical current one exists; return outcomes and (id, text) to embed."""
@@ -76,8 +84,8 @@ class MemoryWrites:
         rows.record_events(self.conn, events)
         return results
 
-    def supersede(self, msg: SupersedeMemory) -> tuple[WriteOutcome, str]:
-        old = rows.load(self.conn, msg.old_id)
+    def supersede(self, msg: SupersedeMemory) -> r.MemorySupersedeResult:
+        old = rows.load(self.conn, rows.resolve_id(self.conn, msg.id, msg.filter))
         if old["retired_at"] is not None:
             raise _already_retired(old)
         now = self.clock()
@@ -95,11 +103,12 @@ class MemoryWrites:
         if not self.close_superseded(old, new_id, now, valid_to=new.valid_from or now, actor=msg.actor,
                                      reason=msg.reason, how="explicit"):
             # Another process retired it after we read it (PostgreSQL): this request's savepoint rolls back.
-            raise _already_retired(rows.load(self.conn, msg.old_id))
+            raise _already_retired(rows.load(self.conn, old["id"]))
         rows.record_events(self.conn, [rows.event(new_id, "created", msg.actor, now, type=new.type,
                                                   supersedes=old["id"])])
-        return (WriteOutcome(id=new_id, created=True, content_hash=digest, recorded_at=now),
-                embed_text(new.title, new.content))
+        self.fresh.append((new_id, embed_text(new.title, new.content)))
+        self.retired.append(old["id"])
+        return r.MemorySupersedeResult(id=new_id, superseded_id=old["id"], recorded_at=now)
 
     def close_superseded(self, old: RowMapping, new_id: str, now: datetime, *, valid_to: datetime,
                          actor: str | None, reason: str | None, how: str, **details: Any) -> bool:
@@ -112,61 +121,81 @@ class MemoryWrites:
                                                   reason=reason, **details)])
         return True
 
-    def update(self, msg: UpdateMemory) -> tuple[RowMapping, str | None]:
-        """Apply changes in place; history keeps the previous values. Returns the row and text to re-embed."""
+    def update(self, msg: UpdateMemory) -> r.MemoryRecord:
+        """Apply changes in place; history keeps the previous values; a changed text is embedded again."""
         unknown = set(msg.changes) - set(UPDATABLE)
         if unknown:
             raise InvalidArgument(f"cannot update {sorted(unknown)}", hint=f"Updatable fields: {list(UPDATABLE)}.")
         if not msg.changes:
             raise InvalidArgument("nothing to update", hint=f"Give at least one of {list(UPDATABLE)}.")
-        old = rows.load(self.conn, msg.id)
+        memory_id = rows.resolve_id(self.conn, msg.id, msg.filter)
+        old = rows.load(self.conn, memory_id)
         if old["retired_at"] is not None:
             raise InvalidArgument(f"memory {old['id']} is retired and cannot be updated",
                                   hint="Update its current version instead (see memory_history).")
         changed = {k: v for k, v in msg.changes.items() if old[k] != v}
         now = self.clock()
         if changed:
-            rows.update_fields(self.conn, msg.id, dict(changed))
+            rows.update_fields(self.conn, memory_id, dict(changed))
         previous = {k: _jsonable(old[k]) for k in changed}
-        rows.record_events(self.conn, [rows.event(msg.id, "updated", msg.actor, now, reason=msg.reason,
+        rows.record_events(self.conn, [rows.event(memory_id, "updated", msg.actor, now, reason=msg.reason,
                                                   previous=previous, fields=sorted(changed))])
-        record = rows.load(self.conn, msg.id)
-        text_changed = "content" in changed or "title" in changed
-        return record, embed_text(record["title"], record["content"]) if text_changed else None
+        record = rows.record(rows.load(self.conn, memory_id))
+        if "content" in changed or "title" in changed:
+            self.fresh.append((record.id, embed_text(record.title, record.content)))
+        return record
 
-    def delete(self, msg: DeleteMemory) -> str:
-        row = rows.load(self.conn, msg.id)
+    def delete(self, msg: DeleteMemory) -> r.MemoryDeleteResult:
+        row = rows.load(self.conn, rows.resolve_id(self.conn, msg.id, msg.filter))
         now = self.clock()
+        self.retired.append(row["id"])
         if msg.hard:
+            self.erased.append(row["id"])
             rows.hard_delete(self.conn, row["id"])
-            return "hard"
+            return r.MemoryDeleteResult(id=row["id"], deleted="hard")
         if row["retired_at"] is not None:
             raise InvalidArgument(f"memory {row['id']} is already retired ({row['retire_reason']})",
                                   hint="Use hard=true with confirm=true to erase it for good.")
         rows.retire(self.conn, row["id"], at=now, reason="deleted", valid_to=None)
         rows.record_events(self.conn, [rows.event(row["id"], "deleted", msg.actor, now, reason=msg.reason)])
-        return "soft"
+        return r.MemoryDeleteResult(id=row["id"], deleted="soft")
 
-    def pin(self, msg: PinMemory) -> RowMapping:
-        row = rows.load(self.conn, msg.id)
+    def restore(self, msg: RestoreMemory) -> r.MemoryRestoreResult:
+        """Make a retired memory current; the current version of its chain, if any, is retired in its favour."""
+        row = rows.load(self.conn, rows.resolve_id(self.conn, msg.id, msg.filter))
+        if row["retired_at"] is None:
+            raise NotRetired(f"memory {row['id']} is current: there is nothing to restore")
+        now = self.clock()
+        newer = sorted(rows.visible_ids(self.conn, rows.version_chain(self.conn, row["id"]), m.c.retired_at.is_(None)))
+        for other in newer:
+            rows.retire(self.conn, other, at=now, reason="superseded", superseded_by=row["id"], valid_to=now)
+        rows.unretire(self.conn, row["id"])
+        self.retired += newer
+        rows.record_events(self.conn, [rows.event(row["id"], "restored", msg.actor, now, reason=msg.reason,
+                                                  was=row["retire_reason"], retired=newer)]
+                           + [rows.event(i, "superseded", msg.actor, now, by=row["id"], how="restore",
+                                         reason=msg.reason) for i in newer])
+        return r.MemoryRestoreResult(id=row["id"], retired_id=newer[0] if newer else None)
+
+    def pin(self, msg: PinMemory) -> r.MemoryPinResult:
+        row = rows.load(self.conn, rows.resolve_id(self.conn, msg.id, msg.filter))
         if row["pinned"] != msg.pinned:
             now = self.clock()
             rows.update_fields(self.conn, row["id"], {"pinned": msg.pinned})
             rows.record_events(self.conn, [rows.event(row["id"], "pinned" if msg.pinned else "unpinned",
                                                       msg.actor, now)])
-        return rows.load(self.conn, msg.id)
+        return r.MemoryPinResult(id=row["id"], pinned=msg.pinned)
 
-    def link(self, msg: LinkMemories) -> bool:
-        if msg.from_id == msg.to_id:
+    def link(self, msg: LinkMemories) -> r.MemoryLinkResult:
+        from_id = rows.resolve_id(self.conn, msg.from_id, msg.filter)
+        to_id = rows.resolve_id(self.conn, msg.to_id, msg.filter)
+        if from_id == to_id:
             raise InvalidArgument("a memory cannot be linked to itself")
-        rows.load(self.conn, msg.from_id)
-        rows.load(self.conn, msg.to_id)
         now = self.clock()
-        created = rows.link(self.conn, msg.from_id, msg.to_id, msg.type, at=now, actor=msg.actor)
+        created = rows.link(self.conn, from_id, to_id, msg.type, at=now, actor=msg.actor)
         if created:
-            rows.record_events(self.conn, [rows.event(msg.from_id, "linked", msg.actor, now,
-                                                      to=msg.to_id, type=msg.type)])
-        return created
+            rows.record_events(self.conn, [rows.event(from_id, "linked", msg.actor, now, to=to_id, type=msg.type)])
+        return r.MemoryLinkResult(from_id=from_id, to_id=to_id, type=msg.type, created=created)
 
 
 def _already_retired(old: RowMapping) -> InvalidArgument:

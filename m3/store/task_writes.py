@@ -14,7 +14,6 @@ completion notify the owner and the creator (not the agent who acted).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -27,11 +26,13 @@ from m3.protocols.messages.coordination import (
     ClaimTask,
     CreateTask,
     DeleteTask,
+    ExpireLeases,
     RenewLease,
     SetTaskResult,
     UpdateTask,
 )
-from m3.store import agents, inbox
+from m3.protocols.tools.tasks import TaskClaimResult, TaskDeleteResult, TaskRecord
+from m3.store import agents, inbox_writes
 from m3.store import tasks as rows
 from m3.store.schema import memories as m
 from m3.store.schema import task_events as ev
@@ -53,13 +54,15 @@ _RESULT_SHOWN = select(m.c.id).where(m.c.id == bindparam("memory_id"))
 
 
 class TaskWrites:
-    """Task changes on one connection at the Writer's clock; each returns (task record, agents notified)."""
+    """Task changes on one connection at the Writer's clock; each returns the caller's result, and collects the
+    agents it notified and the ends of the leases it set."""
 
     def __init__(self, conn: Connection, now: datetime, visible: ColumnElement[bool] | None = None):
         self.conn = conn
         self.now = now
         self.visible = visible if visible is not None else true()
         self.notified: list[str] = []
+        self.leases: list[datetime] = []
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -70,7 +73,7 @@ class TaskWrites:
     def notify(self, task: RowMapping | dict[str, Any], kind: str, message: str, actor: str | None,
                *recipients: str | None) -> None:
         for agent in dict.fromkeys(r for r in recipients if r is not None and r != actor):
-            inbox.notify(self.conn, to_agent=agent, kind=kind, message=message, now=self.now, from_agent=actor,
+            inbox_writes.notify(self.conn, to_agent=agent, kind=kind, message=message, now=self.now, from_agent=actor,
                          ref_id=task["id"], data={"task_id": task["id"], "state": task["state"]})
             self.notified.append(agent)
 
@@ -134,7 +137,7 @@ class TaskWrites:
 
     # -- changes -------------------------------------------------------------------------------
 
-    def create(self, msg: CreateTask) -> dict[str, Any]:
+    def create(self, msg: CreateTask) -> TaskRecord:
         if msg.parent_id is not None:
             parent = self.current(msg.parent_id)
             if parent["deleted_at"] is not None:
@@ -155,9 +158,9 @@ class TaskWrites:
         if msg.assignee is not None:
             self.notify(task, "task_assigned", f"task assigned to {msg.assignee}: {msg.title[:200]}", msg.actor,
                         msg.assignee)
-        return task
+        return TaskRecord(**task)
 
-    def assign(self, msg: AssignTask) -> dict[str, Any]:
+    def assign(self, msg: AssignTask) -> TaskRecord:
         row = self.checked(msg.id, msg.version)
         if row["state"] in rows.TERMINAL:
             raise IllegalTransition(f"task {row['id']} is {row['state']} and cannot be assigned",
@@ -169,17 +172,15 @@ class TaskWrites:
         if msg.assignee is not None:
             self.notify(task, "task_assigned", f"task assigned to {msg.assignee}: {row['title'][:200]}", msg.actor,
                         msg.assignee, row["creator"])
-        return task
+        return TaskRecord(**task)
 
-    def update(self, msg: UpdateTask) -> dict[str, Any]:
-        unknown = set(msg.changes) - set(EDITABLE)
-        if unknown:
-            raise InvalidArgument(f"cannot change {sorted(unknown)}", hint=f"Editable fields: {list(EDITABLE)}.")
+    def update(self, msg: UpdateTask) -> TaskRecord:
+        changes = {name: getattr(msg, name) for name in EDITABLE if getattr(msg, name) is not None}
         row = self.checked(msg.id, msg.version)
         target = msg.state if msg.state is not None and msg.state != row["state"] else None
-        if target is None and not msg.changes:
+        if target is None and not changes:
             raise InvalidArgument("nothing to update", hint="Give a new state or a field to change.")
-        values: dict[str, Any] = dict(msg.changes)
+        values: dict[str, Any] = dict(changes)
         if target is not None:
             allowed = rows.TRANSITIONS[row["state"]]
             if target not in allowed:
@@ -189,24 +190,24 @@ class TaskWrites:
                                         details={"from": row["state"], "to": target, "allowed": sorted(allowed)})
             values.update(_side_effects(row, target, msg.actor))
         task = self.change(row, **values)
-        previous = {k: row[k] for k in msg.changes}
+        previous = {k: row[k] for k in changes}
         self.event(row["id"], "updated", msg.actor, reason=msg.reason, previous=previous,
                    **({"from": row["state"], "to": target} if target else {}))
         if target in COMPLETION:
             self.notify(task, f"task_{target}", f"task {target}: {row['title'][:200]}", msg.actor,
                         task["owner"], row["creator"])
-        return task
+        return TaskRecord(**task)
 
-    def set_result(self, msg: SetTaskResult) -> dict[str, Any]:
+    def set_result(self, msg: SetTaskResult) -> TaskRecord:
         row = self.checked(msg.id, msg.version)
         if msg.memory_id is not None and self.conn.execute(
                 select(m.c.id).where(m.c.id == msg.memory_id)).first() is None:
             raise NotFound(f"no memory with id {msg.memory_id!r}")
         task = self.change(row, result_memory_id=msg.memory_id, result_note=msg.note)
         self.event(row["id"], "result_set", msg.actor, memory_id=msg.memory_id, note=msg.note)
-        return task
+        return TaskRecord(**task)
 
-    def delete(self, msg: DeleteTask) -> dict[str, Any]:
+    def delete(self, msg: DeleteTask) -> TaskDeleteResult:
         row = self.current(msg.id)
         if row["version"] != msg.version:
             raise Conflict(f"task {row['id']} is at version {row['version']}, not {msg.version}",
@@ -219,7 +220,7 @@ class TaskWrites:
             for task_id in reversed(subtree):  # leaves first: parent_id has no cascade
                 self.conn.execute(delete(ev).where(ev.c.task_id == task_id))
                 self.conn.execute(delete(t).where(t.c.id == task_id))
-            return {**rows.record(row, self.now), "deleted": "hard", "affected": len(subtree)}
+            return TaskDeleteResult(**rows.record(row, self.now), deleted="hard", affected=len(subtree))
         if row["deleted_at"] is not None:
             raise InvalidArgument(f"task {row['id']} is already deleted",
                                   hint="Repeat with hard=true to erase it for good.")
@@ -228,7 +229,7 @@ class TaskWrites:
                               .values(deleted_at=self.now, updated_at=self.now, lease_expires_at=None,
                                       version=t.c.version + 1))
             self.event(task_id, "deleted", msg.actor, reason=msg.reason, root=row["id"])
-        return {**self.record(row["id"]), "deleted": "soft", "affected": len(subtree)}
+        return TaskDeleteResult(**self.record(row["id"]), deleted="soft", affected=len(subtree))
 
     def _last_events(self, task_id: str) -> list[str]:
         query = select(ev.c.event).where(ev.c.task_id == task_id).order_by(ev.c.seq.desc()).limit(1)
@@ -244,16 +245,19 @@ class TaskWrites:
 
     # -- claims and leases ---------------------------------------------------------------------
 
-    def claim(self, msg: ClaimTask) -> dict[str, Any] | None:
-        """Take the most urgent claimable task under a lease; None when there is none."""
+    def claim(self, msg: ClaimTask) -> TaskClaimResult:
+        """Take the most urgent claimable task under a lease; ``claimed`` false when there is none."""
         due = self.now + timedelta(seconds=msg.lease_s)
         claimable = rows.claimable_clause(msg.agent_id, self.now)
-        where = [claimable, *rows.filter_clauses(msg.filter.model_copy(update={"state": None}), self.now)]
+        among: dict[str, Any] = {"state": None}
+        if msg.among.parent_id is not None:
+            among["parent_id"] = rows.existing(self.conn, msg.among.parent_id)
+        where = [claimable, *rows.filter_clauses(msg.among.model_copy(update=among), self.now)]
         for _ in range(CLAIM_ROUNDS):
             query = select(t).where(*where).order_by(t.c.priority.desc(), t.c.seq).limit(CLAIM_BATCH)
             candidates = list(self.conn.execute(query).mappings())
             if not candidates:
-                return None
+                return TaskClaimResult(claimed=False, task=None)
             for cand in candidates:
                 taken = self.conn.execute(
                     update(t).where(t.c.id == cand["id"], t.c.version == cand["version"], claimable)
@@ -263,10 +267,11 @@ class TaskWrites:
                     if rows.lapsed(cand, self.now):
                         self.expired(cand)
                     self.event(cand["id"], "claimed", msg.agent_id, lease_expires_at=due)
-                    return self.present(taken)
-        return None
+                    self.leases.append(due)
+                    return TaskClaimResult(claimed=True, task=TaskRecord(**self.present(taken)))
+        return TaskClaimResult(claimed=False, task=None)
 
-    def renew(self, msg: RenewLease) -> dict[str, Any]:
+    def renew(self, msg: RenewLease) -> TaskRecord:
         task_id = rows.resolve(self.conn, msg.id)
         due = self.now + timedelta(seconds=msg.lease_s)
         renewed = self.conn.execute(update(t).where(
@@ -278,9 +283,10 @@ class TaskWrites:
             raise LeaseLost(f"{msg.agent_id} holds no valid lease on task {task_id}",
                             details={"state": row["state"], "owner": row["owner"]})
         self.event(task_id, "lease_renewed", msg.agent_id, lease_expires_at=due)
-        return self.present(renewed)
+        self.leases.append(due)
+        return TaskRecord(**self.present(renewed))
 
-    def expire(self) -> datetime | None:
+    def expire(self, _msg: ExpireLeases | None = None) -> datetime | None:
         """Turn every lapsed lease back to pending (recorded in history); the next expiry still ahead."""
         lapsed = [r[0] for r in self.conn.execute(
             select(t.c.id).where(rows.lapsed_clause(self.now)).limit(SWEEP_BATCH))]
@@ -304,11 +310,4 @@ def _jsonable(details: dict[str, Any]) -> dict[str, Any]:
     return {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in details.items() if v is not None}
 
 
-TaskOp = Callable[[TaskWrites, Any], Any]
-OPERATIONS: dict[type, TaskOp] = {
-    CreateTask: TaskWrites.create, AssignTask: TaskWrites.assign, UpdateTask: TaskWrites.update,
-    SetTaskResult: TaskWrites.set_result, DeleteTask: TaskWrites.delete, ClaimTask: TaskWrites.claim,
-    RenewLease: TaskWrites.renew,
-}
-
-__all__ = ["OPERATIONS", "TaskWrites"]
+__all__ = ["TaskWrites"]

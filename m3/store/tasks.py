@@ -111,6 +111,14 @@ def resolve(conn: Connection, ref: str) -> str:
     return str(found[0])
 
 
+def existing(conn: Connection, ref: str) -> str:
+    """The full id of an existing task from its id or a unique prefix; NotFound otherwise."""
+    task_id = resolve(conn, ref)
+    if conn.execute(select(t.c.id).where(t.c.id == task_id)).first() is None:
+        raise NotFound(f"no task with id {ref!r}", hint="task_list shows the tasks and their ids.")
+    return task_id
+
+
 def get(conn: Connection, ref: str, now: datetime, visible: ColumnElement[bool]) -> dict[str, Any]:
     task_id = resolve(conn, ref)
     row = conn.execute(_select(visible).where(t.c.id == task_id)).mappings().first()
@@ -126,6 +134,8 @@ def history(conn: Connection, task_id: str) -> list[dict[str, Any]]:
 
 def list_tasks(conn: Connection, flt: TaskFilter, limit: int, now: datetime,
                visible: ColumnElement[bool]) -> list[dict[str, Any]]:
+    if flt.parent_id is not None:
+        flt = flt.model_copy(update={"parent_id": existing(conn, flt.parent_id)})
     query = _select(visible).where(*filter_clauses(flt, now)).order_by(t.c.priority.desc(), t.c.seq).limit(limit)
     return [record(r, now) for r in conn.execute(query).mappings()]
 

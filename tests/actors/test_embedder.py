@@ -51,7 +51,7 @@ def test_memories_written_while_no_embedder_ran_get_vectors_on_the_next_start(
         assert vector_count(store_options.url, ids) == 70
         found = system.searcher.ask(SearchMemories(query="How do I fix a flat tyre?", k=1,
                                                    filter=MemoryFilter()), WAIT_S)
-        assert "bicycle repair" in found["items"][0]["content"]
+        assert "bicycle repair" in found.items[0].content
     finally:
         system.stop()
 
@@ -101,7 +101,7 @@ def test_with_a_broken_model_writes_still_succeed_and_the_next_working_start_fil
         info = system.embedder.ask(EmbedderInfo(), WAIT_S)
         assert info["last_error"] and "missing.onnx" in info["last_error"]
         found = system.searcher.ask(SearchMemories(query="quarterly report", k=5, filter=MemoryFilter()), WAIT_S)
-        assert {item["id"] for item in found["items"]} == set(ids)
+        assert {item.id for item in found.items} == set(ids)
     finally:
         system.stop()
     assert vector_count(store_options.url) == 0

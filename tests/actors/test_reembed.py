@@ -79,7 +79,7 @@ def held(url: str, n: int) -> int | None:
 
 def search(system: ActorSystem, query: str) -> list[dict[str, object]]:
     found = system.searcher.ask(SearchMemories(query=query, k=3, explain=True, filter=MemoryFilter()), WAIT_S)
-    items: list[dict[str, object]] = found["items"]
+    items: list[dict[str, object]] = found.model_dump()["items"]
     return items
 
 

@@ -98,7 +98,7 @@ def test_messages_racing_with_idle_stops_are_all_delivered(routers: Callable[[fl
         if i % 10 == 9:  # now and then let it retire for sure, so the run sees many starts and stops
             handle = registry.handle_of("b")
             assert handle is None or handle.wait_stopped(WAIT_S)
-    assert len({o["id"] for o in outcomes}) == 150
+    assert len({o.id for o in outcomes}) == 150
     assert registry.statistics()["started"] >= 15
 
 

@@ -23,7 +23,7 @@ QUERY = "Oslo VPN gateway"
 
 def top(system: ActorSystem, query: str) -> dict[str, Any]:
     found = system.searcher.ask(SearchMemories(query=query, k=3, filter=MemoryFilter(), explain=True), WAIT_S)
-    item: dict[str, Any] = found["items"][0]
+    item: dict[str, Any] = found.model_dump()["items"][0]
     return item
 
 
@@ -66,7 +66,7 @@ def test_memories_of_one_conversation_share_its_support_and_a_memory_without_one
     note = system.writer.ask(write_one("Lisbon trams take contactless cards."), WAIT_S)[0]
     system.wait_embedded()
     found = system.searcher.ask(SearchMemories(query="Lisbon trip", k=4, filter=MemoryFilter(), explain=True), WAIT_S)
-    items = found["items"]
+    items = found.model_dump()["items"]
     assert len(items) == 4
     support = {i["explanation"]["signals"]["conversation"]["value"] for i in items if i["conversation_id"] == "trip"}
     assert len(support) == 1

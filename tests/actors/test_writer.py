@@ -217,7 +217,7 @@ def test_a_search_sent_after_a_write_is_acknowledged_finds_it_by_keyword(system:
             text = f"The VPN gateway for the {keyword} office uses WireGuard on port {5000 + 10 * t + i}."
             written = system.writer.ask(write_one(text, type="event"), WAIT_S)[0]
             found = system.searcher.ask(SearchMemories(query=f"{keyword} VPN", k=3, filter=MemoryFilter()), WAIT_S)
-            if [item["id"] for item in found["items"]][:1] != [written.id]:
+            if [item.id for item in found.items][:1] != [written.id]:
                 problems.append(keyword)
 
     run_threads(4, client)
@@ -255,7 +255,7 @@ class LosesOneRace(Writer):
         self.attempts.append(len(batch))
         if len(self.attempts) == 1:
             with self._conn.begin():  # type: ignore[union-attr]
-                self._apply(self._conn, batch[0].message)  # type: ignore[arg-type]
+                self._apply_unit(self._conn, [batch[0].message])  # type: ignore[arg-type]
                 raise OperationalError("COMMIT", {}, DeadlockDetected())
         return super()._run(batch)
 

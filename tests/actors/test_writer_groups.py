@@ -12,7 +12,7 @@ from sqlalchemy import select
 
 from m3.actors.base import Envelope
 from m3.actors.supervisor import ActorHandle
-from m3.actors.writer import merge_vectors, work_units
+from m3.actors.writer import work_units
 from m3.errors import InvalidArgument, NotFound, StoreError
 from m3.protocols.messages.memory import PinMemory, StoreVectors, TouchMemories, WriteMemories
 from m3.store.engine import StoreOptions
@@ -128,7 +128,8 @@ def test_vectors_stored_by_several_requests_keep_the_last_one_per_memory(
 
 def test_merged_vector_requests_hold_each_memory_once_with_its_last_vector() -> None:
     first, last, other = vector(1, 0, 0, 0), vector(0, 1, 0, 0), vector(0, 0, 1, 0)
-    merged = merge_vectors([store_vectors(["a"], first[None]), store_vectors(["b", "a"], np.stack([other, last]))])
+    merged = StoreVectors.merged([store_vectors(["a"], first[None]),
+                                  store_vectors(["b", "a"], np.stack([other, last]))])
     assert (merged.model, merged.dim, merged.supersede) == (MODEL, DIM, True)
     assert merged.ids == ("b", "a")
     np.testing.assert_allclose(np.frombuffer(merged.vectors, dtype="<f4").reshape(2, DIM), np.stack([other, last]))

@@ -91,3 +91,13 @@ def test_heartbeats_and_lookups_of_unknown_agents_are_not_found_with_a_hint(serv
             call(service, tool, ANA, **args)
         assert raised.value.code == "not_found"
         assert "ana" in raised.value.details["did_you_mean"]
+
+
+def test_a_call_acting_as_nobody_is_refused_with_a_hint_whether_declared_or_handled(service: Service) -> None:
+    nobody = CallContext(agent_id=None, surface="test")
+    for tool, args in (("agent_register", {}), ("notifications_poll", {}), ("task_claim", {})):
+        with pytest.raises(M3Error) as raised:
+            call(service, tool, nobody, **args)
+        assert raised.value.code == "invalid_argument"
+        assert raised.value.message.startswith("this call needs an agent")
+        assert "M3_IDENTITY_AGENT_ID" in (raised.value.hint or "")

@@ -128,6 +128,14 @@ def test_python_dash_m_m3_is_the_same_program_and_reports_its_version(child_env:
 
 # --- in process: usage, configuration, bad input ------------------------------------------------
 
+def test_memory_restore_brings_back_a_deleted_memory_and_refuses_a_current_one(cli: Run) -> None:
+    written = cli("memory", "write", "--content", "The VPN needs a hardware token.").document()
+    cli("memory", "delete", "--id", written["id"])
+    restored = cli("memory", "restore", "--id", written["id"][:8], "--reason", "still true").document()
+    assert restored == {"id": written["id"], "retired_id": None}
+    assert cli("memory", "restore", "--id", written["id"]).error()["code"] == "not_retired"
+
+
 @pytest.mark.parametrize("argv", [
     ["teleport"],
     ["memory"],

@@ -177,6 +177,7 @@ async def _exercise_every_tool(client: Client, service: Service) -> list[str]:
     await run("memory_graph", id=a["id"], depth=2)
     await run("memory_verify")
     await run("memory_delete", id=a["id"], reason="no longer needed")
+    assert (await run("memory_restore", id=a["id"], reason="needed after all"))["retired_id"] is None
     await run("chatlog_write", conversation_id="conv-1", role="user", content="Please deploy on Friday.")
     await run("chatlog_search", query="deploy Friday")
     await run("m3_index", domain="memory")

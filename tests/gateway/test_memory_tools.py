@@ -49,3 +49,29 @@ def test_bad_writes_get_a_coded_error_and_store_nothing(service: Service, args: 
     assert err.value.code == code
     assert err.value.hint
     assert call(service, "memory_verify")["checked"] == 0
+
+
+def test_restoring_a_superseded_memory_makes_it_current_and_retires_the_version_that_replaced_it(
+        service: Service) -> None:
+    old = call(service, "memory_write", type="decision", content="Deploys run on Fridays.")
+    new = call(service, "memory_supersede", id=old["id"], content="Deploys run on Mondays.")
+    restored = call(service, "memory_restore", id=old["id"][:8], reason="Mondays clash with the standup")
+    assert restored == {"id": old["id"], "retired_id": new["id"]}
+    assert call(service, "memory_get", id=old["id"])["retired_at"] is None
+    assert call(service, "memory_get", id=new["id"])["retired_at"] is not None
+    event = call(service, "memory_history", id=old["id"])["events"][-1]
+    assert (event["event"], event["actor"], event["details"]["reason"]) == (
+        "restored", service.config["identity.agent_id"], "Mondays clash with the standup")
+    assert [i["id"] for i in call(service, "memory_search", query="When do deploys run?")["items"]] == [old["id"]]
+
+
+def test_a_soft_deleted_memory_can_be_restored_but_a_current_or_hard_deleted_one_cannot(service: Service) -> None:
+    kept = call(service, "memory_write", content="The VPN needs a hardware token.")
+    call(service, "memory_delete", id=kept["id"])
+    assert call(service, "memory_restore", id=kept["id"]) == {"id": kept["id"], "retired_id": None}
+    with pytest.raises(M3Error) as current:
+        call(service, "memory_restore", id=kept["id"])
+    call(service, "memory_delete", id=kept["id"], hard=True, confirm=True)
+    with pytest.raises(M3Error) as erased:
+        call(service, "memory_restore", id=kept["id"])
+    assert (current.value.code, erased.value.code) == ("not_retired", "not_found")

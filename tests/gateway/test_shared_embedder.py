@@ -85,7 +85,7 @@ def test_a_running_m3_keeps_writing_and_embedding_when_the_server_dies_mid_way(
         assert route["state"] == "in_process" and route["in_process"] >= 3
         hits = system.searcher.ask(SearchMemories(query="after the server died", k=5, filter=MemoryFilter()),
                                    WAIT_S)
-        assert set(after) <= {item["id"] for item in hits["items"]}
+        assert set(after) <= {item.id for item in hits.items}
     finally:
         system.stop()
         server.kill()

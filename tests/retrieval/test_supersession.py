@@ -62,7 +62,7 @@ def current_ids(url: str) -> set[str]:
 
 def search(system: ActorSystem, query: str, as_of: datetime | None = None, **flt: Any) -> list[str]:
     found = system.searcher.ask(SearchMemories(query=query, k=8, filter=MemoryFilter(as_of=as_of, **flt)), WAIT_S)
-    return [item["id"] for item in found["items"]]
+    return [item.id for item in found.items]
 
 
 def between(a: datetime, b: datetime) -> datetime:
@@ -82,8 +82,8 @@ def test_a_new_version_of_a_fact_leaves_exactly_one_current_memory_linked_and_re
     assert history(store_url, first.id) == [("created", "tester"), ("superseded", "m3:supersession")]
     assert history(store_url, second.id) == [("created", "tester"), ("supersedes", "m3:supersession")]
     chain = system.searcher.ask(GetHistory(id=first.id), WAIT_S)
-    assert chain["versions"] == [first.id, second.id]
-    assert chain["events"][1]["details"]["how"] == "similarity"
+    assert chain.versions == [first.id, second.id]
+    assert chain.events[1].details["how"] == "similarity"
     assert search(system, QUESTION, type="fact") == [second.id]
 
 
@@ -152,8 +152,8 @@ def test_as_of_between_two_versions_sees_the_first_and_after_sees_the_second(sys
 def test_memory_supersede_replaces_a_memory_however_different_the_new_text(
         system: ActorSystem, store_url: str) -> None:
     first = write(system, OLD, type="decision", agent_id="ops", importance=0.9)
-    out: WriteOutcome = system.writer.ask(SupersedeMemory(old_id=first.id, content="We moved the API to MySQL 8.",
-                                                          reason="licence review", actor="alice"), WAIT_S)
+    out = system.writer.ask(SupersedeMemory(id=first.id, content="We moved the API to MySQL 8.",
+                                              reason="licence review", actor="alice"), WAIT_S)
     system.wait_embedded()
     assert current_ids(store_url) == {out.id}
     new = memory(store_url, out.id)
@@ -162,17 +162,17 @@ def test_memory_supersede_replaces_a_memory_however_different_the_new_text(
     assert links(store_url) == [(out.id, first.id, "supersedes")]
     assert history(store_url, first.id) == [("created", "tester"), ("superseded", "alice")]
     assert history(store_url, out.id) == [("created", "alice")]
-    events = system.searcher.ask(GetHistory(id=first.id), WAIT_S)["events"]
-    assert events[1]["details"] == {"by": out.id, "how": "explicit", "reason": "licence review"}
+    events = system.searcher.ask(GetHistory(id=first.id), WAIT_S).events
+    assert events[1].details == {"by": out.id, "how": "explicit", "reason": "licence review"}
 
 
 def test_superseding_a_retired_version_is_refused_and_changes_nothing(system: ActorSystem, store_url: str) -> None:
     first = write(system, OLD, type="fact")
-    second = system.writer.ask(SupersedeMemory(old_id=first.id, content=NEW), WAIT_S)
+    second = system.writer.ask(SupersedeMemory(id=first.id, content=NEW), WAIT_S)
     system.wait_embedded()
     rows_before = count(store_url, "memories")
     with pytest.raises(InvalidArgument) as err:
-        system.writer.ask(SupersedeMemory(old_id=first.id, content="PostgreSQL 17"), WAIT_S)
+        system.writer.ask(SupersedeMemory(id=first.id, content="PostgreSQL 17"), WAIT_S)
     assert err.value.details == {"superseded_by": second.id}
     assert count(store_url, "memories") == rows_before
 
@@ -183,7 +183,7 @@ def test_a_soft_deleted_memory_leaves_search_but_as_of_before_the_deletion_still
         system: ActorSystem, store_url: str) -> None:
     written = write(system, "The wifi password for the lab is on the fridge.")
     assert search(system, "lab wifi password") == [written.id]
-    assert system.writer.ask(DeleteMemory(id=written.id, reason="obsolete", actor="bob"), WAIT_S) == "soft"
+    assert system.writer.ask(DeleteMemory(id=written.id, reason="obsolete", actor="bob"), WAIT_S).deleted == "soft"
     assert search(system, "lab wifi password") == []
     deleted_at = memory(store_url, written.id)["retired_at"]
     assert search(system, "lab wifi password", as_of=deleted_at - timedelta(microseconds=1)) == [written.id]
@@ -198,7 +198,7 @@ def test_a_hard_delete_removes_the_row_its_vectors_history_links_and_index_entri
     second = write(system, NEW, type="fact")
     other = write(system, "Database upgrades are announced in the ops channel.")
     system.writer.ask(LinkMemories(from_id=other.id, to_id=second.id, type="related"), WAIT_S)
-    assert system.writer.ask(DeleteMemory(id=second.id, hard=True), WAIT_S) == "hard"
+    assert system.writer.ask(DeleteMemory(id=second.id, hard=True), WAIT_S).deleted == "hard"
     assert count(store_url, "memories", "id = :id", {"id": second.id}) == 0
     assert count(store_url, "memory_embeddings", "memory_id = :id", {"id": second.id}) == 0
     assert count(store_url, "memory_history", "memory_id = :id", {"id": second.id}) == 0

@@ -1,7 +1,10 @@
-"""Tool handlers, one module per domain; ``HANDLERS`` maps every tool name to its handler."""
+"""Handlers of the tools that orchestrate, one module per domain; ``HANDLERS`` maps their tool names to them.
+
+A tool whose spec names a request and an actor has no handler (see :mod:`m3.gateway.registry`).
+"""
 
 from m3.gateway.registry import Handler
-from m3.gateway.tools import agents, chatlog, conflicts, inbox, memory, meta, tasks  # coordination (issue 5)
+from m3.gateway.tools import conflicts, inbox, memory, meta, tasks
 
-HANDLERS: dict[str, Handler] = {**memory.HANDLERS, **chatlog.HANDLERS, **meta.HANDLERS}
-HANDLERS |= {**agents.HANDLERS, **inbox.HANDLERS, **tasks.HANDLERS, **conflicts.HANDLERS}
+HANDLERS: dict[str, Handler] = {**memory.HANDLERS, **meta.HANDLERS}
+HANDLERS |= {**inbox.HANDLERS, **tasks.HANDLERS, **conflicts.HANDLERS}

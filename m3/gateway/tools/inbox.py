@@ -1,4 +1,4 @@
-"""Handlers of handoffs, inboxes and notifications.
+"""Handlers of handoffs, inboxes and notifications that orchestrate (the rest are declarations).
 
 Handoffs and notifications go to the Writer, through the receiver's router
 when one runs; ``notifications_wait`` parks its reply at the waiting
@@ -18,12 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from m3.actors import bridge
 from m3.errors import NotFound, NotShared, Timeout
-from m3.gateway.registry import Handler
+from m3.gateway.registry import Handler, by_name
 from m3.gateway.tools.agents import acting
 from m3.protocols.messages.coordination import (
-    AckInbox,
-    AckNotifications,
-    GetTask,
     PollNotifications,
     ReadInbox,
     ResolveMemories,
@@ -33,6 +30,13 @@ from m3.protocols.messages.coordination import (
 )
 from m3.protocols.messages.memory import MemoryFilter
 from m3.protocols.tools import inbox as p
+from m3.protocols.tools.inbox import (
+    MemoryHandoffResult,
+    MemoryInboxResult,
+    Notification,
+    NotificationsWaitResult,
+    NotifyResult,
+)
 
 if TYPE_CHECKING:
     from m3.gateway.service import CallContext, Service
@@ -44,6 +48,7 @@ def reader(svc: Service, ctx: CallContext, agent_id: str) -> MemoryFilter:
 
 
 async def deliver(svc: Service, agent_id: str, message: SendHandoff | SendNotification) -> Any:
+    """Send a handoff or notification through the receiver's router (if one runs) to the Writer."""
     return await bridge.ask_via(lambda reply: svc.system.routers.deliver(agent_id, message, reply), svc.timeout)
 
 
@@ -54,8 +59,7 @@ async def shareable(svc: Service, sender: MemoryFilter, refs: list[str], audienc
     """
     if not refs:
         return []
-    ids: list[str] = await svc.ask(svc.system.directory, ResolveMemories(refs=tuple(refs),
-                                                                        filter=sender))
+    ids = await svc.ask(svc.system.directory, ResolveMemories(refs=tuple(refs), filter=sender))
     if svc.config["isolation.enforce"]:
         for memory_id in ids:
             try:
@@ -68,66 +72,41 @@ async def shareable(svc: Service, sender: MemoryFilter, refs: list[str], audienc
     return ids
 
 
-async def memory_handoff(svc: Service, a: p.MemoryHandoffArgs, ctx: CallContext) -> p.MemoryHandoffResult:
+async def memory_handoff(svc: Service, a: p.MemoryHandoffArgs, ctx: CallContext) -> MemoryHandoffResult:
     sender = acting(ctx, a.from_agent)
     context = await shareable(svc, reader(svc, ctx, sender), a.context_ids, a.to_agent)
-    task_id = None
-    if a.task_id is not None:
-        task_id = (await svc.ask(svc.system.tasks, GetTask(id=a.task_id)))["id"]
-    out = await deliver(svc, a.to_agent, SendHandoff(
-        from_agent=sender, to_agent=a.to_agent, task=a.task, note=a.note, task_id=task_id,
+    handoff: MemoryHandoffResult = await deliver(svc, a.to_agent, SendHandoff(
+        from_agent=sender, to_agent=a.to_agent, task=a.task, note=a.note, task_id=a.task_id,
         context_ids=tuple(context)))
-    return p.MemoryHandoffResult(from_agent=sender, **out)
+    return handoff
 
 
-async def memory_inbox(svc: Service, a: p.MemoryInboxArgs, ctx: CallContext) -> p.MemoryInboxResult:
+async def memory_inbox(svc: Service, a: p.MemoryInboxArgs, ctx: CallContext) -> MemoryInboxResult:
+    """A handler (not a declaration): the context memories are those the *acting* agent may see."""
     agent = acting(ctx, a.agent_id)
-    items = await svc.ask(svc.system.directory, ReadInbox(agent_id=agent, unread_only=a.unread_only, limit=a.limit,
-                                                          filter=reader(svc, ctx, agent)))
-    return p.MemoryInboxResult(count=len(items), items=[p.InboxItem(**item) for item in items])
+    return await svc.ask(svc.system.directory, ReadInbox(agent_id=agent, unread_only=a.unread_only, limit=a.limit,
+                                                         filter=reader(svc, ctx, agent)))
 
 
-async def memory_inbox_ack(svc: Service, a: p.MemoryInboxAckArgs, ctx: CallContext) -> p.MemoryInboxAckResult:
-    acked = await svc.ask(svc.system.writer, AckInbox(agent_id=acting(ctx, a.agent_id), ids=tuple(a.ids)))
-    return p.MemoryInboxAckResult(acked=acked)
-
-
-async def notify(svc: Service, a: p.NotifyArgs, ctx: CallContext) -> p.NotifyResult:
-    out = await deliver(svc, a.to_agent, SendNotification(
+async def notify(svc: Service, a: p.NotifyArgs, ctx: CallContext) -> NotifyResult:
+    sent: NotifyResult = await deliver(svc, a.to_agent, SendNotification(
         from_agent=acting(ctx, a.from_agent), to_agent=a.to_agent, message=a.message, kind=a.kind, data=a.data))
-    return p.NotifyResult(**out)
+    return sent
 
 
-async def _poll(svc: Service, agent: str, limit: int) -> list[p.Notification]:
-    found = await svc.ask(svc.system.directory, PollNotifications(agent_id=agent, limit=limit))
-    return [p.Notification(**item) for item in found]
-
-
-async def notifications_poll(svc: Service, a: p.NotificationsPollArgs, ctx: CallContext) -> p.NotificationsResult:
-    items = await _poll(svc, acting(ctx, a.agent_id), a.limit)
-    return p.NotificationsResult(count=len(items), items=items)
-
-
-async def notifications_ack(svc: Service, a: p.NotificationsAckArgs, ctx: CallContext) -> p.NotificationsAckResult:
-    n = await svc.ask(svc.system.writer, AckNotifications(agent_id=acting(ctx, a.agent_id), ids=tuple(a.ids)))
-    return p.NotificationsAckResult(acked=n)
-
-
-async def notifications_ack_all(svc: Service, a: p.NotificationsAckAllArgs, ctx: CallContext
-                                ) -> p.NotificationsAckResult:
-    n = await svc.ask(svc.system.writer, AckNotifications(agent_id=acting(ctx, a.agent_id), ids=None))
-    return p.NotificationsAckResult(acked=n)
+async def _poll(svc: Service, agent: str, limit: int) -> list[Notification]:
+    return (await svc.ask(svc.system.directory, PollNotifications(agent_id=agent, limit=limit))).items
 
 
 async def notifications_wait(svc: Service, a: p.NotificationsWaitArgs, ctx: CallContext
-                             ) -> p.NotificationsWaitResult:
+                             ) -> NotificationsWaitResult:
     agent = acting(ctx, a.agent_id)
     deadline = time.monotonic() + a.timeout
     items = await _poll(svc, agent, a.limit)
     while not items:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            return p.NotificationsWaitResult(count=0, items=[], timed_out=True)
+            return NotificationsWaitResult(count=0, items=[], timed_out=True)
         # Register first, then look: a notification committed in between wakes the waiter at once.
         woken = bridge.TrioReply()
         svc.system.routers.tell(agent, WaitNotifications(agent_id=agent, deadline=deadline), woken)
@@ -137,11 +116,7 @@ async def notifications_wait(svc: Service, a: p.NotificationsWaitArgs, ctx: Call
         with contextlib.suppress(Timeout):
             await woken.wait(remaining)
         items = await _poll(svc, agent, a.limit)
-    return p.NotificationsWaitResult(count=len(items), items=items, timed_out=False)
+    return NotificationsWaitResult(count=len(items), items=items, timed_out=False)
 
 
-HANDLERS: dict[str, Handler] = {
-    "memory_handoff": memory_handoff, "memory_inbox": memory_inbox, "memory_inbox_ack": memory_inbox_ack,
-    "notify": notify, "notifications_poll": notifications_poll, "notifications_ack": notifications_ack,
-    "notifications_ack_all": notifications_ack_all, "notifications_wait": notifications_wait,
-}
+HANDLERS: dict[str, Handler] = by_name(memory_handoff, memory_inbox, notify, notifications_wait)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from m3.errors import InvalidArgument
-from m3.gateway.registry import Handler
+from m3.gateway.registry import Handler, by_name
 from m3.protocols.messages.memory import EmbedderInfo, EmbeddingStats
 from m3.protocols.tools import meta as p
 
@@ -60,7 +60,4 @@ async def embedder_status(svc: Service, a: p.EmbedderStatusArgs, ctx: CallContex
     )
 
 
-HANDLERS: dict[str, Handler] = {
-    "m3_call": m3_call, "m3_index": m3_index, "tools_list_domains": tools_list_domains,
-    "tools_load_domain": tools_load_domain, "embedder_status": embedder_status,
-}
+HANDLERS: dict[str, Handler] = by_name(m3_call, m3_index, tools_list_domains, tools_load_domain, embedder_status)

@@ -5,38 +5,42 @@ so a second write path would bring back "database is locked"); the rules
 they enforce — recipients exist, task state machine, versions, leases — are
 SQL predicates evaluated inside the Writer's transaction. Reads go to the
 Directory (agents, inboxes, notifications, tokens) and the TaskManager
-(tasks). Requests expect one reply; events (``…ed`` names) expect none.
+(tasks). Requests expect one reply. Messages only one actor uses (its
+timers, its wake-ups) are defined in that actor's module.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
-from m3.protocols.base import Message
+from m3.protocols.base import Message, Request
 from m3.protocols.messages.memory import MemoryFilter
+
+if TYPE_CHECKING:  # the tool modules import these requests, so replies are named in strings (see Request)
+    from m3.protocols.tools import agents, inbox, tasks  # noqa: F401
 
 # --- agents and tokens (Writer) -----------------------------------------------------------------
 
 
-class RegisterAgent(Message):
+class RegisterAgent(Request["agents.AgentRegisterResult"]):
     agent_id: str
     role: str | None = None
     description: str | None = None
     metadata: dict[str, Any] | None = None
 
 
-class AgentHeartbeat(Message):
+class AgentHeartbeat(Request["agents.AgentRecord"]):
     agent_id: str
 
 
-class AgentOffline(Message):
+class AgentOffline(Request["agents.AgentRecord"]):
     agent_id: str
 
 
-class CreateToken(Message):
+class CreateToken(Request[dict[str, Any]]):
     """Store a token's SHA-256 for ``agent_id`` (registering the agent if new). The token itself is never stored."""
 
     agent_id: str
@@ -44,7 +48,7 @@ class CreateToken(Message):
     label: str | None = None
 
 
-class RevokeTokens(Message):
+class RevokeTokens(Request[list[str]]):
     """Revoke one token by id, or every token of an agent."""
 
     token_id: str | None = None
@@ -54,17 +58,18 @@ class RevokeTokens(Message):
 # --- inboxes and notifications (Writer, through the receiver's router) --------------------------
 
 
-class SendHandoff(Message):
+class SendHandoff(Request["inbox.MemoryHandoffResult"]):
     from_agent: str | None
     to_agent: str
     task: str
     note: str | None = None
+    #: The task's id or a unique prefix of it (resolved in the Writer's transaction).
     task_id: str | None = None
     #: Full memory ids, already resolved and checked against the receiver's visibility.
     context_ids: tuple[str, ...] = ()
 
 
-class SendNotification(Message):
+class SendNotification(Request["inbox.NotifyResult"]):
     from_agent: str | None
     to_agent: str
     message: str
@@ -72,50 +77,38 @@ class SendNotification(Message):
     data: dict[str, Any] = Field(default_factory=dict)
 
 
-class AckInbox(Message):
+class AckInbox(Request["inbox.MemoryInboxAckResult"]):
     agent_id: str
     ids: tuple[str, ...]
 
 
-class AckNotifications(Message):
+class AckNotifications(Request["inbox.NotificationsAckResult"]):
     """Acknowledge some notifications of ``agent_id``, or all of them when ``ids`` is None."""
 
     agent_id: str
     ids: tuple[str, ...] | None = None
 
 
-class NotificationsArrived(Message):
-    """Told by the Writer after a commit that added notifications for ``agents``."""
-
-    agents: tuple[str, ...]
-
-
-class WaitNotifications(Message):
+class WaitNotifications(Request[bool]):
     """Held by the agent's router until a notification for it commits, or ``deadline`` (monotonic) passes."""
 
     agent_id: str
     deadline: float
 
 
-class RouterTick(Message):
-    """A router's own timer: drop expired waiters, stop when idle. ``generation`` detects activity since."""
-
-    generation: int
-
-
 # --- reads of agents, inboxes, notifications, tokens (Directory) --------------------------------
 
 
-class GetAgent(Message):
-    agent_id: str
+class GetAgent(Request["agents.AgentDetails"]):
+    id: str
 
 
-class ListAgents(Message):
+class ListAgents(Request["agents.AgentListResult"]):
     status: str | None = None
     role: str | None = None
 
 
-class ReadInbox(Message):
+class ReadInbox(Request["inbox.MemoryInboxResult"]):
     agent_id: str
     unread_only: bool
     limit: int
@@ -123,27 +116,27 @@ class ReadInbox(Message):
     filter: MemoryFilter
 
 
-class PollNotifications(Message):
+class PollNotifications(Request["inbox.NotificationsResult"]):
     agent_id: str
     limit: int
 
 
-class LookupToken(Message):
+class LookupToken(Request[str | None]):
     token_hash: str
 
 
-class ListTokens(Message):
+class ListTokens(Request[list[dict[str, Any]]]):
     agent_id: str | None = None
 
 
-class ResolveMemories(Message):
+class ResolveMemories(Request[list[str]]):
     """The full ids of memories (ids or unique prefixes) that ``filter`` lets its reader see; NotFound otherwise."""
 
     refs: tuple[str, ...]
     filter: MemoryFilter
 
 
-# --- task trees (TaskManager; changes are committed by the Writer) ------------------------------
+# --- task trees (reads: TaskManager; changes: Writer) --------------------------------------------
 
 
 class TaskFilter(Message):
@@ -158,13 +151,14 @@ class TaskFilter(Message):
 
 
 class TaskChange(Message):
-    """A change to a task tree, committed by the Writer; ``reader`` decides which result memory it may show."""
+    """A change to a task tree, committed by the Writer; ``filter`` (the reader's) decides which result memory
+    the reply may show. Task ids are ids or unique prefixes, resolved in the Writer's transaction."""
 
     actor: str | None = None
-    reader: MemoryFilter = MemoryFilter()
+    filter: MemoryFilter = MemoryFilter()
 
 
-class CreateTask(TaskChange):
+class CreateTask(TaskChange, Request["tasks.TaskRecord"]):
     title: str
     description: str | None = None
     parent_id: str | None = None
@@ -174,74 +168,75 @@ class CreateTask(TaskChange):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
-class AssignTask(TaskChange):
+class AssignTask(TaskChange, Request["tasks.TaskRecord"]):
     id: str
     version: int
     assignee: str | None
 
 
-class UpdateTask(TaskChange):
+class UpdateTask(TaskChange, Request["tasks.TaskRecord"]):
+    """A new state and/or new values of the editable fields (None: unchanged)."""
+
     id: str
     version: int
     state: str | None = None
-    changes: dict[str, Any] = Field(default_factory=dict)
+    title: str | None = None
+    description: str | None = None
+    kind: str | None = None
+    priority: int | None = None
+    metadata: dict[str, Any] | None = None
     reason: str | None = None
 
 
-class SetTaskResult(TaskChange):
+class SetTaskResult(TaskChange, Request["tasks.TaskRecord"]):
     id: str
     version: int
     memory_id: str | None
     note: str | None = None
 
 
-class DeleteTask(TaskChange):
+class DeleteTask(TaskChange, Request["tasks.TaskDeleteResult"]):
     id: str
     version: int
     hard: bool = False
     reason: str | None = None
 
 
-class ClaimTask(TaskChange):
+class ClaimTask(TaskChange, Request["tasks.TaskClaimResult"]):
     agent_id: str
-    filter: TaskFilter
+    #: Which tasks it considers (``parent_id`` may be a prefix).
+    among: TaskFilter
     lease_s: float
 
 
-class RenewLease(TaskChange):
+class RenewLease(TaskChange, Request["tasks.TaskRecord"]):
     id: str
     agent_id: str
     lease_s: float
 
 
-class ExpireLeases(Message):
-    """Return every task whose lease has run out to pending; answered with the next expiry (or None)."""
+class ExpireLeases(TaskChange, Request[datetime | None]):
+    """Return every task whose lease has run out to pending; answered with the next expiry (or None).
+
+    Sent by the TaskManager's lease clock; the Writer tells that clock when the leases it sets end.
+    """
 
 
-class LeaseScheduled(Message):
-    """Told to the TaskManager: a lease may expire at ``at``; sweep then."""
-
-    at: datetime | None
-
-
-class SweepLeases(Message):
-    """The TaskManager's timer fired."""
-
-
-class GetTask(Message):
+class GetTask(Request["tasks.TaskDetails"]):
     id: str
     history: bool = False
     filter: MemoryFilter = MemoryFilter()
 
 
-class ListTasks(Message):
-    filter: TaskFilter
+class ListTasks(TaskFilter, Request["tasks.TaskListResult"]):
+    """The tasks its :class:`TaskFilter` fields admit (``parent_id`` may be a prefix)."""
+
     limit: int
-    filter_memories: MemoryFilter = MemoryFilter()
+    filter: MemoryFilter = MemoryFilter()
 
 
-class GetTaskTree(Message):
+class GetTaskTree(Request["tasks.TaskTreeResult"]):
     id: str
     depth: int
     include_deleted: bool = False
-    filter_memories: MemoryFilter = MemoryFilter()
+    filter: MemoryFilter = MemoryFilter()

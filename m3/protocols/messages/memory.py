@@ -1,6 +1,7 @@
 """Messages exchanged between the gateway and the actors, and between actors.
 
-Requests expect one reply; events (``…ed`` names) are told and expect none.
+Requests expect one reply (a :class:`~m3.protocols.base.Request` names its type, often a tool's
+result); events (``…ed`` names) are told and expect none.
 Vectors travel as little-endian float32 bytes so that messages stay
 immutable.
 """
@@ -8,11 +9,14 @@ immutable.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from pydantic import Field
 
-from m3.protocols.base import Message
+from m3.protocols.base import Message, Request
+
+if TYPE_CHECKING:  # the tool modules import these requests, so replies are named in strings (see Request)
+    from m3.protocols.tools import chatlog, memory  # noqa: F401
 
 # --- shared values ------------------------------------------------------------------------------
 
@@ -58,15 +62,24 @@ class WriteOutcome(Message):
 # --- writer requests ----------------------------------------------------------------------------
 
 
-class WriteMemories(Message):
+class WriteMemories(Request[list[WriteOutcome]]):
     """Insert memories in one transaction; identical current memories are not duplicated."""
 
     memories: tuple[NewMemory, ...]
     actor: str | None = None
 
 
-class SupersedeMemory(Message):
-    old_id: str
+class WriteMemory(NewMemory, Request["memory.MemoryWriteResult"]):
+    """memory_write: one memory, written like a :class:`WriteMemories` of one (and grouped with them)."""
+
+    actor: str | None = None
+
+
+# Requests naming a memory by ``id`` (or prefix) resolve it inside the Writer's transaction, as ``filter``
+# (the caller's visibility) sees it: not_found or ambiguous_id otherwise.
+
+class SupersedeMemory(Request["memory.MemorySupersedeResult"]):
+    id: str
     content: str
     title: str | None = None
     type: str | None = None
@@ -75,36 +88,52 @@ class SupersedeMemory(Message):
     valid_from: datetime | None = None
     reason: str | None = None
     actor: str | None = None
+    filter: MemoryFilter = MemoryFilter()
 
 
-class UpdateMemory(Message):
+class UpdateMemory(Request["memory.MemoryRecord"]):
     id: str
     changes: dict[str, Any]
     reason: str | None = None
     actor: str | None = None
+    filter: MemoryFilter = MemoryFilter()
 
 
-class DeleteMemory(Message):
+class DeleteMemory(Request["memory.MemoryDeleteResult"]):
     id: str
     hard: bool = False
     reason: str | None = None
     actor: str | None = None
+    filter: MemoryFilter = MemoryFilter()
 
 
-class PinMemory(Message):
+class RestoreMemory(Request["memory.MemoryRestoreResult"]):
     id: str
-    pinned: bool
+    reason: str | None = None
     actor: str | None = None
+    filter: MemoryFilter = MemoryFilter()
 
 
-class LinkMemories(Message):
+class PinMemory(Request["memory.MemoryPinResult"]):
+    id: str
+    pinned: bool = True
+    actor: str | None = None
+    filter: MemoryFilter = MemoryFilter()
+
+
+class UnpinMemory(PinMemory):
+    pinned: bool = False
+
+
+class LinkMemories(Request["memory.MemoryLinkResult"]):
     from_id: str
     to_id: str
     type: str
     actor: str | None = None
+    filter: MemoryFilter = MemoryFilter()
 
 
-class WriteChat(Message):
+class WriteChat(Request["chatlog.ChatlogWriteResult"]):
     conversation_id: str
     role: str
     content: str
@@ -112,12 +141,6 @@ class WriteChat(Message):
     model: str | None = None
     turn: int | None = None
     at: datetime | None = None
-
-
-class ChatOutcome(Message):
-    id: str
-    conversation_id: str
-    turn: int
 
 
 class StoreVectors(Message):
@@ -129,6 +152,21 @@ class StoreVectors(Message):
     vectors: bytes
     #: Run similarity supersession (false when re-embedding memories already checked).
     supersede: bool = True
+
+    @classmethod
+    def merged(cls, msgs: list[StoreVectors]) -> StoreVectors:
+        """One StoreVectors doing what ``msgs`` do in turn (of one model and flag): a memory given several
+        vectors keeps the last."""
+        width = msgs[0].dim * 4
+        last: dict[str, bytes] = {}
+        for msg in msgs:
+            if len(msg.vectors) != width * len(msg.ids):
+                raise ValueError(f"StoreVectors holds {len(msg.vectors)} bytes for {len(msg.ids)} vectors of {msg.dim}")
+            for i, memory_id in enumerate(msg.ids):
+                last.pop(memory_id, None)
+                last[memory_id] = msg.vectors[i * width:(i + 1) * width]
+        return cls(model=msgs[0].model, dim=msgs[0].dim, ids=tuple(last), vectors=b"".join(last.values()),
+                   supersede=msgs[0].supersede)
 
 
 class TouchMemories(Message):
@@ -173,53 +211,77 @@ class SearchWeights(Message):
     conversation_top: int = 2
 
 
-class SearchMemories(Message):
+class SearchMemories(Request["memory.MemorySearchResult"]):
     query: str
-    k: int
+    #: None: the configured ``search.k``; above ``limits.max_k`` the Searcher refuses.
+    k: int | None = None
     filter: MemoryFilter
     explain: bool = False
 
 
-class GetMemory(Message):
-    id: str
-    filter: MemoryFilter = MemoryFilter()
-    #: Count this as a read (access statistics); false for lookups that precede a change.
-    touch: bool = True
-
-
-class GetHistory(Message):
+class GetMemory(Request["memory.MemoryRecord"]):
     id: str
     filter: MemoryFilter = MemoryFilter()
 
 
-class GetGraph(Message):
+class GetHistory(Request["memory.MemoryHistoryResult"]):
+    id: str
+    filter: MemoryFilter = MemoryFilter()
+
+
+class GetGraph(Request["memory.MemoryGraphResult"]):
     id: str
     depth: int
     filter: MemoryFilter = MemoryFilter()
 
 
-class VerifyMemories(Message):
+class VerifyMemories(Request["memory.MemoryVerifyResult"]):
     id: str | None = None
     filter: MemoryFilter = MemoryFilter()
 
 
-class SearchChat(Message):
+class SearchChat(Request["chatlog.ChatlogSearchResult"]):
     query: str
-    k: int
+    k: int | None = None
     conversation_id: str | None = None
     role: str | None = None
     agent_id: str | None = None
 
 
-class EmbeddingStats(Message):
+#: What the Searcher counts of the store's vectors (the reply to :class:`EmbeddingStats`).
+class EmbeddingCounts(TypedDict):
+    vectors_by_model: dict[str, int]
+    pending: int
+    memories: int
+    active_model: str | None
+    models: dict[str, str]
+    search_model: str
+    index_size: int | None
+
+
+class EmbeddingStats(Request[EmbeddingCounts]):
     model: str
 
 
-class EmbedderInfo(Message):
+#: The Embedder actor's backend, model, queue and counters (the reply to :class:`EmbedderInfo`).
+class EmbedderState(TypedDict):
+    backend: str
+    model: str
+    dim: int | None
+    active_model: str
+    reembedding: bool
+    queued: int
+    last_error: str | None
+    embedded: int
+    reused: int
+    server: dict[str, Any] | None
+
+
+class EmbedderInfo(Request[EmbedderState]):
     """Ask the Embedder actor for its backend, model and queue length."""
 
 
-class Flush(Message):
+class Flush(Request[bool]):
     """Answered once everything the actor received before it has been handled."""
 
 
@@ -233,7 +295,7 @@ class MarkModelBuilding(Message):
     dim: int
 
 
-class ActivateModel(Message):
+class ActivateModel(Request[bool]):
     """Make ``model`` the one search uses (Writer); answers False, changing nothing, when
     ``require_complete`` and a current memory still lacks a vector of it."""
 
@@ -242,7 +304,7 @@ class ActivateModel(Message):
     require_complete: bool = True
 
 
-class Drain(Message):
+class Drain(Request[bool]):
     """Shutdown (Embedder): embed the new memories and, in a long-running process, the backlog too; never a
     whole re-embedding for a change of model (that continues at the next start or with `m3 embedder
     reembed`). A one-shot command's Embedder embeds only the memories its process wrote."""

@@ -8,15 +8,18 @@ Tools that name another agent call the argument by its role (``id``,
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from m3.protocols.base import ToolArgs, ToolResult, ToolSpec
+from m3.protocols.base import FromCaller, ToolArgs, ToolResult, ToolSpec
+from m3.protocols.messages import coordination as msg
 from m3.protocols.tools.fields import Identifier, JsonObject, Timestamp
 
 AgentStatus = Literal["active", "idle", "offline"]
 ACTING_AGENT = "The agent acting; defaults to the caller (through a token: only the token's agent)."
+#: An ``agent_id`` argument: the agent acting, the caller's when left out.
+ActingAgent = Annotated[Identifier | None, FromCaller("agent_id"), Field(description=ACTING_AGENT)]
 
 
 class AgentRecord(ToolResult):
@@ -31,7 +34,7 @@ class AgentRecord(ToolResult):
 
 
 class AgentRegisterArgs(ToolArgs):
-    agent_id: Identifier | None = Field(None, description=ACTING_AGENT)
+    agent_id: ActingAgent = None
     role: str | None = Field(None, max_length=200, description="What this agent does, e.g. 'reviewer', 'worker'.")
     description: str | None = Field(None, max_length=4000, description="A sentence or two for the other agents.")
     metadata: JsonObject | None = Field(None, description="Any JSON object, e.g. the model or host it runs on.")
@@ -43,6 +46,7 @@ class AgentRegisterResult(AgentRecord):
 
 AGENT_REGISTER = ToolSpec(
     name="agent_register", domain="agent", args=AgentRegisterArgs, result=AgentRegisterResult,
+    message=msg.RegisterAgent, actor="writer",
     description=(
         "Announce this agent to the others that share the store, with its role and what it does. Call it once "
         "when a session starts; calling again is harmless and refreshes the role, description and heartbeat. "
@@ -52,11 +56,12 @@ AGENT_REGISTER = ToolSpec(
 
 
 class AgentHeartbeatArgs(ToolArgs):
-    agent_id: Identifier | None = Field(None, description=ACTING_AGENT)
+    agent_id: ActingAgent = None
 
 
 AGENT_HEARTBEAT = ToolSpec(
     name="agent_heartbeat", domain="agent", args=AgentHeartbeatArgs, result=AgentRecord,
+    message=msg.AgentHeartbeat, actor="writer",
     description=(
         "Tell the other agents this one is still at work. Call it every minute or so during long work: an agent "
         "counts as active while its last heartbeat is recent, then idle, then offline "
@@ -77,6 +82,7 @@ class AgentListResult(ToolResult):
 
 AGENT_LIST = ToolSpec(
     name="agent_list", domain="agent", args=AgentListArgs, result=AgentListResult, read_only=True,
+    message=msg.ListAgents, actor="directory",
     description=(
         "List the agents that share this store, with their role and status (active, idle, offline). Use it to "
         "decide whom to hand work to (memory_handoff) or assign a task to (task_assign)."
@@ -95,6 +101,7 @@ class AgentDetails(AgentRecord):
 
 AGENT_GET = ToolSpec(
     name="agent_get", domain="agent", args=AgentGetArgs, result=AgentDetails, read_only=True,
+    message=msg.GetAgent, actor="directory",
     description=(
         "Read one agent's record: role, description, last heartbeat, status, and how many handoffs and "
         "notifications it has not read yet (a busy agent may be the wrong one to hand more work to)."
@@ -103,11 +110,12 @@ AGENT_GET = ToolSpec(
 
 
 class AgentOfflineArgs(ToolArgs):
-    agent_id: Identifier | None = Field(None, description=ACTING_AGENT)
+    agent_id: ActingAgent = None
 
 
 AGENT_OFFLINE = ToolSpec(
     name="agent_offline", domain="agent", args=AgentOfflineArgs, result=AgentRecord,
+    message=msg.AgentOffline, actor="writer",
     description=(
         "Mark this agent offline at once, e.g. when its session ends, so that others stop handing it work. "
         "Its handoffs and notifications wait in its inbox; its next heartbeat or registration brings it back."

@@ -5,14 +5,15 @@ from __future__ import annotations
 from pydantic import Field
 
 from m3.protocols.base import ToolArgs, ToolResult, ToolSpec
-from m3.protocols.tools.fields import MAX_STORE_INT, ChatRole, Content, Identifier, Text, Timestamp
+from m3.protocols.messages import memory as msg
+from m3.protocols.tools.fields import MAX_STORE_INT, CallerAgent, ChatRole, Content, Identifier, Text, Timestamp
 
 
 class ChatlogWriteArgs(ToolArgs):
     conversation_id: Identifier
     role: ChatRole
     content: Content = Field(description="The message, stored exactly as given.")
-    agent_id: Identifier | None = Field(None, description="Defaults to the calling agent.")
+    agent_id: CallerAgent = Field(None, description="Defaults to the calling agent.")
     model: str | None = Field(None, max_length=200, description="The model that produced the message.")
     turn: int | None = Field(None, ge=0, le=MAX_STORE_INT, description="Position in the conversation; default: next.")
     at: Timestamp | None = Field(None, description="When the message was said; default now.")
@@ -26,6 +27,7 @@ class ChatlogWriteResult(ToolResult):
 
 CHATLOG_WRITE = ToolSpec(
     name="chatlog_write", domain="chatlog", args=ChatlogWriteArgs, result=ChatlogWriteResult,
+    message=msg.WriteChat, actor="writer",
     description=(
         "Append one message to the verbatim conversation log. Use it to keep whole conversations; use "
         "memory_write for the facts and decisions worth remembering on their own."
@@ -61,6 +63,7 @@ class ChatlogSearchResult(ToolResult):
 
 CHATLOG_SEARCH = ToolSpec(
     name="chatlog_search", domain="chatlog", args=ChatlogSearchArgs, result=ChatlogSearchResult, startup=True,
+    message=msg.SearchChat, actor="searcher",
     read_only=True,
     description=(
         "Search the verbatim conversation log by keywords when you need what was literally said, e.g. "

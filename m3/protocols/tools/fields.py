@@ -16,6 +16,7 @@ from pydantic import AfterValidator, BeforeValidator, Field, PlainSerializer, Va
 from pydantic_core import PydanticCustomError
 
 from m3.config import setting
+from m3.protocols.base import FromCaller
 
 MEMORY_TYPES: tuple[str, ...] = (
     "fact", "decision", "preference", "note", "observation", "event", "conversation",
@@ -186,3 +187,7 @@ MemoryId = Annotated[
     str, Field(min_length=8, max_length=64, description="Full id or a unique prefix of 8+ characters.")
 ]
 Identifier = Annotated[str, Field(min_length=1, max_length=200)]
+#: An owner agent: left out, the calling agent (see FromCaller).
+CallerAgent = Annotated[Identifier | None, FromCaller("agent_id")]
+#: A user: left out, the calling user.
+CallerUser = Annotated[Identifier | None, FromCaller("user_id")]

@@ -7,7 +7,8 @@ from typing import Any
 from pydantic import Field
 
 from m3.protocols.base import ToolArgs, ToolResult, ToolSpec
-from m3.protocols.tools.agents import ACTING_AGENT
+from m3.protocols.messages import coordination as msg
+from m3.protocols.tools.agents import ACTING_AGENT, ActingAgent
 from m3.protocols.tools.fields import Identifier, JsonObject, MemoryId, Text, Timestamp
 
 MAX_CONTEXT = 50
@@ -68,7 +69,7 @@ class InboxItem(ToolResult):
 
 
 class MemoryInboxArgs(ToolArgs):
-    agent_id: Identifier | None = Field(None, description=ACTING_AGENT)
+    agent_id: ActingAgent = None
     unread_only: bool = Field(True, description="Only handoffs not acknowledged yet.")
     limit: int = Field(20, ge=1, le=200)
 
@@ -90,7 +91,7 @@ MEMORY_INBOX = ToolSpec(
 
 class MemoryInboxAckArgs(ToolArgs):
     ids: list[str] = Field(min_length=1, max_length=MAX_IDS, description="Handoff ids from memory_inbox.")
-    agent_id: Identifier | None = Field(None, description=ACTING_AGENT)
+    agent_id: ActingAgent = None
 
 
 class MemoryInboxAckResult(ToolResult):
@@ -99,6 +100,7 @@ class MemoryInboxAckResult(ToolResult):
 
 MEMORY_INBOX_ACK = ToolSpec(
     name="memory_inbox_ack", domain="memory", args=MemoryInboxAckArgs, result=MemoryInboxAckResult,
+    message=msg.AckInbox, actor="writer",
     description=(
         "Mark handoffs as read once you have taken them on; they leave the unread inbox (and their "
         "notifications are acknowledged too) but stay readable with unread_only=false."
@@ -144,7 +146,7 @@ NOTIFY = ToolSpec(
 
 
 class NotificationsPollArgs(ToolArgs):
-    agent_id: Identifier | None = Field(None, description=ACTING_AGENT)
+    agent_id: ActingAgent = None
     limit: int = Field(50, ge=1, le=500)
 
 
@@ -156,6 +158,7 @@ class NotificationsResult(ToolResult):
 NOTIFICATIONS_POLL = ToolSpec(
     name="notifications_poll", domain="notifications", args=NotificationsPollArgs, result=NotificationsResult,
     read_only=True,
+    message=msg.PollNotifications, actor="directory",
     description=(
         "Read this agent's unacknowledged notifications (handoffs, task assignments and completions, messages) "
         "without waiting. Use it between steps of work; to wait for the next one, use notifications_wait."
@@ -165,7 +168,7 @@ NOTIFICATIONS_POLL = ToolSpec(
 
 class NotificationsAckArgs(ToolArgs):
     ids: list[str] = Field(min_length=1, max_length=MAX_IDS, description="Notification ids from poll or wait.")
-    agent_id: Identifier | None = Field(None, description=ACTING_AGENT)
+    agent_id: ActingAgent = None
 
 
 class NotificationsAckResult(ToolResult):
@@ -174,23 +177,24 @@ class NotificationsAckResult(ToolResult):
 
 NOTIFICATIONS_ACK = ToolSpec(
     name="notifications_ack", domain="notifications", args=NotificationsAckArgs, result=NotificationsAckResult,
+    message=msg.AckNotifications, actor="writer",
     description="Acknowledge notifications you have handled, so that poll and wait stop returning them.",
 )
 
 
 class NotificationsAckAllArgs(ToolArgs):
-    agent_id: Identifier | None = Field(None, description=ACTING_AGENT)
+    agent_id: ActingAgent = None
 
 
 NOTIFICATIONS_ACK_ALL = ToolSpec(
     name="notifications_ack_all", domain="notifications", args=NotificationsAckAllArgs,
-    result=NotificationsAckResult,
+    result=NotificationsAckResult, message=msg.AckNotifications, actor="writer",
     description="Acknowledge every pending notification of this agent at once, e.g. after catching up.",
 )
 
 
 class NotificationsWaitArgs(ToolArgs):
-    agent_id: Identifier | None = Field(None, description=ACTING_AGENT)
+    agent_id: ActingAgent = None
     timeout: float = Field(30.0, ge=0, le=600, description="Longest wait in seconds; 0 only looks.")
     limit: int = Field(50, ge=1, le=500)
 

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, computed_field, model_validator
 
+from m3.errors import ConfirmationRequired
 from m3.protocols.base import ToolArgs, ToolResult, ToolSpec
+from m3.protocols.messages import memory as msg
 from m3.protocols.tools.fields import (
     MAX_STORE_INT,
+    CallerAgent,
+    CallerUser,
     Content,
     Identifier,
     Importance,
@@ -57,8 +61,8 @@ class MemoryWriteArgs(ToolArgs):
     title: str | None = Field(None, max_length=500, description="A short label; matched as its own search signal.")
     metadata: JsonObject = Field(default_factory=dict, description="Any JSON object kept with the memory.")
     scope: Scope = Field("agent", description="agent: this agent's own; user: shared for one user; org: everyone.")
-    agent_id: Identifier | None = Field(None, description="Owner agent; defaults to the calling agent.")
-    user_id: Identifier | None = Field(None, description="The person this memory is about or for.")
+    agent_id: CallerAgent = Field(None, description="Owner agent; defaults to the calling agent.")
+    user_id: CallerUser = Field(None, description="The person this memory is about or for.")
     importance: Importance = Field(0.5, description="0..1; raises the memory in search.")
     pinned: bool = Field(False, description="Pinned memories get a small search boost and never decay.")
     expires_at: Timestamp | None = Field(None, description="After this time the memory is no longer returned.")
@@ -77,6 +81,7 @@ class MemoryWriteResult(ToolResult):
 
 MEMORY_WRITE = ToolSpec(
     name="memory_write", domain="memory", args=MemoryWriteArgs, result=MemoryWriteResult, startup=True,
+    message=msg.WriteMemory, actor="writer",
     description=(
         "Store a memory that should outlast this session: a fact, decision, preference, note or piece of "
         "conversation. Use it whenever you learn something the user or another agent will want later. "
@@ -129,6 +134,7 @@ class MemorySearchResult(ToolResult):
 
 MEMORY_SEARCH = ToolSpec(
     name="memory_search", domain="memory", args=MemorySearchArgs, result=MemorySearchResult, startup=True,
+    message=msg.SearchMemories, actor="searcher",
     read_only=True,
     description=(
         "Find memories relevant to a question before answering it, or before storing something that might "
@@ -147,6 +153,7 @@ class MemoryGetArgs(ToolArgs):
 
 MEMORY_GET = ToolSpec(
     name="memory_get", domain="memory", args=MemoryGetArgs, result=MemoryRecord, startup=True, read_only=True,
+    message=msg.GetMemory, actor="searcher",
     description=(
         "Read one memory in full by its id or a unique 8-character prefix of it, including retired versions. "
         "Use it after memory_search when you need the metadata, validity times or history links."
@@ -175,6 +182,7 @@ class MemorySupersedeResult(ToolResult):
 
 MEMORY_SUPERSEDE = ToolSpec(
     name="memory_supersede", domain="memory", args=MemorySupersedeArgs, result=MemorySupersedeResult,
+    message=msg.SupersedeMemory, actor="writer",
     startup=True,
     description=(
         "Replace a memory that is no longer true with a corrected one. The old version is closed, not erased: "
@@ -195,9 +203,17 @@ class MemoryUpdateArgs(ToolArgs):
     expires_at: Timestamp | None = None
     reason: str | None = Field(None, max_length=1000, description="Why it changed; kept in history.")
 
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def changes(self) -> dict[str, Any]:
+        """The fields given (and not None): what UpdateMemory changes."""
+        return {k: getattr(self, k) for k in sorted(self.model_fields_set - {"id", "reason"})
+                if getattr(self, k) is not None}
+
 
 MEMORY_UPDATE = ToolSpec(
     name="memory_update", domain="memory", args=MemoryUpdateArgs, result=MemoryRecord,
+    message=msg.UpdateMemory, actor="writer",
     description=(
         "Fix a memory in place: a typo, a better title, new metadata or importance. The previous values are kept "
         "in memory_history. For a fact that changed in the world, use memory_supersede instead."
@@ -213,6 +229,12 @@ class MemoryDeleteArgs(ToolArgs):
     confirm: bool = Field(False, description="Must be true for a hard delete.")
     reason: str | None = Field(None, max_length=1000)
 
+    @model_validator(mode="after")
+    def _confirmed(self) -> MemoryDeleteArgs:
+        if self.hard and not self.confirm:
+            raise ConfirmationRequired(f"hard delete of {self.id} needs confirm=true")  # not a ValueError: passes as is
+        return self
+
 
 class MemoryDeleteResult(ToolResult):
     id: str
@@ -221,9 +243,33 @@ class MemoryDeleteResult(ToolResult):
 
 MEMORY_DELETE = ToolSpec(
     name="memory_delete", domain="memory", args=MemoryDeleteArgs, result=MemoryDeleteResult, destructive=True,
+    message=msg.DeleteMemory, actor="writer",
     description=(
         "Retire a memory that is wrong or unwanted. By default it is soft-deleted: hidden from search but kept "
         "in history and as_of queries. hard=true with confirm=true erases it permanently."
+    ),
+)
+
+
+# --- memory_restore -----------------------------------------------------------------------------
+
+class MemoryRestoreArgs(ToolArgs):
+    id: MemoryId = Field(description="A superseded or soft-deleted memory.")
+    reason: str | None = Field(None, max_length=1000, description="Why it holds again; kept in history.")
+
+
+class MemoryRestoreResult(ToolResult):
+    id: str
+    retired_id: str | None = Field(description="The newer version that was current and is now retired, if any.")
+
+
+MEMORY_RESTORE = ToolSpec(
+    name="memory_restore", domain="memory", args=MemoryRestoreArgs, result=MemoryRestoreResult,
+    message=msg.RestoreMemory, actor="writer",
+    description=(
+        "Make a superseded or soft-deleted memory current again, e.g. when a correction proves wrong. A newer "
+        "version that is current is retired, so one version stays current; history records the restore. A "
+        "hard-deleted memory is gone for good."
     ),
 )
 
@@ -241,10 +287,12 @@ class MemoryPinResult(ToolResult):
 
 MEMORY_PIN = ToolSpec(
     name="memory_pin", domain="memory", args=MemoryPinArgs, result=MemoryPinResult,
+    message=msg.PinMemory, actor="writer",
     description="Pin a memory that must stay prominent (a standing instruction, a key decision).",
 )
 MEMORY_UNPIN = ToolSpec(
     name="memory_unpin", domain="memory", args=MemoryPinArgs, result=MemoryPinResult,
+    message=msg.UnpinMemory, actor="writer",
     description="Remove the pin from a memory.",
 )
 
@@ -271,6 +319,7 @@ class MemoryHistoryResult(ToolResult):
 
 MEMORY_HISTORY = ToolSpec(
     name="memory_history", domain="memory", args=MemoryHistoryArgs, result=MemoryHistoryResult, read_only=True,
+    message=msg.GetHistory, actor="searcher",
     description=(
         "Show everything that happened to a memory: creation, updates with previous values, pins, supersession "
         "and deletion, each with who did it and when, plus its chain of versions."
@@ -293,6 +342,7 @@ class MemoryLinkResult(ToolResult):
 
 MEMORY_LINK = ToolSpec(
     name="memory_link", domain="memory", args=MemoryLinkArgs, result=MemoryLinkResult,
+    message=msg.LinkMemories, actor="writer",
     description="Record a typed relationship between two memories (related, contradicts, derived_from, …).",
 )
 
@@ -322,6 +372,7 @@ class MemoryGraphResult(ToolResult):
 
 MEMORY_GRAPH = ToolSpec(
     name="memory_graph", domain="memory", args=MemoryGraphArgs, result=MemoryGraphResult, read_only=True,
+    message=msg.GetGraph, actor="searcher",
     description="Show the memories linked to one memory, up to three hops away, with the link types.",
 )
 
@@ -338,10 +389,11 @@ class MemoryVerifyResult(ToolResult):
 
 MEMORY_VERIFY = ToolSpec(
     name="memory_verify", domain="memory", args=MemoryVerifyArgs, result=MemoryVerifyResult, read_only=True,
+    message=msg.VerifyMemories, actor="searcher",
     description="Check that stored content still matches its SHA-256 hash (integrity), for one memory or all.",
 )
 
 MEMORY_TOOLS: tuple[ToolSpec, ...] = (
     MEMORY_WRITE, MEMORY_SEARCH, MEMORY_GET, MEMORY_SUPERSEDE, MEMORY_UPDATE, MEMORY_DELETE, MEMORY_PIN,
-    MEMORY_UNPIN, MEMORY_HISTORY, MEMORY_LINK, MEMORY_GRAPH, MEMORY_VERIFY,
+    MEMORY_UNPIN, MEMORY_HISTORY, MEMORY_LINK, MEMORY_GRAPH, MEMORY_VERIFY, MEMORY_RESTORE,
 )

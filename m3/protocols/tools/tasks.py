@@ -7,7 +7,8 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from m3.protocols.base import ToolArgs, ToolResult, ToolSpec
-from m3.protocols.tools.agents import ACTING_AGENT
+from m3.protocols.messages import coordination as msg
+from m3.protocols.tools.agents import ActingAgent
 from m3.protocols.tools.fields import MAX_STORE_INT, Identifier, JsonObject, MemoryId, Text, Timestamp
 
 TaskState = Literal["pending", "in_progress", "blocked", "completed", "failed", "cancelled"]
@@ -52,6 +53,7 @@ class TaskCreateArgs(ToolArgs):
 
 TASK_CREATE = ToolSpec(
     name="task_create", domain="task", args=TaskCreateArgs, result=TaskRecord,
+    message=msg.CreateTask, actor="writer",
     description=(
         "Add a task to the shared task tree, optionally under a parent task and assigned to an agent. Use it to "
         "split work that several agents share; workers take pending tasks with task_claim. It starts pending, "
@@ -68,6 +70,7 @@ class TaskAssignArgs(ToolArgs):
 
 TASK_ASSIGN = ToolSpec(
     name="task_assign", domain="task", args=TaskAssignArgs, result=TaskRecord,
+    message=msg.AssignTask, actor="writer",
     description=(
         "Give a task to a specific agent (it and the task's creator are notified), or take it back with "
         "assignee=null. An assigned pending task can only be claimed by its assignee. Fails with 'conflict' if the "
@@ -90,6 +93,7 @@ class TaskUpdateArgs(ToolArgs):
 
 TASK_UPDATE = ToolSpec(
     name="task_update", domain="task", args=TaskUpdateArgs, result=TaskRecord,
+    message=msg.UpdateTask, actor="writer",
     description=(
         "Move a task through its states or edit it. Allowed moves: pending → in_progress, blocked or cancelled; "
         "in_progress → pending (give it back), blocked, completed, failed or cancelled; blocked → pending, "
@@ -160,6 +164,7 @@ class TaskDetails(TaskRecord):
 
 TASK_GET = ToolSpec(
     name="task_get", domain="task", args=TaskGetArgs, result=TaskDetails, read_only=True,
+    message=msg.GetTask, actor="tasks",
     description=(
         "Read one task with its current state, owner, lease, result and version; history=true adds every change "
         "with who made it. Read it before changing a task to get the version to pass."
@@ -184,6 +189,7 @@ class TaskListResult(ToolResult):
 
 TASK_LIST = ToolSpec(
     name="task_list", domain="task", args=TaskListArgs, result=TaskListResult, read_only=True,
+    message=msg.ListTasks, actor="tasks",
     description=(
         "List shared tasks by state, kind, owner, creator or parent, most urgent first. A task whose lease ran "
         "out is listed as pending again."
@@ -209,6 +215,7 @@ class TaskTreeResult(ToolResult):
 
 TASK_TREE = ToolSpec(
     name="task_tree", domain="task", args=TaskTreeArgs, result=TaskTreeResult, read_only=True,
+    message=msg.GetTaskTree, actor="tasks",
     description=(
         "Show a task with its subtasks down to a depth limit, to see how a shared piece of work stands. "
         "child_count tells where the tree goes deeper than shown."
@@ -225,7 +232,7 @@ class TaskClaimFilter(ToolArgs):
 
 
 class TaskClaimArgs(ToolArgs):
-    agent_id: Identifier | None = Field(None, description=ACTING_AGENT)
+    agent_id: ActingAgent = None
     filter: TaskClaimFilter | None = Field(
         None, description="Which tasks to consider: {kind, parent_id, creator}; default every pending task.")
     lease: float | None = Field(None, gt=0,
@@ -250,7 +257,7 @@ TASK_CLAIM = ToolSpec(
 
 class TaskHeartbeatArgs(ToolArgs):
     id: TaskId
-    agent_id: Identifier | None = Field(None, description=ACTING_AGENT)
+    agent_id: ActingAgent = None
     lease: float | None = Field(None, gt=0, description="Seconds from now; default tasks.lease_s.")
 
 
