@@ -60,11 +60,11 @@ def test_memory_history_of_both_sides_of_a_conflict_says_why_both_stay(system: A
     first = write(system, FIRST, type="fact")
     second = write(system, SECOND, type="fact")
     for mine, other in ((first.id, second.id), (second.id, first.id)):
-        events = system.searcher.ask(GetHistory(id=mine), WAIT_S)["events"]
-        detected = [e for e in events if e["event"] == "conflict_detected"]
+        events = system.searcher.ask(GetHistory(id=mine), WAIT_S).events
+        detected = [e for e in events if e.event == "conflict_detected"]
         assert len(detected) == 1
-        assert detected[0]["details"]["other"] == other
-        assert detected[0]["details"]["reason"] == "number: 4411 vs 4412"
+        assert detected[0].details["other"] == other
+        assert detected[0].details["reason"] == "number: 4411 vs 4412"
 
 
 def test_a_superseding_write_notifies_its_writer_naming_both_memories_and_history_says_why(
@@ -76,11 +76,11 @@ def test_a_superseding_write_notifies_its_writer_naming_both_memories_and_histor
     assert note["kind"] == "superseded"
     assert (note["data"]["memory_id"], note["data"]["superseded"]) == (second.id, first.id)
     assert first.id in note["message"] and second.id in note["message"]
-    old_events = system.searcher.ask(GetHistory(id=first.id), WAIT_S)["events"]
-    assert "anchors agree" in old_events[-1]["details"]["reason"]
-    new_events = system.searcher.ask(GetHistory(id=second.id), WAIT_S)["events"]
-    assert [e["event"] for e in new_events] == ["created", "supersedes"]
-    assert new_events[-1]["details"]["old"] == first.id
+    old_events = system.searcher.ask(GetHistory(id=first.id), WAIT_S).events
+    assert "anchors agree" in old_events[-1].details["reason"]
+    new_events = system.searcher.ask(GetHistory(id=second.id), WAIT_S).events
+    assert [e.event for e in new_events] == ["created", "supersedes"]
+    assert new_events[-1].details["old"] == first.id
     assert conflicts(store_url) == []
 
 
