@@ -21,7 +21,7 @@ from sqlalchemy import RowMapping, and_, select
 from m3.actors.reader import StoreReader
 from m3.actors.supervisor import ActorHandle
 from m3.embed.base import Embedder
-from m3.errors import EmbedderUnavailable, InvalidArgument
+from m3.errors import EmbedderUnavailable, InvalidArgument, NotFound
 from m3.protocols.base import Message
 from m3.protocols.messages.memory import (
     EmbeddingCounts,
@@ -47,7 +47,7 @@ from m3.store import embedding_models, fulltext, vectors
 from m3.store import memories as rows
 from m3.store.dialect import dialect_for
 from m3.store.engine import StoreOptions
-from m3.store.filters import isolation_clause, narrows, search_clause
+from m3.store.filters import isolation_clause, narrows, search_clause, time_clause
 from m3.store.schema import chatlog
 from m3.store.schema import memories as m
 
@@ -200,14 +200,30 @@ class Searcher(StoreReader):
     # -- single memories -----------------------------------------------------------------------
 
     def get(self, msg: GetMemory) -> r.MemoryRecord:
+        """The memory; with ``as_of``/``valid_at``, the version of its chain current (holding) at that time."""
+        now = datetime.now(UTC)
         memory_id = rows.resolve_id(self.conn, msg.id, msg.filter)
-        self._touch([memory_id], datetime.now(UTC))
+        if msg.filter.as_of is not None or msg.filter.valid_at is not None:
+            at = {"as_of": msg.filter.as_of, "valid_at": msg.filter.valid_at}
+            chain = rows.version_chain(self.conn, memory_id)
+            admitted = rows.visible_ids(self.conn, chain, time_clause(msg.filter, now))
+            found = [v for v in chain if v in admitted]
+            if not found:
+                raise NotFound(f"memory {memory_id} had no version current at that time",
+                               hint="See memory_history for when each version was recorded and valid.",
+                               details={k: v.isoformat() for k, v in at.items() if v is not None})
+            memory_id = found[-1]
+        self._touch([memory_id], now)
         return rows.record(rows.load(self.conn, memory_id))
 
     def history(self, msg: GetHistory) -> r.MemoryHistoryResult:
+        """Every event (up to ``as_of``) and the versions of the chain ``as_of``/``valid_at`` admit."""
         memory_id = rows.resolve_id(self.conn, msg.id, msg.filter)
-        events = [r.HistoryEvent.model_validate(_public(e)) for e in rows.history(self.conn, memory_id)]
-        return r.MemoryHistoryResult(id=memory_id, versions=rows.version_chain(self.conn, memory_id), events=events)
+        as_of = msg.filter.as_of
+        events = [r.HistoryEvent.model_validate(_public(e)) for e in rows.history(self.conn, memory_id)
+                  if as_of is None or e["at"] <= as_of]
+        versions = rows.versions_at(self.conn, memory_id, msg.filter, datetime.now(UTC))
+        return r.MemoryHistoryResult(id=memory_id, versions=versions, events=events)
 
     def graph(self, msg: GetGraph) -> r.MemoryGraphResult:
         start = rows.resolve_id(self.conn, msg.id, msg.filter)

@@ -24,7 +24,10 @@ def isolation_clause(flt: MemoryFilter) -> ColumnElement[bool]:
 
 
 def time_clause(flt: MemoryFilter, now: datetime) -> ColumnElement[bool]:
-    """Rows current at ``as_of`` (transaction time), or current now and not expired."""
+    """Rows current at ``as_of`` (transaction time), or current now and not expired; with ``valid_at``, the rows
+    that held at that valid time as the store knew it then (see :func:`valid_clause`)."""
+    if flt.valid_at is not None:
+        return valid_clause(flt.valid_at, flt.as_of or now)
     if flt.as_of is not None:
         t = flt.as_of
         return and_(
@@ -33,6 +36,24 @@ def time_clause(flt: MemoryFilter, now: datetime) -> ColumnElement[bool]:
             or_(m.c.expires_at.is_(None), m.c.expires_at > t),
         )
     return and_(m.c.retired_at.is_(None), or_(m.c.expires_at.is_(None), m.c.expires_at > now))
+
+
+def valid_clause(valid_at: datetime, known_at: datetime) -> ColumnElement[bool]:
+    """Rows that held in the world at ``valid_at`` by what the store knew at ``known_at``.
+
+    Known at ``known_at``: recorded by then and not yet retired — or retired by a newer fact about the world
+    (``superseded`` with a ``valid_to``): that row still says what held during its own period. Rows retired
+    as deleted or corrected (``memory_update``) were withdrawn, not outdated, and count no more. Held at
+    ``valid_at``: ``valid_from <= valid_at < valid_to`` (an open end holds on).
+    """
+    known = and_(m.c.recorded_at <= known_at, or_(
+        m.c.retired_at.is_(None), m.c.retired_at > known_at,
+        and_(m.c.retire_reason == "superseded", m.c.valid_to.is_not(None)),
+    ))
+    # A row retired after known_at was open-ended then: its valid_to came with the retirement.
+    held = and_(m.c.valid_from <= valid_at,
+                or_(m.c.valid_to.is_(None), m.c.valid_to > valid_at, m.c.retired_at > known_at))
+    return and_(known, held, or_(m.c.expires_at.is_(None), m.c.expires_at > known_at))
 
 
 FIELDS = ("type", "agent_id", "user_id", "scope", "conversation_id")

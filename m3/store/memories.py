@@ -12,12 +12,12 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, RowMapping, and_, bindparam, delete, func, insert, or_, select, update
+from sqlalchemy import Connection, RowMapping, and_, bindparam, delete, func, insert, literal, or_, select, update
 
 from m3.errors import AmbiguousId, NotFound
 from m3.protocols.messages.memory import MemoryFilter, NewMemory
 from m3.protocols.tools.memory import MemoryRecord
-from m3.store.filters import isolation_clause
+from m3.store.filters import isolation_clause, time_clause
 from m3.store.schema import memories as m
 from m3.store.schema import memory_embeddings as e
 from m3.store.schema import memory_history as h
@@ -161,6 +161,24 @@ def unretire(conn: Connection, memory_id: str) -> None:
                                                              superseded_by=None, valid_to=None))
 
 
+def archive_version(conn: Connection, row: RowMapping, *, at: datetime) -> str:
+    """Keep ``row`` as it is now as a retired version of itself (a new id, superseded by ``row``), before
+    ``row`` changes in place: ``as_of`` before ``at`` then sees the copy, and the chain runs through it."""
+    copy_id = new_id()
+    values = {k: v for k, v in row.items() if k != "seq"}
+    values.update(id=copy_id, retired_at=at, retire_reason="updated", superseded_by=row["id"])
+    conn.execute(insert(m).values(**values))
+    # The copy takes the row's place in its chain: what the row superseded, the copy superseded.
+    conn.execute(update(m).where(m.c.superseded_by == row["id"], m.c.id != copy_id).values(superseded_by=copy_id))
+    conn.execute(update(r).where(r.c.from_id == row["id"], r.c.type == "supersedes").values(from_id=copy_id))
+    conn.execute(insert(e).from_select(
+        [c.name for c in e.c if c.name != "seq"],
+        select(*[(literal(copy_id) if c.name == "memory_id" else c) for c in e.c if c.name != "seq"])
+        .where(e.c.memory_id == row["id"])))
+    link(conn, row["id"], copy_id, "supersedes", at=at, actor=None)
+    return copy_id
+
+
 def update_fields(conn: Connection, memory_id: str, changes: dict[str, Any]) -> None:
     if "content" in changes:
         changes = {**changes, "content_hash": content_hash(changes["content"])}
@@ -214,6 +232,17 @@ def version_chain(conn: Connection, memory_id: str) -> list[str]:
         chain.append(nxt[0])
         current = nxt[0]
     return chain
+
+
+def versions_at(conn: Connection, memory_id: str, flt: MemoryFilter, now: datetime) -> list[str]:
+    """The versions of ``memory_id``'s chain (oldest first) that ``flt``'s times admit: all of them without
+    ``as_of``/``valid_at``; else those recorded by ``as_of`` or, with ``valid_at``, those holding then."""
+    chain = version_chain(conn, memory_id)
+    if flt.as_of is None and flt.valid_at is None:
+        return chain
+    when = time_clause(flt, now) if flt.valid_at is not None else m.c.recorded_at <= flt.as_of
+    admitted = set(conn.execute(select(m.c.id).where(m.c.id.in_(chain), when)).scalars())
+    return [v for v in chain if v in admitted]
 
 
 def edges_of(conn: Connection, ids: Sequence[str]) -> list[RowMapping]:

@@ -122,7 +122,8 @@ class MemoryWrites:
         return True
 
     def update(self, msg: UpdateMemory) -> r.MemoryRecord:
-        """Apply changes in place; history keeps the previous values; a changed text is embedded again."""
+        """A new version under the same id: the previous one is kept as a retired copy (``as_of`` before now sees
+        it; :func:`rows.archive_version`), history keeps the previous values, a changed text is embedded again."""
         unknown = set(msg.changes) - set(UPDATABLE)
         if unknown:
             raise InvalidArgument(f"cannot update {sorted(unknown)}", hint=f"Updatable fields: {list(UPDATABLE)}.")
@@ -135,11 +136,13 @@ class MemoryWrites:
                                   hint="Update its current version instead (see memory_history).")
         changed = {k: v for k, v in msg.changes.items() if old[k] != v}
         now = self.clock()
+        version = None
         if changed:
-            rows.update_fields(self.conn, memory_id, dict(changed))
+            version = rows.archive_version(self.conn, old, at=now)
+            rows.update_fields(self.conn, memory_id, {**changed, "recorded_at": now})
         previous = {k: _jsonable(old[k]) for k in changed}
         rows.record_events(self.conn, [rows.event(memory_id, "updated", msg.actor, now, reason=msg.reason,
-                                                  previous=previous, fields=sorted(changed))])
+                                                  previous=previous, fields=sorted(changed), version=version)])
         record = rows.record(rows.load(self.conn, memory_id))
         if "content" in changed or "title" in changed:
             self.fresh.append((record.id, embed_text(record.title, record.content)))

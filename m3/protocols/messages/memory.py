@@ -31,6 +31,9 @@ class MemoryFilter(Message):
     conversation_id: str | None = None
     #: Transaction time to look at; None means "now, current rows only".
     as_of: datetime | None = None
+    #: Valid time to look at: the rows that held in the world at this time, as the store knew at ``as_of``
+    #: (so a fact superseded since still answers for its own period). None: no valid-time condition.
+    valid_at: datetime | None = None
     #: The agent doing the read; with ``enforce_isolation`` it sees only its own scope=agent rows.
     reader_agent_id: str | None = None
     enforce_isolation: bool = False

@@ -182,6 +182,11 @@ Timestamp = Annotated[
     PlainSerializer(format_time, return_type=str),
     WithJsonSchema({"type": "string", "format": "date-time"}),
 ]
+AsOf = Annotated[Timestamp | None, Field(
+    description="Transaction time: the store as it was at this time (what m3 knew then; time travel).")]
+ValidAt = Annotated[Timestamp | None, Field(
+    description="Valid time: what held in the world at this time (a fact superseded since answers for its "
+                "own period), as known now or at as_of.")]
 Importance = Annotated[float, Field(ge=0.0, le=1.0)]
 MemoryId = Annotated[
     str, Field(min_length=8, max_length=64, description="Full id or a unique prefix of 8+ characters.")

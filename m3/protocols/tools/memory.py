@@ -11,6 +11,7 @@ from m3.protocols.base import ToolArgs, ToolResult, ToolSpec
 from m3.protocols.messages import memory as msg
 from m3.protocols.tools.fields import (
     MAX_STORE_INT,
+    AsOf,
     CallerAgent,
     CallerUser,
     Content,
@@ -23,6 +24,7 @@ from m3.protocols.tools.fields import (
     Scope,
     Text,
     Timestamp,
+    ValidAt,
 )
 
 
@@ -102,7 +104,8 @@ class MemorySearchArgs(ToolArgs):
     user_id: Identifier | None = Field(None, description="Only memories about this user.")
     scope: Scope | None = Field(None, description="Only memories of this scope.")
     conversation_id: Identifier | None = Field(None, description="Only memories from this conversation.")
-    as_of: Timestamp | None = Field(None, description="Search the store as it was at this time (time travel).")
+    as_of: AsOf = None
+    valid_at: ValidAt = None
     explain: bool = Field(False, description="Return every ranking signal and its weight per item.")
 
 
@@ -134,13 +137,12 @@ class MemorySearchResult(ToolResult):
 
 MEMORY_SEARCH = ToolSpec(
     name="memory_search", domain="memory", args=MemorySearchArgs, result=MemorySearchResult, startup=True,
-    message=msg.SearchMemories, actor="searcher",
-    read_only=True,
+    message=msg.SearchMemories, actor="searcher", read_only=True,
     description=(
         "Find memories relevant to a question before answering it, or before storing something that might "
         "already be known. Hybrid search: meaning (local embeddings) plus keywords (BM25), then diversity. "
-        "Filter by type, agent, user, scope or conversation; use as_of to see what was known at a past time; "
-        "explain=true shows how each score was made."
+        "Filter by type, agent, user, scope or conversation; use as_of to see what was known at a past time "
+        "and valid_at for what held at a past time; explain=true shows how each score was made."
     ),
 )
 
@@ -149,6 +151,8 @@ MEMORY_SEARCH = ToolSpec(
 
 class MemoryGetArgs(ToolArgs):
     id: MemoryId
+    as_of: AsOf = None
+    valid_at: ValidAt = None
 
 
 MEMORY_GET = ToolSpec(
@@ -156,7 +160,8 @@ MEMORY_GET = ToolSpec(
     message=msg.GetMemory, actor="searcher",
     description=(
         "Read one memory in full by its id or a unique 8-character prefix of it, including retired versions. "
-        "Use it after memory_search when you need the metadata, validity times or history links."
+        "Use it after memory_search when you need the metadata, validity times or history links; with as_of "
+        "or valid_at, the version of it that was current (or held) at that time."
     ),
 )
 
@@ -215,8 +220,9 @@ MEMORY_UPDATE = ToolSpec(
     name="memory_update", domain="memory", args=MemoryUpdateArgs, result=MemoryRecord,
     message=msg.UpdateMemory, actor="writer",
     description=(
-        "Fix a memory in place: a typo, a better title, new metadata or importance. The previous values are kept "
-        "in memory_history. For a fact that changed in the world, use memory_supersede instead."
+        "Correct a memory: a typo, a better title, new metadata or importance. It keeps its id; the previous "
+        "version stays as a retired version (memory_history, as_of). For a fact that changed in the world, use "
+        "memory_supersede instead."
     ),
 )
 
@@ -301,6 +307,8 @@ MEMORY_UNPIN = ToolSpec(
 
 class MemoryHistoryArgs(ToolArgs):
     id: MemoryId
+    as_of: AsOf = None
+    valid_at: ValidAt = None
 
 
 class HistoryEvent(ToolResult):
