@@ -126,6 +126,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("tasks.max_lease_s", float, 86400.0, "Longest lease a claim or heartbeat may ask for."),
     Setting("serve.host", str, "127.0.0.1", "Address `m3 serve` listens on (remote MCP over Streamable HTTP)."),
     Setting("serve.port", int, 8080, "Port `m3 serve` listens on; 0 picks a free one."),
+    Setting("serve.max_body_bytes", int, 4 * 1024 * 1024,
+            "Largest request body `m3 serve` accepts (413 request_too_large, then the connection closes)."),
+    Setting("serve.body_timeout_s", float, 30.0,
+            "Longest time a client may take to send a whole request body to `m3 serve` (408 request_timeout, "
+            "then the connection closes)."),
+    Setting("serve.keep_alive_s", float, 5.0, "An idle keep-alive connection to `m3 serve` closes after this long."),
 )
 
 _BY_KEY: dict[str, Setting] = {s.key: s for s in SETTINGS}

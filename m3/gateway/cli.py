@@ -14,6 +14,7 @@ import json
 import signal
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, NoReturn
 
 from m3 import __version__
@@ -53,11 +54,12 @@ def build_parser(registry: Registry) -> argparse.ArgumentParser:
     parser = _Parser(prog="m3", description="m3: memory and coordination for AI agents. "
                      "Bare `m3` serves MCP on stdio.")
     parser.add_argument("--version", action="version", version=f"m3 {__version__}")
-    commands = parser.add_subparsers(dest="domain", metavar="<domain>", parser_class=_Parser)
+    # Not `domain`/`command`: a tool argument of that name (m3_index --domain) would overwrite them.
+    commands = parser.add_subparsers(dest="m3_domain", metavar="<domain>", parser_class=_Parser)
     domains = registry.domains()
     for name in sorted(set(domains) | {c.domain for c in ADMIN_COMMANDS}):
         sub = commands.add_parser(name, help=_domain_help(name, domains.get(name, [])))
-        actions = sub.add_subparsers(dest="command", metavar="<command>", parser_class=_Parser)
+        actions = sub.add_subparsers(dest="m3_command", metavar="<command>", parser_class=_Parser)
         actions.required = True
         for tool in domains.get(name, []):
             _add_tool(actions, tool)
@@ -65,7 +67,7 @@ def build_parser(registry: Registry) -> argparse.ArgumentParser:
             if admin.domain == name:
                 admin_parser = actions.add_parser(admin.name, help=admin.help, description=admin.help)
                 admin.configure(admin_parser)
-                admin_parser.set_defaults(admin=admin)
+                admin_parser.set_defaults(m3_admin=admin)
     return parser
 
 
@@ -97,7 +99,7 @@ def _add_tool(actions: Any, tool: Tool) -> None:
             p.add_argument(*flags, dest=flag_dest(field_name), default=None, metavar=kind.upper(), help=helptext)
     p.add_argument("--json-file", dest="json_file", default=None, metavar="PATH",
                    help="Read the arguments as a JSON object from PATH, or from stdin with -.")
-    p.set_defaults(m3_tool=tool)
+    p.set_defaults(m3_tool=tool)  # not `tool`: m3_call has an argument of that name
 
 
 def _field_kind(schema: dict[str, Any]) -> str:
@@ -134,7 +136,7 @@ def tool_arguments(tool: Tool, ns: argparse.Namespace) -> dict[str, Any]:
 
 def _read_json_file(path: str) -> dict[str, Any]:
     try:
-        text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()  # noqa: SIM115
+        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise InvalidArgument(f"cannot read {path}: {exc.strerror}") from None
     try:
@@ -167,8 +169,8 @@ def run_tool(config: Config, tool: Tool, args: dict[str, Any]) -> dict[str, Any]
     from m3.gateway.service import CallContext
 
     ctx = CallContext(agent_id=config["identity.agent_id"] or None, user_id=config["identity.user_id"] or None)
-    # A one-shot command leaves a change of model's re-embedding to servers and `m3 embedder reembed`.
-    with running(config, reembed=False) as svc:
+    # A one-shot command embeds only its own writes: the backlog is for servers and `m3 embedder reembed`.
+    with running(config, background=False) as svc:
         try:
             result: dict[str, Any] = trio.run(_call_until_signalled, svc, tool.spec.name, args, ctx)
         except Interrupted:
@@ -224,9 +226,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             argv = [ALIASES[argv[0]].domain, ALIASES[argv[0]].name, *argv[1:]]
         registry = default_registry()
         ns = build_parser(registry).parse_args(argv)
-        if ns.domain is None:
+        if ns.m3_domain is None:
             raise UsageError("m3: give a domain and a command, e.g. `m3 memory write --content …`")
-        admin: AdminCommand | None = getattr(ns, "admin", None)
+        admin: AdminCommand | None = getattr(ns, "m3_admin", None)
         if admin is not None:
             return _run_admin(admin.run, config, ns)
         tool: Tool = ns.m3_tool

@@ -21,11 +21,12 @@ if TYPE_CHECKING:
 
 @contextmanager
 def running(config: Config | None = None, *, embedder: Embedder | None = None,
-            drain_embeddings: bool = True, reembed: bool = True) -> Iterator[Service]:
+            drain_embeddings: bool = True, background: bool = True) -> Iterator[Service]:
     """A started service; on exit, pending embeddings are finished (bounded) and actors stopped.
 
-    ``reembed=False`` (one-shot commands): after a change of model, leave the store's re-embedding to
-    long-running processes instead of starting it for the few seconds this process lives.
+    ``background=False`` (one-shot commands): embed only the memories this process writes, and leave the
+    store's backlog (memories lacking a vector, a change of model's re-embedding) to long-running
+    processes instead of starting it for the few seconds this process lives.
     """
     # Imported here, not at module level: the CLI imports setup_logging for every command, and
     # `m3 --version`, usage errors and `m3 config` should not pay for SQLAlchemy and the actors.
@@ -35,7 +36,7 @@ def running(config: Config | None = None, *, embedder: Embedder | None = None,
 
     config = config or load_config()
     log_tightened(private_roots(config, config.engine_root))
-    system = ActorSystem(config, embedder, reembed=reembed).start()
+    system = ActorSystem(config, embedder, background=background).start()
     try:
         yield Service(config, system, default_registry())
     finally:
