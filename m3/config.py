@@ -285,6 +285,13 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
     return Config(values, origins, home_dir(env), file)
 
 
+def _make_private_dirs(path: Path) -> None:
+    """Create ``path`` and its missing parents (M3_HOME among them) 0700, as every folder m3 makes."""
+    for folder in reversed([path, *path.parents]):
+        if not folder.exists():
+            folder.mkdir(mode=0o700, exist_ok=True)  # exist_ok: another process may race us
+
+
 def set_in_file(config: Config, key: str, raw: str) -> Any:
     """Write ``key = raw`` into the config file, keeping its comments; return the parsed value."""
     import tomlkit
@@ -302,7 +309,7 @@ def set_in_file(config: Config, key: str, raw: str) -> Any:
         table = tomlkit.table()
         doc[section] = table
     table[name] = value
-    path.parent.mkdir(parents=True, exist_ok=True)
+    _make_private_dirs(path.parent)
     tmp = path.with_suffix(".toml.tmp")
     tmp.write_text(tomlkit.dumps(doc), encoding="utf-8")
     os.replace(tmp, path)
@@ -356,7 +363,7 @@ def set_secret(config: Config, key: str, raw: str | None) -> Path:
         if section not in doc:
             doc[section] = tomlkit.table()
         doc[section][name] = value
-    path.parent.mkdir(parents=True, exist_ok=True)
+    _make_private_dirs(path.parent)
     tmp = path.with_suffix(f".tmp{os.getpid()}")
     tmp.unlink(missing_ok=True)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # never readable by others, not even briefly

@@ -60,6 +60,7 @@ class FieldTooLarge(InvalidArgument):
     code = "field_too_large"
     default_hint = ("Shorten the field named in details.field to details.limit (details.unit) or less, or raise the "
                     "matching limits.* setting.")
+    http_status = 413  # like content_too_large: the request carries more than the server accepts
 
 
 class InvalidTime(InvalidArgument):
@@ -137,6 +138,7 @@ class Interrupted(M3Error):
     http_status = 503  # stopped by a signal before it finished: the same call can succeed when run again
     default_hint = ("The command was stopped (Ctrl-C or a signal) before it finished; what it had not committed "
                     "was not stored. Run it again.")
+    http_status = 503  # the process is stopping: the call may succeed when retried
 
 
 class StoreError(M3Error):

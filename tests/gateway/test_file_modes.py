@@ -63,3 +63,8 @@ def test_an_existing_store_open_to_others_is_tightened_on_open_with_a_log_line(
     assert f"{m3_home / 'engine'} was open to other users (mode 755); tightened to 711" in log
     if store_url.startswith("sqlite"):
         assert "m3.db was open to other users (mode 644); tightened to 600" in log
+
+
+def test_a_home_first_made_by_config_set_is_the_owners_only(m3: Run, m3_home: Path) -> None:
+    m3("config", "set", "search.k", "5").document()
+    assert (mode(m3_home), mode(m3_home / "config")) == (0o700, 0o700)
