@@ -39,10 +39,10 @@ from m3.protocols.messages.memory import (
 from m3.retrieval import ranking
 from m3.retrieval.candidate_rows import CandidateRows
 from m3.retrieval.dense import DenseLeg, leg_for
-from m3.store import embedding_models, fulltext, vectors
+from m3.store import embedding_models, fulltext, vectors, visibility
 from m3.store import memories as rows
 from m3.store.engine import StoreOptions, dialect_of
-from m3.store.filters import isolation_clause, narrows, search_clause
+from m3.store.filters import chat_isolation_clause, isolation_clause, narrows, search_clause
 from m3.store.schema import chatlog
 from m3.store.schema import memories as m
 
@@ -189,14 +189,17 @@ class Searcher(StoreReader):
     def get(self, msg: GetMemory) -> dict[str, Any]:
         memory_id = rows.resolve_id(self.conn, msg.id, msg.filter)
         record = _public(rows.load(self.conn, memory_id))
+        record["superseded_by"] = visibility.one(self.conn, record["superseded_by"], isolation_clause(msg.filter))
         if msg.touch:
             self._touch([memory_id], datetime.now(UTC))
         return record
 
     def history(self, msg: GetHistory) -> dict[str, Any]:
         memory_id = rows.resolve_id(self.conn, msg.id, msg.filter)
-        events = [_public(e) for e in rows.history(self.conn, memory_id)]
-        return {"id": memory_id, "versions": rows.version_chain(self.conn, memory_id), "events": events}
+        visible = isolation_clause(msg.filter)
+        events = visibility.events(self.conn, [_public(e) for e in rows.history(self.conn, memory_id)], visible)
+        versions = visibility.ids(self.conn, rows.version_chain(self.conn, memory_id), visible)
+        return {"id": memory_id, "versions": versions, "events": events}
 
     def graph(self, msg: GetGraph) -> dict[str, Any]:
         start = rows.resolve_id(self.conn, msg.id, msg.filter)
@@ -204,11 +207,15 @@ class Searcher(StoreReader):
         seen, frontier, edges = {start}, [start], {}
         for _ in range(msg.depth):
             found = rows.edges_of(self.conn, frontier)
+            # Only through memories the reader may see: a hidden memory must not connect two visible ones.
+            admitted = visibility.shown(self.conn, (end for e in found for end in (e["from_id"], e["to_id"])
+                                                    if end not in seen), visible)
             frontier = []
             for e in found:
-                edges[(e["from_id"], e["to_id"], e["type"])] = e
+                if {e["from_id"], e["to_id"]} <= seen | admitted:
+                    edges[(e["from_id"], e["to_id"], e["type"])] = e
                 for end in (e["from_id"], e["to_id"]):
-                    if end not in seen:
+                    if end not in seen and end in admitted:
                         seen.add(end)
                         frontier.append(end)
             if not frontier:
@@ -237,11 +244,14 @@ class Searcher(StoreReader):
     def search_chat(self, msg: SearchChat) -> dict[str, Any]:
         conds = [chatlog.c[name] == getattr(msg, name) for name in ("conversation_id", "role", "agent_id")
                  if getattr(msg, name) is not None]
-        hits = fulltext.chat_hits(self.conn, msg.query, and_(*conds) if conds else True, msg.k)
+        if msg.filter.scope is not None:
+            conds.append(chatlog.c.scope == msg.filter.scope)
+        hits = fulltext.chat_hits(self.conn, msg.query, and_(chat_isolation_clause(msg.filter), *conds), msg.k)
         best = max((s for _, s in hits), default=0.0)
         items = [{
             "id": row.id, "conversation_id": row.conversation_id, "role": row.role, "content": row.content,
-            "turn": row.turn, "at": row.at, "agent_id": row.agent_id, "bm25_score": round(score, 6),
+            "turn": row.turn, "at": row.at, "agent_id": row.agent_id, "scope": row.scope,
+            "bm25_score": round(score, 6),
             "score": round(score / best, 6) if best > 0 else 0.0,
         } for row, score in hits]
         return {"count": len(items), "items": items, "query": msg.query}

@@ -43,6 +43,7 @@ from m3.protocols.messages.memory import (
     MemoriesErased,
     MemoriesWritten,
     PinMemory,
+    ShareMemory,
     StoreVectors,
     SupersedeMemory,
     TouchMemories,
@@ -52,7 +53,7 @@ from m3.protocols.messages.memory import (
 )
 from m3.retrieval.supersession import CandidateIndex, Candidates, SupersessionPolicy, supersede_similar
 from m3.store import chat_writes as chat_rows
-from m3.store import embedding_models
+from m3.store import embedding_models, grant_writes
 from m3.store import memories as rows
 from m3.store.engine import OwnedConnection, StoreOptions, dialect_of
 from m3.store.memory_writes import MemoryWrites
@@ -61,7 +62,7 @@ log = logging.getLogger(__name__)
 
 BATCHED: tuple[type[Message], ...] = (
     WriteMemories, SupersedeMemory, UpdateMemory, DeleteMemory, PinMemory, LinkMemories, WriteChat, StoreVectors,
-    TouchMemories, *coordination_ops.OPERATIONS,
+    TouchMemories, ShareMemory, *coordination_ops.OPERATIONS,
 )
 
 
@@ -309,11 +310,13 @@ class Writer(M3Actor):
             return None, fx
         if isinstance(msg, WriteChat):
             return chat_rows.append(conn, msg, self._clock()), fx
+        if isinstance(msg, ShareMemory):
+            return grant_writes.apply(conn, msg, self._clock()), fx
         raise TypeError(f"Writer cannot apply {type(msg).__name__}")
 
 
 #: Requests the Writer may refuse (M3Error) after writing part of them: in a group, each gets a savepoint.
-REFUSABLE = (SupersedeMemory, UpdateMemory, DeleteMemory, PinMemory, LinkMemories)
+REFUSABLE = (SupersedeMemory, UpdateMemory, DeleteMemory, PinMemory, LinkMemories, ShareMemory)
 
 
 def work_units(batch: list[Envelope]) -> list[list[int]]:

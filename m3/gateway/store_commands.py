@@ -103,9 +103,19 @@ def store_status(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
         with engine.connect() as conn:
             result.update(describe(conn, configured_model(config)))
             conn.rollback()
+        result["isolation"] = _isolation(config)
     finally:
         engine.dispose()
     return result
+
+
+def _isolation(config: Config) -> dict[str, Any]:
+    """Which isolation mode is in force, and where that came from (a store used with it off keeps working
+    with ``isolation.enforce = false``)."""
+    on: bool = config["isolation.enforce"]
+    return {"enforce": on, "mode": "private" if on else "shared", "origin": config.origin("isolation.enforce"),
+            "means": ("scope=agent memories and chat rows are visible only to their agent and the agents they "
+                      "are shared with" if on else "every agent reads every memory and chat row, whatever its scope")}
 
 
 def _sqlite_file_exists(url: str) -> bool:

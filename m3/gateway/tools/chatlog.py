@@ -18,7 +18,7 @@ async def chatlog_write(svc: Service, a: p.ChatlogWriteArgs, ctx: CallContext) -
     check_content(svc, a.content)
     out: ChatOutcome = await svc.ask(svc.system.writer, WriteChat(
         conversation_id=a.conversation_id, role=a.role, content=a.content, agent_id=owner(ctx, a.agent_id),
-        model=a.model, turn=a.turn, at=a.at))
+        scope=a.scope, model=a.model, turn=a.turn, at=a.at))
     return p.ChatlogWriteResult(id=out.id, conversation_id=out.conversation_id, turn=out.turn)
 
 
@@ -29,7 +29,8 @@ async def chatlog_search(svc: Service, a: p.ChatlogSearchArgs, ctx: CallContext)
     if a.agent_id is not None:
         owner(ctx, a.agent_id)
     found = await svc.ask(svc.system.searcher, SearchChat(query=a.query, k=k, conversation_id=a.conversation_id,
-                                                          role=a.role, agent_id=a.agent_id))
+                                                          role=a.role, agent_id=a.agent_id,
+                                                          filter=svc.read_filter(ctx, scope=a.scope)))
     items = [p.ChatItem(**item) for item in found["items"]]
     return p.ChatlogSearchResult(count=len(items), items=items, query=a.query)
 

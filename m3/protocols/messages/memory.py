@@ -27,7 +27,8 @@ class MemoryFilter(Message):
     conversation_id: str | None = None
     #: Transaction time to look at; None means "now, current rows only".
     as_of: datetime | None = None
-    #: The agent doing the read; with ``enforce_isolation`` it sees only its own scope=agent rows.
+    #: The agent doing the read; with ``enforce_isolation`` it sees only its own scope=agent rows and those
+    #: shared with it (memory_share).
     reader_agent_id: str | None = None
     enforce_isolation: bool = False
 
@@ -104,11 +105,21 @@ class LinkMemories(Message):
     actor: str | None = None
 
 
+class ShareMemory(Message):
+    """Share a private memory with ``agents`` (``share``) or stop sharing it; only its owner (``actor``) may."""
+
+    id: str
+    agents: tuple[str, ...]
+    share: bool = True
+    actor: str | None = None
+
+
 class WriteChat(Message):
     conversation_id: str
     role: str
     content: str
     agent_id: str | None = None
+    scope: str = "agent"
     model: str | None = None
     turn: int | None = None
     at: datetime | None = None
@@ -209,6 +220,8 @@ class SearchChat(Message):
     conversation_id: str | None = None
     role: str | None = None
     agent_id: str | None = None
+    #: The reader and its isolation (the scope filter of memories applies to chat rows alike).
+    filter: MemoryFilter = MemoryFilter()
 
 
 class EmbeddingStats(Message):
