@@ -88,7 +88,7 @@ def store_status(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
     from m3.store.migrations import HEAD
     from m3.store.status import describe
 
-    where = _where(config)
+    where = {**_where(config), "isolation": _isolation(config)}
     if where["backend"] == "sqlite" and not _sqlite_file_exists(config.store_url):
         return {**where, "schema": {"revision": None, "head": HEAD, "current": False}, "exists": False,
                 "hint": "No store yet: m3 creates it on first use, or run `m3 store migrate`."}
@@ -103,7 +103,6 @@ def store_status(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
         with engine.connect() as conn:
             result.update(describe(conn, configured_model(config)))
             conn.rollback()
-        result["isolation"] = _isolation(config)
     finally:
         engine.dispose()
     return result
