@@ -19,11 +19,14 @@ from m3.store.schema import memory_grants as g
 
 def isolation_clause(flt: MemoryFilter) -> ColumnElement[bool]:
     """With isolation enforced, ``scope=agent`` rows are visible only to their own agent and to the agents
-    their owner shared them with (``memory_grants``); ``user`` and ``org`` rows to everyone."""
+    their owner shared them with (``memory_grants``, unless ``flt.grants`` is off: changes); ``user`` and
+    ``org`` rows to everyone."""
     if not flt.enforce_isolation:
         return true()
     if flt.reader_agent_id is None:
         return m.c.scope != "agent"
+    if not flt.grants:
+        return or_(m.c.scope != "agent", m.c.agent_id == flt.reader_agent_id)
     granted = exists(select(g.c.seq).where(g.c.memory_id == m.c.id, g.c.agent_id == flt.reader_agent_id))
     return or_(m.c.scope != "agent", m.c.agent_id == flt.reader_agent_id, granted)
 

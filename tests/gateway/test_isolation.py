@@ -189,6 +189,11 @@ def check_reader(world: World, reader: str) -> None:
             assert all(world.visible(n["id"], reader) for n in nodes)
             assert read(world, reader, "memory_history", id=memory_id)["id"] == memory_id
             read(world, reader, "memory_verify", id=memory_id)
+            owner, scope = world.memories[memory_id]
+            if scope == "agent" and owner != reader:  # visible because shared with the reader: read-only to it
+                with pytest.raises(M3Error) as read_only:
+                    call(world.closed, "memory_update", ctx, id=memory_id, title="x")
+                assert read_only.value.code == "not_found"
         else:
             for tool, extra in (("memory_get", {}), ("memory_history", {}), ("memory_graph", {}),
                                 ("memory_verify", {}), ("memory_pin", {}), ("memory_update", {"title": "x"}),
@@ -252,6 +257,9 @@ def test_a_shared_private_memory_is_visible_to_the_named_agents_only_until_it_is
 
     assert (finds("ada"), finds("bob"), finds("cyd")) == (True, True, False)
     assert call(world.closed, "memory_get", CallContext(agent_id="bob"), id=private)["id"] == private
+    with pytest.raises(M3Error) as read_only:  # shared to read: only the owner changes it
+        call(world.closed, "memory_update", CallContext(agent_id="bob"), id=private, title="mine now")
+    assert read_only.value.code == "not_found"
     with pytest.raises(M3Error) as not_owner:
         call(world.closed, "memory_share", CallContext(agent_id="bob"), id=private, agents=["cyd"])
     assert not_owner.value.code == "forbidden"

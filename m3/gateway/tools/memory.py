@@ -46,9 +46,11 @@ def owner(ctx: CallContext, agent_id: str | None) -> str | None:
     return agent_id if agent_id is not None else ctx.agent_id
 
 
-async def resolve(svc: Service, ctx: CallContext, ref: str) -> str:
-    """The full id of a memory visible to ``ctx`` (prefixes allowed)."""
-    record = await svc.ask(svc.system.searcher, GetMemory(id=ref, filter=svc.read_filter(ctx), touch=False))
+async def resolve(svc: Service, ctx: CallContext, ref: str, *, change: bool = True) -> str:
+    """The full id of a memory visible to ``ctx`` (prefixes allowed); to ``change`` a private memory, ``ctx`` must
+    own it (one shared with it through memory_share is read-only to it, and not found)."""
+    flt = svc.read_filter(ctx).model_copy(update={"grants": not change})
+    record = await svc.ask(svc.system.searcher, GetMemory(id=ref, filter=flt, touch=False))
     return str(record["id"])
 
 
@@ -137,7 +139,7 @@ async def memory_history(svc: Service, a: p.MemoryHistoryArgs, ctx: CallContext)
 
 async def memory_link(svc: Service, a: p.MemoryLinkArgs, ctx: CallContext) -> p.MemoryLinkResult:
     from_id = await resolve(svc, ctx, a.from_id)
-    to_id = await resolve(svc, ctx, a.to_id)
+    to_id = await resolve(svc, ctx, a.to_id, change=False)  # linking to a memory one may read changes only from_id
     created = await svc.ask(svc.system.writer, LinkMemories(from_id=from_id, to_id=to_id, type=a.type,
                                                             actor=ctx.agent_id))
     return p.MemoryLinkResult(from_id=from_id, to_id=to_id, type=a.type, created=bool(created))

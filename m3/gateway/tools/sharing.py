@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 
 async def _share(svc: Service, a: p.MemoryShareArgs, ctx: CallContext, share: bool) -> p.MemoryShareResult:
-    memory_id = await resolve(svc, ctx, a.id)
+    memory_id = await resolve(svc, ctx, a.id, change=False)  # a grantee learns it is not the owner (forbidden)
     out = await svc.ask(svc.system.writer, ShareMemory(id=memory_id, agents=tuple(a.agents), share=share,
                                                        actor=ctx.agent_id))
     return p.MemoryShareResult(**out)

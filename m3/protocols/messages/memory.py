@@ -31,6 +31,9 @@ class MemoryFilter(Message):
     #: shared with it (memory_share).
     reader_agent_id: str | None = None
     enforce_isolation: bool = False
+    #: Whether memories shared with the reader (memory_share) count: False for changes, which only the owner
+    #: of a private memory may make.
+    grants: bool = True
 
 
 class NewMemory(Message):
