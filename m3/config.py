@@ -105,6 +105,12 @@ SETTINGS: tuple[Setting, ...] = (
             "Memory types never superseded by similarity (a repeated event is not a correction)."),
     Setting("limits.max_content_chars", int, 100_000, "Longest memory content accepted."),
     Setting("limits.max_k", int, 200, "Largest k a search may ask for."),
+    Setting("limits.max_text_chars", int, 20_000,
+            "Longest free-text argument without a limit of its own (a search query, a handoff task, a "
+            "notification message); chat messages and memory content use limits.max_content_chars."),
+    Setting("limits.max_json_bytes", int, 65_536,
+            "Largest JSON object argument (metadata, notification and task data), in UTF-8 bytes."),
+    Setting("limits.max_json_depth", int, 32, "Deepest nesting of arrays and objects in any argument."),
     Setting("identity.agent_id", str, "local", "Agent id used when a call names none."),
     Setting("identity.user_id", str, "", "User id used when a call names none; empty means none."),
     Setting("isolation.enforce", bool, True,
@@ -121,6 +127,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("tasks.max_lease_s", float, 86400.0, "Longest lease a claim or heartbeat may ask for."),
     Setting("serve.host", str, "127.0.0.1", "Address `m3 serve` listens on (remote MCP over Streamable HTTP)."),
     Setting("serve.port", int, 8080, "Port `m3 serve` listens on; 0 picks a free one."),
+    Setting("serve.max_body_bytes", int, 4 * 1024 * 1024,
+            "Largest request body `m3 serve` accepts (413 request_too_large, then the connection closes)."),
+    Setting("serve.body_timeout_s", float, 30.0,
+            "Longest time a client may take to send a whole request body to `m3 serve` (408 request_timeout, "
+            "then the connection closes)."),
+    Setting("serve.keep_alive_s", float, 5.0, "An idle keep-alive connection to `m3 serve` closes after this long."),
 )
 
 _BY_KEY: dict[str, Setting] = {s.key: s for s in SETTINGS}

@@ -4,7 +4,9 @@ Every error a caller can see is an :class:`M3Error` with a stable ``code``
 (snake_case, never renamed once released), a human ``message`` and a
 ``hint`` that says what to do next. The gateway translates these once into
 MCP tool errors, CLI ``{"error": {...}}`` documents and HTTP responses; no
-other layer formats errors.
+other layer formats errors. ``http_status`` is the status of the HTTP routes
+(``/v1/tools/{name}``) for the error; a subclass inherits its parent's, and
+only the base (``internal_error``) is 500.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ class M3Error(Exception):
     default_hint: ClassVar[str] = "This is a bug in m3; please report it with the log file."
     #: True when the caller (a model or a user) can fix the call and retry.
     fixable: ClassVar[bool] = False
+    #: The HTTP status of the tool routes for this error (docs/http.md).
+    http_status: ClassVar[int] = 500
 
     def __init__(self, message: str, *, hint: str | None = None, details: dict[str, Any] | None = None):
         super().__init__(message)
@@ -38,6 +42,7 @@ class InvalidArgument(M3Error):
     code = "invalid_argument"
     default_hint = "Check the argument against the tool's schema and call again."
     fixable = True
+    http_status = 400
 
 
 class UnknownMemoryType(InvalidArgument):
@@ -48,6 +53,13 @@ class UnknownMemoryType(InvalidArgument):
 class ContentTooLarge(InvalidArgument):
     code = "content_too_large"
     default_hint = "Split the content into several memories or raise limits.max_content_chars."
+    http_status = 413
+
+
+class FieldTooLarge(InvalidArgument):
+    code = "field_too_large"
+    default_hint = ("Shorten the field named in details.field to details.limit (details.unit) or less, or raise the "
+                    "matching limits.* setting.")
 
 
 class InvalidTime(InvalidArgument):
@@ -59,6 +71,7 @@ class NotFound(M3Error):
     code = "not_found"
     default_hint = "Check the id; memory_search or memory_get with an 8-character prefix can find it."
     fixable = True
+    http_status = 404
 
 
 class AmbiguousId(InvalidArgument):
@@ -69,11 +82,13 @@ class AmbiguousId(InvalidArgument):
 class UnknownTool(InvalidArgument):
     code = "unknown_tool"
     default_hint = "Call m3_index or tools_list_domains to see the tool names."
+    http_status = 404
 
 
 class UnknownDomain(InvalidArgument):
     code = "unknown_domain"
     default_hint = "Call tools_list_domains to see the domains."
+    http_status = 404
 
 
 class ConfirmationRequired(InvalidArgument):
@@ -85,22 +100,26 @@ class Conflict(M3Error):
     code = "conflict"
     default_hint = "The record changed since you read it; read it again and retry."
     fixable = True
+    http_status = 409
 
 
 class ConfigError(M3Error):
     code = "config_error"
     default_hint = "Run `m3 config show --origin` to see every setting and where it came from."
     fixable = True
+    http_status = 503  # the server is misconfigured: no call can succeed until an operator acts
 
 
 class Unavailable(M3Error):
     code = "unavailable"
     default_hint = "A component of m3 is restarting or overloaded; retry in a moment."
+    http_status = 503
 
 
 class Timeout(Unavailable):
     code = "timeout"
     default_hint = "m3 did not answer in time; retry, and check `m3 embedder status` if it persists."
+    http_status = 504
 
 
 class EmbedderUnavailable(Unavailable):
@@ -108,14 +127,22 @@ class EmbedderUnavailable(Unavailable):
     default_hint = "Check the embedder configuration with `m3 embedder status`."
 
 
+class Interrupted(M3Error):
+    code = "interrupted"
+    default_hint = ("The command was stopped (Ctrl-C or a signal) before it finished; what it had not committed "
+                    "was not stored. Run it again.")
+
+
 class StoreError(M3Error):
     code = "store_error"
     default_hint = "Check that the database is reachable and writable; see the log file for details."
+    http_status = 503
 
 
 class IntegrityError(M3Error):
     code = "integrity_error"
     default_hint = "The stored content does not match its hash; restore it from history or a backup."
+    http_status = 409  # the stored record is in a state the request cannot be served from
 
 
 class DownloadFailed(Unavailable):
@@ -142,17 +169,20 @@ class Forbidden(M3Error):
     code = "forbidden"
     default_hint = "Calls through a token act as the token's agent: omit agent_id or give your own."
     fixable = True
+    http_status = 403
 
 
 class NotShared(InvalidArgument):
     code = "not_shared"
     default_hint = ("With isolation on, a scope=agent memory is private to its agent; write what you share with "
                     "scope 'user' or 'org'.")
+    http_status = 403
 
 
 class IllegalTransition(InvalidArgument):
     code = "illegal_transition"
     default_hint = "Move the task only to one of the states listed in details.allowed."
+    http_status = 409
 
 
 class LeaseLost(Conflict):
@@ -164,6 +194,33 @@ class LeaseHeld(Conflict):
     code = "lease_held"
     default_hint = ("Another agent holds this task under a valid lease: only the holder may update it, set its result "
                     "or delete it until the lease ends (details.owner, details.lease_expires_at).")
+
+
+# --- HTTP (m3 serve) ------------------------------------------------------------------------------
+
+class Unauthorized(M3Error):
+    code = "unauthorized"
+    default_hint = ("Send `Authorization: Bearer <token>` with a token from `m3 token create --agent NAME`; "
+                    "a revoked token no longer works.")
+    fixable = True
+    http_status = 401
+
+
+class RequestTooLarge(InvalidArgument):
+    code = "request_too_large"
+    default_hint = "Send a smaller request body (the limit is serve.max_body_bytes)."
+    http_status = 413
+
+
+class RequestTimeout(InvalidArgument):
+    code = "request_timeout"
+    default_hint = "Send the whole request body within serve.body_timeout_s."
+    http_status = 408
+
+
+class AddressInUse(ConfigError):
+    code = "address_in_use"
+    default_hint = "Another process listens on that address: stop it, or choose another port with --port or serve.port."
 
 
 def all_error_classes() -> list[type[M3Error]]:

@@ -64,13 +64,15 @@ class Backfill(Message):
 class EmbedderActor(M3Actor):
     def __init__(self, options: StoreOptions, *, embedder: Embedder, writer: ActorHandle, max_batch: int,
                  backend_name: str, resolve: Resolver | None = None, ask_timeout: float = 30.0,
-                 reembed: bool = True, **base: Any):
+                 background: bool = True, **base: Any):
         super().__init__(**base)
         self._embedder = embedder
         self._resolve = resolve or (lambda model: embedder if model == embedder.model_id else None)
         self._writer = writer
         self._ask_timeout = ask_timeout
-        self._reembed = reembed  # work through a change of model's backlog (long-running processes)
+        # Long-running processes work through the store's backlog (memories lacking a vector, a change of
+        # model); a one-shot command embeds only what it wrote itself, so it exits in time on a busy store.
+        self._background = background
         self._max_batch = max(1, max_batch)
         self._backend_name = backend_name
         self._fresh: dict[str, str] = {}  # id -> text of new memories, insertion ordered
@@ -133,7 +135,7 @@ class EmbedderActor(M3Actor):
         self._backfill_queued = False
         if self._active is None or self._active != self.model:
             self._sync_models()
-        if self._changing_model() and not self._reembed:
+        if not self._background:
             self._paging = False
             return
         if not self._backlog and self._paging and self._load_page() == 0:
@@ -205,7 +207,7 @@ class EmbedderActor(M3Actor):
         return True
 
     def _drain(self, _msg: Drain) -> bool:
-        if self._changing_model():
+        if self._changing_model() or not self._background:
             while self._fresh:
                 self._embed_next_batch()
             return True

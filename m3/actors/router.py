@@ -77,6 +77,7 @@ class Router(M3Actor):
         elif isinstance(msg, WaitNotifications):
             assert env.reply is not None
             self._waiters.append((env.reply, msg.deadline))
+            log.info("agent %s waits for notifications", self.agent_id)
         elif isinstance(msg, NotificationsArrived):
             self._wake(True)
         else:

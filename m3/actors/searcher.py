@@ -38,10 +38,12 @@ from m3.protocols.messages.memory import (
 )
 from m3.retrieval import ranking
 from m3.retrieval.candidate_rows import CandidateRows
-from m3.retrieval.dense import DenseLeg, leg_for
+from m3.retrieval.dense import DenseLeg
+from m3.retrieval.per_dialect import leg_for
 from m3.store import embedding_models, fulltext, vectors, visibility
 from m3.store import memories as rows
-from m3.store.engine import StoreOptions, dialect_of
+from m3.store.dialect import dialect_for
+from m3.store.engine import StoreOptions
 from m3.store.filters import chat_isolation_clause, isolation_clause, narrows, search_clause
 from m3.store.schema import chatlog
 from m3.store.schema import memories as m
@@ -64,7 +66,7 @@ class Searcher(StoreReader):
         self._weights = weights
         self._candidates = candidates
         self._writer = writer
-        self._dense: DenseLeg = leg_for(dialect_of(options.url))
+        self._dense: DenseLeg = leg_for(dialect_for(options.url))
         #: The current search's query vector; set per request by _dense_hits.
         self._query_vec: Any = None
         #: The current search's candidate rows; set per request by search.
@@ -123,7 +125,7 @@ class Searcher(StoreReader):
             return
         log.info("search switches from %s to %s vectors", self._model, active)
         self._model = active
-        self._dense = leg_for(dialect_of(self._options.url))
+        self._dense = leg_for(dialect_for(self._options.url))
         self._embedder = self._resolve(active)
         if self._embedder is None:
             log.warning("no embedder for %s in this process: searching by keyword until it is available", active)

@@ -49,11 +49,11 @@ def interactive(embedder: Embedder | None) -> Embedder | None:
 class ActorSystem:
     """The actors of one store. ``start`` migrates the store first; ``stop`` drains in a safe order."""
 
-    def __init__(self, config: Config, embedder: Embedder | None = None, *, reembed: bool = True):
+    def __init__(self, config: Config, embedder: Embedder | None = None, *, background: bool = True):
         self.config = config
         self.options = store_options(config)
         self._owns_backend = embedder is None
-        self._reembed = reembed
+        self._background = background
         self.embedder_backend = embedder or create_embedder(config)
         #: Embedders of other models (the previous one, while the store moves to the configured one).
         self.resolve = model_resolver(config, self.embedder_backend)
@@ -85,7 +85,7 @@ class ActorSystem:
                                     candidates=self.config["search.candidates"], writer=self.writer)
         self.embedder = ActorHandle("embedder", EmbedderActor, self.options, embedder=self.embedder_backend,
                                     resolve=self.resolve, writer=self.writer, ask_timeout=self.ask_timeout,
-                                    reembed=self._reembed,
+                                    background=self._background,
                                     max_batch=self.config["embed.max_batch"],
                                     backend_name=self.config["embed.backend"])
         self.directory = ActorHandle("directory", Directory, self.options, liveness=Liveness(

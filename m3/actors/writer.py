@@ -51,11 +51,13 @@ from m3.protocols.messages.memory import (
     WriteChat,
     WriteMemories,
 )
-from m3.retrieval.supersession import CandidateIndex, Candidates, SupersessionPolicy, supersede_similar
+from m3.retrieval.per_dialect import candidates_for
+from m3.retrieval.supersession import SupersessionPolicy, supersede_similar
 from m3.store import chat_writes as chat_rows
 from m3.store import embedding_models, grant_writes
 from m3.store import memories as rows
-from m3.store.engine import OwnedConnection, StoreOptions, dialect_of
+from m3.store.dialect import Dialect, dialect_for
+from m3.store.engine import OwnedConnection, StoreOptions
 from m3.store.memory_writes import MemoryWrites
 
 log = logging.getLogger(__name__)
@@ -117,7 +119,8 @@ class Writer(M3Actor):
         self._owned = OwnedConnection(options, "writer")
         self._conn: Connection | None = None
         self._clock = Clock()
-        self._candidates = _candidates_for(dialect_of(options.url), policy.exempt_types)
+        self._dialect = dialect_for(options.url)
+        self._candidates = candidates_for(self._dialect, policy.exempt_types)
 
     def setup(self) -> None:
         self._conn = self._owned.open()
@@ -168,7 +171,7 @@ class Writer(M3Actor):
             if len(batch) == 1 or isinstance(exc, OperationalError):
                 # The database refused the transaction itself (locked past the busy timeout, read-only,
                 # disk full): every request would fail alike, so none is retried on its own.
-                self._answer_all(batch, _errors_for(len(batch), exc))
+                self._answer_all(batch, _errors_for(len(batch), exc, self._dialect))
                 return
             log.warning("group commit of %d failed (%r); retrying one by one", len(batch), exc)
             for env in batch:
@@ -184,7 +187,7 @@ class Writer(M3Actor):
             try:
                 return self._run(batch)
             except OperationalError as exc:
-                if attempt == TRANSACTION_ATTEMPTS or not _retryable(exc):
+                if attempt == TRANSACTION_ATTEMPTS or not self._dialect.retryable(exc):
                     raise
                 log.info("write transaction lost a race (%s); running it again", type(exc.orig).__name__)
         raise AssertionError("unreachable")
@@ -358,33 +361,17 @@ def merge_vectors(msgs: list[StoreVectors]) -> StoreVectors:
 TRANSACTION_ATTEMPTS = 4
 
 
-def _candidates_for(dialect: str, exempt_types: frozenset[str]) -> Candidates:
-    if dialect == "postgresql":
-        from m3.retrieval.pg_locks import LockedCandidates
-
-        return LockedCandidates(exempt_types)
-    return CandidateIndex(exempt_types)
-
-
-def _retryable(exc: BaseException) -> bool:
-    from m3.store.postgres import retryable
-
-    return retryable(exc)
-
-
-def _errors_for(n: int, exc: Exception) -> list[M3Error]:
+def _errors_for(n: int, exc: Exception, dialect: Dialect) -> list[M3Error]:
     """One error per caller (an exception object is raised in one thread only), logged once."""
-    first = _as_error(exc)
+    first = _as_error(exc, dialect)
     return [first] + [type(first)(first.message, hint=first.hint, details=first.details) for _ in range(n - 1)]
 
 
-def _as_error(exc: Exception) -> M3Error:
+def _as_error(exc: Exception, dialect: Dialect) -> M3Error:
     if isinstance(exc, M3Error):
         return exc
     log.error("write failed", exc_info=exc)
-    from m3.store.postgres import store_error
-
-    known = store_error(exc)
+    known = dialect.store_error(exc)
     if known is not None:
         return known
     # The driver's own message, without SQLAlchemy's statement dump (it can hold user content).

@@ -11,18 +11,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, NoReturn
 
 from m3 import __version__
 from m3.config import Config, load_config
-from m3.errors import InvalidArgument, M3Error
+from m3.errors import FieldTooLarge, Interrupted, InvalidArgument, M3Error
 from m3.gateway.commands import ADMIN_COMMANDS, ALIASES, AdminCommand
 from m3.gateway.registry import Registry, Tool, default_registry
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it (SIGTERM: 143)
 
 
 class UsageError(Exception):
@@ -51,11 +54,12 @@ def build_parser(registry: Registry) -> argparse.ArgumentParser:
     parser = _Parser(prog="m3", description="m3: memory and coordination for AI agents. "
                      "Bare `m3` serves MCP on stdio.")
     parser.add_argument("--version", action="version", version=f"m3 {__version__}")
-    commands = parser.add_subparsers(dest="domain", metavar="<domain>", parser_class=_Parser)
+    # Not `domain`/`command`: a tool argument of that name (m3_index --domain) would overwrite them.
+    commands = parser.add_subparsers(dest="m3_domain", metavar="<domain>", parser_class=_Parser)
     domains = registry.domains()
     for name in sorted(set(domains) | {c.domain for c in ADMIN_COMMANDS}):
         sub = commands.add_parser(name, help=_domain_help(name, domains.get(name, [])))
-        actions = sub.add_subparsers(dest="command", metavar="<command>", parser_class=_Parser)
+        actions = sub.add_subparsers(dest="m3_command", metavar="<command>", parser_class=_Parser)
         actions.required = True
         for tool in domains.get(name, []):
             _add_tool(actions, tool)
@@ -63,12 +67,18 @@ def build_parser(registry: Registry) -> argparse.ArgumentParser:
             if admin.domain == name:
                 admin_parser = actions.add_parser(admin.name, help=admin.help, description=admin.help)
                 admin.configure(admin_parser)
-                admin_parser.set_defaults(admin=admin)
+                admin_parser.set_defaults(m3_admin=admin)
     return parser
 
 
 def _domain_help(name: str, tools: list[Tool]) -> str:
     return f"{len(tools)} tools" if tools else "administration"
+
+
+def flag_dest(field_name: str) -> str:
+    """Where a tool argument's flag lands in the namespace: apart from the parser's own names (``domain``,
+    ``tool`` …), which m3_index's ``--domain`` and m3_call's ``--tool`` would otherwise overwrite."""
+    return f"arg:{field_name}"
 
 
 def _add_tool(actions: Any, tool: Tool) -> None:
@@ -83,13 +93,13 @@ def _add_tool(actions: Any, tool: Tool) -> None:
         kind = _field_kind(tool.input_schema["properties"][field_name])
         helptext = (info.description or "") + (" (JSON)" if kind == "json" else "")
         if kind == "bool":
-            p.add_argument(*flags, dest=field_name, nargs="?", const="true", default=None, metavar="BOOL",
+            p.add_argument(*flags, dest=flag_dest(field_name), nargs="?", const="true", default=None, metavar="BOOL",
                            help=helptext)
         else:
-            p.add_argument(*flags, dest=field_name, default=None, metavar=kind.upper(), help=helptext)
+            p.add_argument(*flags, dest=flag_dest(field_name), default=None, metavar=kind.upper(), help=helptext)
     p.add_argument("--json-file", dest="json_file", default=None, metavar="PATH",
                    help="Read the arguments as a JSON object from PATH, or from stdin with -.")
-    p.set_defaults(tool=tool)
+    p.set_defaults(m3_tool=tool)  # not `tool`: m3_call has an argument of that name
 
 
 def _field_kind(schema: dict[str, Any]) -> str:
@@ -107,7 +117,7 @@ def tool_arguments(tool: Tool, ns: argparse.Namespace) -> dict[str, Any]:
     if ns.json_file is not None:
         args.update(_read_json_file(ns.json_file))
     for field_name in tool.spec.args.model_fields:
-        raw = getattr(ns, field_name)
+        raw = getattr(ns, flag_dest(field_name))
         if raw is None:
             continue
         kind = _field_kind(tool.input_schema["properties"][field_name])
@@ -117,6 +127,8 @@ def tool_arguments(tool: Tool, ns: argparse.Namespace) -> dict[str, Any]:
             except json.JSONDecodeError as exc:
                 raise InvalidArgument(f"--{field_name} is not valid JSON: {exc.msg}",
                                       hint="Quote the JSON for the shell, e.g. --metadata '{\"k\": 1}'.") from None
+            except RecursionError:
+                raise _too_deep(f"--{field_name}") from None
         else:
             args[field_name] = raw
     return args
@@ -124,37 +136,85 @@ def tool_arguments(tool: Tool, ns: argparse.Namespace) -> dict[str, Any]:
 
 def _read_json_file(path: str) -> dict[str, Any]:
     try:
-        text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()  # noqa: SIM115
+        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise InvalidArgument(f"cannot read {path}: {exc.strerror}") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InvalidArgument(f"--json-file {path} is not valid JSON: {exc.msg} (line {exc.lineno})") from None
+    except RecursionError:
+        raise _too_deep(f"--json-file {path}") from None
     if not isinstance(data, dict):
         raise InvalidArgument("--json-file must hold a JSON object of arguments")
     return data
 
 
+def _too_deep(where: str) -> FieldTooLarge:
+    return FieldTooLarge(f"{where} is nested too deeply to read", details={"field": where, "unit": "levels of nesting"},
+                         hint="Flatten the JSON; limits.max_json_depth bounds the nesting of any argument.")
+
+
 # --- running ------------------------------------------------------------------------------------
 
 def run_tool(config: Config, tool: Tool, args: dict[str, Any]) -> dict[str, Any]:
-    """Start m3, run one tool, print the result, then stop (finishing pending embeddings)."""
+    """Start m3, run one tool, print the result, then stop (finishing pending embeddings).
+
+    SIGINT or SIGTERM during the call cancels it at once: :class:`Interrupted` is raised (exit status 130)
+    and m3 stops without waiting for pending embeddings, which the next start finishes.
+    """
     import trio
 
     from m3.gateway.runtime import running
     from m3.gateway.service import CallContext
 
     ctx = CallContext(agent_id=config["identity.agent_id"] or None, user_id=config["identity.user_id"] or None)
-    # A one-shot command leaves a change of model's re-embedding to servers and `m3 embedder reembed`.
-    with running(config, reembed=False) as svc:
-        result: dict[str, Any] = trio.run(svc.call, tool.spec.name, args, ctx)
+    # A one-shot command embeds only its own writes: the backlog is for servers and `m3 embedder reembed`.
+    with running(config, background=False) as svc:
+        try:
+            result: dict[str, Any] = trio.run(_call_until_signalled, svc, tool.spec.name, args, ctx)
+        except Interrupted:
+            svc.system.stop(drain_embeddings=False)
+            raise
         emit(result)  # before shutdown: the caller has its answer while embeddings finish
     return result
 
 
+async def _call_until_signalled(svc: Any, name: str, args: dict[str, Any], ctx: Any) -> dict[str, Any]:
+    """``svc.call(name, args, ctx)``, cancelled by SIGINT or SIGTERM (then :class:`Interrupted`)."""
+    import trio
+
+    outcome: dict[str, Any] = {}
+    # Receiving the signals here (rather than trio's KeyboardInterrupt) also works when the shell started
+    # m3 with SIGINT ignored, and ends the call through cancellation, never mid-way through trio itself.
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with trio.open_nursery() as nursery:
+            async def call() -> None:
+                try:
+                    outcome["result"] = await svc.call(name, args, ctx)
+                except M3Error as exc:
+                    outcome["error"] = exc
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(call)
+            async for signum in signals:
+                outcome["signal"] = signum
+                nursery.cancel_scope.cancel()
+                break
+    if "signal" in outcome:
+        raise Interrupted(f"{name} was interrupted by {signal.Signals(outcome['signal']).name}",
+                          details={"signal": signal.Signals(outcome["signal"]).name, "signum": outcome["signal"]})
+    if "error" in outcome:
+        raise outcome["error"]
+    return dict(outcome["result"])
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        # Started in the background by a shell, which ignores SIGINT for it: a SIGINT sent to this command
+        # still means "stop" (KeyboardInterrupt below, or Interrupted during the call).
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         config = load_config()
         from m3.gateway.runtime import setup_logging
@@ -166,26 +226,30 @@ def main(argv: Sequence[str] | None = None) -> int:
             argv = [ALIASES[argv[0]].domain, ALIASES[argv[0]].name, *argv[1:]]
         registry = default_registry()
         ns = build_parser(registry).parse_args(argv)
-        if ns.domain is None:
+        if ns.m3_domain is None:
             raise UsageError("m3: give a domain and a command, e.g. `m3 memory write --content …`")
-        admin: AdminCommand | None = getattr(ns, "admin", None)
+        admin: AdminCommand | None = getattr(ns, "m3_admin", None)
         if admin is not None:
             return _run_admin(admin.run, config, ns)
-        tool: Tool = ns.tool
+        tool: Tool = ns.m3_tool
         args = tool_arguments(tool, ns)
         from m3.gateway.service import validate_args
 
-        validate_args(tool, args)  # fail fast, before opening (or creating) the store
+        validate_args(tool, args, config)  # fail fast, before opening (or creating) the store
         run_tool(config, tool, args)
         return 0
     except UsageError as exc:
         emit_error({"code": "usage_error", "message": str(exc), "hint": "Run `m3 --help` or `m3 <domain> --help`."})
         return EXIT_USAGE
+    except Interrupted as exc:
+        emit_error(exc.to_dict())
+        return 128 + int(exc.details.get("signum", signal.SIGINT))
     except M3Error as exc:
         emit_error(exc.to_dict())
         return EXIT_ERROR
-    except KeyboardInterrupt:
-        return 130
+    except KeyboardInterrupt:  # before or after the call (starting, stopping): still one JSON error
+        emit_error(Interrupted("m3 was interrupted by SIGINT").to_dict())
+        return EXIT_INTERRUPTED
 
 
 def _run_admin(run: Callable[[Config, argparse.Namespace], Any], config: Config, ns: argparse.Namespace) -> int:

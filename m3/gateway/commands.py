@@ -176,8 +176,9 @@ ADMIN_COMMANDS: tuple[AdminCommand, ...] = (
 
 
     # Coordination (issue 5): remote MCP and its bearer tokens.
-    AdminCommand("mcp", "http", "Serve MCP over Streamable HTTP behind bearer tokens; prints {url, pid} once "
-                 "listening.", _http_serve_args, _http_serve, alias="serve"),
+    AdminCommand("mcp", "http", "Serve MCP over Streamable HTTP (/mcp) and every tool as POST /v1/tools/{name} "
+                 "behind bearer tokens; prints {url, tools_url, pid} once listening.", _http_serve_args, _http_serve,
+                 alias="serve"),
     AdminCommand("token", "create", "Create a bearer token for an agent; prints {token, agent_id, id} (the token "
                  "only this once).", _token_args("create_args"), _token_command("create")),
     AdminCommand("token", "list", "List tokens (ids, agents, labels, times; never the tokens).",

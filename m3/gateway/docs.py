@@ -197,13 +197,14 @@ def error_rows(classes: Sequence[type[M3Error]]) -> list[list[str]]:
         # The base class doubles as the generic internal error; it is nobody's "kind".
         parent = next((b for b in cls.__bases__ if issubclass(b, M3Error) and b is not M3Error), None)
         rows.append([f"`{cls.code}`", "yes" if cls.fixable else "no",
-                     f"`{parent.code}`" if parent is not None else "—", f"`{cls.__name__}`", cls.default_hint])
-    rows.append(["`usage_error`", "yes", "—", "(CLI only)", "Run `m3 --help` or `m3 <domain> --help`."])
+                     f"`{parent.code}`" if parent is not None else "—", str(cls.http_status), f"`{cls.__name__}`",
+                     cls.default_hint])
+    rows.append(["`usage_error`", "yes", "—", "—", "(CLI only)", "Run `m3 --help` or `m3 <domain> --help`."])
     return rows
 
 
 def render_errors() -> str:
-    header = ["Code", "Caller can fix", "Kind of", "Class in `m3.errors`", "Default hint"]
+    header = ["Code", "Caller can fix", "Kind of", "HTTP", "Class in `m3.errors`", "Default hint"]
     return fill("errors.md", codes=table(header, error_rows(all_error_classes())))
 
 

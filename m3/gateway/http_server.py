@@ -1,4 +1,4 @@
-"""Remote MCP: Streamable HTTP on trio (hypercorn) behind per-agent bearer tokens.
+"""``m3 serve``: remote MCP (Streamable HTTP) and the tool routes on trio (hypercorn), behind bearer tokens.
 
 Every request needs ``Authorization: Bearer <token>``: a missing, unknown or
 revoked token is HTTP 401 before any MCP handling. A valid token acts as
@@ -11,10 +11,16 @@ POST responses are JSON rather than SSE (``json_response``): the SDK's
 client leaves SSE generators unclosed on trio, and a tool call has one
 answer anyway; ``tools/list_changed`` still reaches clients on their
 notification streams.
+
+The same tokens guard the tool routes (``POST /v1/tools/{name}``, see
+:mod:`m3.gateway.rest`). Every request body is bounded in size and time
+(:class:`~m3.gateway.http_guard.BodyGuard`); idle keep-alive connections
+close after ``serve.keep_alive_s``.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -29,11 +35,14 @@ from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from starlette.applications import Starlette
+from starlette.requests import Request
 
 from m3.actors import bridge
 from m3.config import Config
-from m3.errors import M3Error
+from m3.errors import AddressInUse, M3Error, Unauthorized
+from m3.gateway.http_guard import BodyGuard
 from m3.gateway.mcp_server import M3Server, build_server
+from m3.gateway.rest import TOOLS_PATH, rest_routes
 from m3.gateway.service import CallContext, Service
 from m3.protocols.messages.coordination import LookupToken
 from m3.store.agents import hash_token
@@ -76,7 +85,22 @@ def token_identity(config: Config) -> Callable[[ServerRequestContext[Any]], Call
     return identity
 
 
+def rest_identity(config: Config) -> Callable[[Request], CallContext]:
+    """A tool route acts as its token's agent; no valid token is :class:`Unauthorized` (401)."""
+    user = config["identity.user_id"] or None
+
+    def identity(_request: Request) -> CallContext:
+        token = get_access_token()  # set by the SDK's authentication middleware, which runs on every route
+        if token is None or SCOPE not in token.scopes:
+            raise Unauthorized("this route needs a valid bearer token")
+        agent = str((token.claims or {}).get("agent_id") or token.subject or token.client_id)
+        return CallContext(agent_id=agent, user_id=user, surface="http", bound=True)
+
+    return identity
+
+
 def build_http_app(service: Service, host: str, port: int) -> tuple[M3Server, Starlette]:
+    """The MCP endpoint and the tool routes in one app, every request body guarded."""
     server = build_server(service, token_identity(service.config))
     app = server.streamable_http_app(
         streamable_http_path=MCP_PATH, json_response=True, host=host,
@@ -84,7 +108,10 @@ def build_http_app(service: Service, host: str, port: int) -> tuple[M3Server, St
         auth=AuthSettings(issuer_url=f"http://{_netloc(host, port)}/", resource_server_url=None,
                           required_scopes=[SCOPE]),
         token_verifier=StoreTokenVerifier(service),
+        custom_starlette_routes=rest_routes(service, rest_identity(service.config)),
     )
+    app.add_middleware(BodyGuard, max_bytes=service.config["serve.max_body_bytes"],
+                       timeout_s=service.config["serve.body_timeout_s"])
     return server, app
 
 
@@ -94,18 +121,35 @@ def _netloc(host: str, port: int) -> str:
 
 async def serve(service: Service, host: str, port: int, *, ready: Callable[[str], None] | None = None,
                 shutdown: trio.Event | None = None) -> None:
-    """Serve until ``shutdown`` is set (or SIGINT/SIGTERM in the main thread); ``ready`` gets the MCP URL."""
+    """Serve until ``shutdown`` is set (or SIGINT/SIGTERM in the main thread); ``ready`` gets the MCP URL.
+
+    A port already in use is :class:`AddressInUse` (with the host and port in its details).
+    """
     from hypercorn.config import Config as HypercornConfig
-    from hypercorn.trio import serve as hypercorn_serve
 
     _server, app = build_http_app(service, host, port)
     config = HypercornConfig()
     config.bind = [_netloc(host, port)]
     config.accesslog = None
     config.errorlog = logging.getLogger("hypercorn.error")
+    config.keep_alive_timeout = service.config["serve.keep_alive_s"]
     stop = shutdown if shutdown is not None else trio.Event()
+    try:
+        await _serve_until(app, config, stop, own_signals=shutdown is None, ready=ready)
+    except BaseExceptionGroup as group:
+        in_use, _rest = group.split(lambda e: isinstance(e, OSError) and e.errno == errno.EADDRINUSE)
+        if in_use is None:
+            raise
+        raise AddressInUse(f"cannot listen on {_netloc(host, port)}: the address is already in use",
+                           details={"host": host, "port": port}) from None
+
+
+async def _serve_until(app: Starlette, config: Any, stop: trio.Event, *, own_signals: bool,
+                       ready: Callable[[str], None] | None) -> None:
+    from hypercorn.trio import serve as hypercorn_serve
+
     async with trio.open_nursery() as nursery:
-        if shutdown is None:
+        if own_signals:
             nursery.start_soon(_stop_on_signals, stop)
         asgi = cast(Any, app)  # a Starlette app is an ASGI callable; hypercorn's stubs want a narrower type
         binds: list[str] = await nursery.start(
@@ -124,13 +168,15 @@ async def _stop_on_signals(stop: trio.Event) -> None:
 
 
 def serve_http(config: Config, host: str, port: int) -> None:
-    """``m3 serve``: start m3, serve remote MCP, print ``{"url", "pid"}`` on stdout once listening."""
+    """``m3 serve``: start m3, serve MCP and the tool routes; print ``{"url", "tools_url", "pid"}`` once listening."""
     from m3.gateway.runtime import running
 
     def ready(url: str) -> None:
-        sys.stdout.write(json.dumps({"url": url, "pid": os.getpid()}) + "\n")
+        tools = url.removesuffix(MCP_PATH) + TOOLS_PATH
+        sys.stdout.write(json.dumps({"url": url, "tools_url": tools, "pid": os.getpid()}) + "\n")
         sys.stdout.flush()
-        sys.stderr.write(f"m3: serving MCP on {url}; each client needs a token (`m3 token create --agent NAME`)\n")
+        sys.stderr.write(f"m3: serving MCP on {url} and the tool routes under {tools}/; each client needs a token "
+                         "(`m3 token create --agent NAME`)\n")
 
     with running(config) as service:
         trio.run(lambda: serve(service, host, port, ready=ready))

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import logging
 import logging.handlers
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from m3.config import Config, load_config
+from m3.store.files import FILE_MODE, log_tightened, private_dir, private_file
 
 if TYPE_CHECKING:
     from m3.embed.base import Embedder
@@ -18,11 +21,12 @@ if TYPE_CHECKING:
 
 @contextmanager
 def running(config: Config | None = None, *, embedder: Embedder | None = None,
-            drain_embeddings: bool = True, reembed: bool = True) -> Iterator[Service]:
+            drain_embeddings: bool = True, background: bool = True) -> Iterator[Service]:
     """A started service; on exit, pending embeddings are finished (bounded) and actors stopped.
 
-    ``reembed=False`` (one-shot commands): after a change of model, leave the store's re-embedding to
-    long-running processes instead of starting it for the few seconds this process lives.
+    ``background=False`` (one-shot commands): embed only the memories this process writes, and leave the
+    store's backlog (memories lacking a vector, a change of model's re-embedding) to long-running
+    processes instead of starting it for the few seconds this process lives.
     """
     # Imported here, not at module level: the CLI imports setup_logging for every command, and
     # `m3 --version`, usage errors and `m3 config` should not pay for SQLAlchemy and the actors.
@@ -31,11 +35,26 @@ def running(config: Config | None = None, *, embedder: Embedder | None = None,
     from m3.gateway.service import Service
 
     config = config or load_config()
-    system = ActorSystem(config, embedder, reembed=reembed).start()
+    log_tightened(private_roots(config, config.engine_root))
+    system = ActorSystem(config, embedder, background=background).start()
     try:
         yield Service(config, system, default_registry())
     finally:
         system.stop(drain_embeddings=drain_embeddings)
+
+
+def private_roots(config: Config, root: Path) -> list[str]:
+    """Make ``root`` (and ``M3_HOME`` when it holds it) private: created 0700, tightened if open to others."""
+    changes = private_dir(config.home) if root.is_relative_to(config.home) else []
+    return changes + private_dir(root)
+
+
+class _PrivateLogFile(logging.handlers.RotatingFileHandler):
+    """A rotating log whose every file, the ones rotation starts included, is created 0600."""
+
+    def _open(self) -> Any:
+        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
+        return open(fd, self.mode, encoding=self.encoding, errors=self.errors)
 
 
 def setup_logging(config: Config, stderr_level: int = logging.WARNING) -> None:
@@ -50,12 +69,13 @@ def setup_logging(config: Config, stderr_level: int = logging.WARNING) -> None:
     err.setFormatter(fmt)
     root.addHandler(err)
     try:
-        config.logs_root.mkdir(parents=True, exist_ok=True)
-        fh = logging.handlers.RotatingFileHandler(config.logs_root / "m3.log", maxBytes=5_000_000, backupCount=3,
-                                                  encoding="utf-8")
+        tightened = private_roots(config, config.logs_root)
+        tightened += private_file(config.logs_root / "m3.log")
+        fh = _PrivateLogFile(config.logs_root / "m3.log", maxBytes=5_000_000, backupCount=3, encoding="utf-8")
         fh.setLevel(logging.INFO)
         fh.setFormatter(fmt)
         root.addHandler(fh)
+        log_tightened(tightened)  # now that the log file can hold the lines
     except OSError as exc:
         root.warning("cannot write the log file under %s: %s", config.logs_root, exc)
     for noisy in ("alembic", "mcp", "httpx", "hypercorn.access"):

@@ -20,6 +20,7 @@ from m3.actors.system import ActorSystem
 from m3.config import Config
 from m3.errors import (
     ContentTooLarge,
+    FieldTooLarge,
     InvalidArgument,
     InvalidTime,
     M3Error,
@@ -28,6 +29,7 @@ from m3.errors import (
 from m3.gateway.registry import Registry, Tool
 from m3.protocols.base import Message
 from m3.protocols.messages.memory import MemoryFilter
+from m3.protocols.tools.fields import LIMIT_KEYS
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +37,10 @@ _CODED_VALIDATION: dict[str, type[M3Error]] = {
     "unknown_memory_type": UnknownMemoryType,
     "invalid_time": InvalidTime,
     "content_too_large": ContentTooLarge,
+    "field_too_large": FieldTooLarge,
+    # pydantic's own codes for a field's declared max_length: a size limit like the configured ones.
+    "string_too_long": FieldTooLarge,
+    "too_long": FieldTooLarge,
 }
 
 
@@ -64,7 +70,7 @@ class Service:
     async def call(self, name: str, raw_args: dict[str, Any] | None, ctx: CallContext) -> dict[str, Any]:
         """Run tool ``name`` with JSON arguments; return its JSON result. Raises M3Error only."""
         tool = self.registry.get(name)
-        args = validate_args(tool, raw_args or {})
+        args = validate_args(tool, raw_args or {}, self.config)
         try:
             result = await tool.handler(self, args, ctx)
         except M3Error:
@@ -83,24 +89,50 @@ class Service:
                             **fields)
 
 
-def validate_args(tool: Tool, raw: dict[str, Any]) -> Any:
-    """Build the tool's argument model, turning pydantic errors into coded M3 errors."""
+def validate_args(tool: Tool, raw: dict[str, Any], config: Config | None = None) -> Any:
+    """Build the tool's argument model, turning pydantic errors into coded M3 errors.
+
+    The ``limits.*`` settings of ``config`` (their defaults without one) bound the sizes of fields.
+    """
     if not isinstance(raw, dict):
         raise InvalidArgument(f"{tool.spec.name} arguments must be a JSON object")
+    limits = {key: config[key] for key in LIMIT_KEYS} if config is not None else None
     try:
-        return tool.spec.args.model_validate(raw)
+        return tool.spec.args.model_validate(raw, context=limits)
     except ValidationError as exc:
         raise translate_validation(tool.spec.name, exc) from None
 
 
 def translate_validation(tool_name: str, exc: ValidationError) -> M3Error:
-    problems = [{"field": ".".join(str(p) for p in e["loc"]) or "(arguments)", "problem": e["msg"]}
-                for e in exc.errors(include_url=False, include_input=False)]
+    problems = [{"field": _where(e), "problem": e["msg"]} for e in exc.errors(include_url=False, include_input=False)]
     first = exc.errors(include_url=False)[0]
     cls = _CODED_VALIDATION.get(first["type"], InvalidArgument)
     details: dict[str, Any] = {"errors": problems}
     ctx = first.get("ctx") or {}
     if "allowed" in ctx:
         details["allowed"] = ctx["allowed"]
+    hint = None
+    if cls in (FieldTooLarge, ContentTooLarge):
+        details.update(_size_details(first, ctx))
+        if "setting" not in details:
+            hint = "Shorten the field named in details.field to details.limit (details.unit) or less."
     summary = "; ".join(f"{p['field']}: {p['problem']}" for p in problems[:5])
-    return cls(f"invalid arguments for {tool_name}: {summary}", details=details)
+    return cls(f"invalid arguments for {tool_name}: {summary}", hint=hint, details=details)
+
+
+def _where(error: Any) -> str:
+    """The field an error is about: its location, or (for checks over all arguments) the path it names."""
+    located = ".".join(str(p) for p in error["loc"])
+    return located or str((error.get("ctx") or {}).get("field") or "(arguments)")
+
+
+def _size_details(error: Any, ctx: dict[str, Any]) -> dict[str, Any]:
+    """``{field, size, limit, unit}`` of a value over its limit (configured ones also name their setting)."""
+    field_name = _where(error)
+    if "limit" in ctx:
+        return {"field": field_name, "size": ctx["size"], "limit": ctx["limit"], "unit": ctx["unit"],
+                "setting": ctx["setting"]}
+    value = error.get("input")
+    unit = "characters" if isinstance(value, str) else "items"
+    size = len(value) if isinstance(value, str | list | tuple | dict) else None
+    return {"field": field_name, "size": size, "limit": ctx.get("max_length"), "unit": unit}

@@ -36,7 +36,7 @@ def set_secret_command(config: Config, ns: argparse.Namespace) -> dict[str, Any]
         raise ConfigError(f"no value for {ns.key} on stdin",
                           hint=f"Pipe it in, e.g. `printf %s \"$URL\" | m3 config set-secret {ns.key}`.")
     if ns.key == "store.url":
-        from m3.store.engine import parse_url
+        from m3.store.dialect import parse_url
 
         parse_url(raw)  # refuse a malformed URL now, without repeating it
     path = set_secret(config, ns.key, raw)
@@ -59,7 +59,7 @@ def password_warning(key: str, raw: str) -> str | None:
     """For ``config set``: a store URL with a password is better kept as a secret."""
     if key != "store.url":
         return None
-    from m3.store.engine import parse_url
+    from m3.store.dialect import parse_url
 
     if parse_url(raw).password:
         return ("the URL holds a password and m3_config.toml is a plain file; "
@@ -84,12 +84,13 @@ def store_migrate(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
 
 def store_status(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
     from m3.embed.factory import configured_model
+    from m3.store.dialect import dialect_for
     from m3.store.engine import StoreOptions, open_engine
     from m3.store.migrations import HEAD
     from m3.store.status import describe
 
     where = {**_where(config), "isolation": _isolation(config)}
-    if where["backend"] == "sqlite" and not _sqlite_file_exists(config.store_url):
+    if not dialect_for(config.store_url).exists(config.store_url):
         return {**where, "schema": {"revision": None, "head": HEAD, "current": False}, "exists": False,
                 "hint": "No store yet: m3 creates it on first use, or run `m3 store migrate`."}
     engine = open_engine(StoreOptions(url=config.store_url), "reader")
@@ -117,13 +118,6 @@ def _isolation(config: Config) -> dict[str, Any]:
                       "are shared with" if on else "every agent reads every memory and chat row, whatever its scope")}
 
 
-def _sqlite_file_exists(url: str) -> bool:
-    from m3.store.engine import parse_url
-
-    database = parse_url(url).database
-    return not database or database == ":memory:" or Path(database).expanduser().exists()
-
-
 def _revision(engine: Any) -> str:
     from sqlalchemy.exc import DBAPIError
 
@@ -136,7 +130,7 @@ def _revision(engine: Any) -> str:
 
 
 def _where(config: Config) -> dict[str, Any]:
-    from m3.store.engine import parse_url
+    from m3.store.dialect import parse_url
     from m3.store.postgres import redact
 
     url = parse_url(config.store_url)

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationInfo, model_validator
 
 
 class Message(BaseModel):
@@ -20,9 +21,22 @@ class Message(BaseModel):
 
 
 class ToolArgs(BaseModel):
-    """Arguments of a tool. Unknown fields are errors, so a typo never passes silently."""
+    """Arguments of a tool. Unknown fields are errors, so a typo never passes silently.
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    Every string anywhere in the arguments must be storable (no NUL, no lone surrogate), nesting is
+    bounded by ``limits.max_json_depth``, and numbers are finite: hostile input gets a coded error here,
+    never an error from the database.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _storable(cls, data: Any, info: ValidationInfo) -> Any:
+        # Imported here: importing the fields module loads m3.protocols.tools, whose modules import this one.
+        from m3.protocols.tools.fields import check_strings
+
+        return check_strings(data, info)
 
 
 class ToolResult(BaseModel):

@@ -131,7 +131,3 @@ class SqlLeg:
 
     def size(self) -> int | None:
         return None
-
-
-def leg_for(dialect: str) -> DenseLeg:
-    return SqlLeg() if dialect == "postgresql" else MatrixLeg()

@@ -1,4 +1,4 @@
-"""Opening the store: engines per actor, SQLite pragmas, migrations on open.
+"""Opening the store: engines per actor (set up by the store's dialect module), migrations on open.
 
 Each actor opens its own engine (``open_engine``), so no connection is ever
 shared between threads. ``migrate`` brings the schema to the newest
@@ -8,18 +8,16 @@ revision and is safe to run from several processes at once.
 from __future__ import annotations
 
 import logging
-import sqlite3
 import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-from sqlalchemy import URL, Connection, Engine, create_engine, event, inspect, make_url, text
-from sqlalchemy.exc import ArgumentError, DBAPIError
-from sqlalchemy.pool import NullPool
+from sqlalchemy import Connection, Engine, inspect, text
+from sqlalchemy.exc import DBAPIError
 
-from m3.errors import ConfigError, StoreError
+from m3.errors import StoreError
+from m3.store.dialect import dialect_for
 
 log = logging.getLogger(__name__)
 
@@ -36,31 +34,9 @@ class StoreOptions:
     busy_timeout_ms: int = 10_000
 
 
-def parse_url(url: str) -> URL:
-    """The store URL parsed; a ConfigError (which never repeats the URL: it may hold a password) if malformed."""
-    try:
-        return make_url(url)
-    except ArgumentError:
-        raise ConfigError("store.url is not a valid database URL",
-                          hint="Use sqlite:///<path> or postgresql+psycopg://user@host/db "
-                               "(see docs/postgres.md).") from None
-
-
-def dialect_of(url: str) -> str:
-    return parse_url(url).get_backend_name()
-
-
 def open_engine(options: StoreOptions, role: Role) -> Engine:
-    """An engine for one actor. Writers on SQLite begin with ``BEGIN IMMEDIATE``."""
-    url = parse_url(options.url)
-    backend = url.get_backend_name()
-    if backend == "sqlite":
-        return _sqlite_engine(options, role)
-    if backend == "postgresql":
-        from m3.store.postgres import postgres_engine
-
-        return postgres_engine(options.url, role, options.busy_timeout_ms)
-    raise ConfigError(f"unsupported store backend {backend!r}", hint="Use a sqlite:/// or postgresql+psycopg:// URL.")
+    """An engine for one actor, with its dialect's session settings (SQLite writers: ``BEGIN IMMEDIATE``)."""
+    return dialect_for(options.url).engine(options, role)
 
 
 class OwnedConnection:
@@ -98,57 +74,6 @@ class OwnedConnection:
         return self._conn
 
 
-def _enable_wal(cur: Any, busy_timeout_ms: int) -> None:
-    """Put the database in WAL mode (a no-op once it is).
-
-    Switching a brand-new file to WAL needs an exclusive lock, and SQLite reports "database is locked" at once
-    there instead of calling its busy handler, so two processes creating one store together could fail. The
-    lock is another process's, with nothing to wait on but time: retry with backoff within the busy timeout.
-    """
-    if str(cur.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal":
-        return
-    deadline = time.monotonic() + busy_timeout_ms / 1000
-    delay = 0.005
-    while True:
-        try:
-            cur.execute("PRAGMA journal_mode = WAL")
-            return
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or time.monotonic() + delay > deadline:
-                raise
-        time.sleep(delay)
-        delay = min(delay * 2, 0.2)
-
-
-def _sqlite_engine(options: StoreOptions, role: Role) -> Engine:
-    url = make_url(options.url)
-    if url.database and url.database != ":memory:":
-        Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
-    synchronous = options.sqlite_synchronous.upper()
-    if synchronous not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
-        raise ConfigError(f"store.sqlite_synchronous must be NORMAL or FULL, not {synchronous!r}")
-    # NullPool: the actor keeps its one connection open itself; no pool thread-affinity surprises.
-    engine = create_engine(url, poolclass=NullPool, connect_args={"check_same_thread": False})
-    begin = "BEGIN IMMEDIATE" if role == "writer" else "BEGIN"
-
-    @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
-        # Let SQLAlchemy's "begin" event issue BEGIN, so writers can take the lock up front.
-        dbapi_conn.isolation_level = None
-        cur = dbapi_conn.cursor()
-        cur.execute(f"PRAGMA busy_timeout = {int(options.busy_timeout_ms)}")
-        _enable_wal(cur, options.busy_timeout_ms)
-        cur.execute(f"PRAGMA synchronous = {synchronous}")
-        cur.execute("PRAGMA foreign_keys = ON")
-        cur.close()
-
-    @event.listens_for(engine, "begin")
-    def _on_begin(conn: Any) -> None:
-        conn.exec_driver_sql(begin)
-
-    return engine
-
-
 def migrate(engine: Engine) -> str:
     """Apply every pending migration; return the schema revision now in place."""
     from m3.store.migrations import HEAD
@@ -166,16 +91,12 @@ def migrate(engine: Engine) -> str:
     with _migrate_lock:
         try:
             with engine.begin() as conn:
-                if conn.dialect.name == "postgresql":
-                    # Serialise concurrent first starts of several processes on one database.
-                    conn.execute(text("SELECT pg_advisory_xact_lock(7283711)"))
+                dialect_for(conn).lock_migrations(conn)
                 cfg.attributes["connection"] = conn
                 command.upgrade(cfg, "head")
         except DBAPIError as exc:
-            hint = ("On PostgreSQL the pgvector extension must be installed on the server, and m3's role must "
-                    "be allowed to create it or find it created (docs/postgres.md)."
-                    if engine.dialect.name == "postgresql" else None)
-            raise StoreError(f"cannot migrate the store: {str(exc.orig).strip()}", hint=hint) from exc
+            raise StoreError(f"cannot migrate the store: {str(exc.orig).strip()}",
+                             hint=dialect_for(engine).migration_hint) from exc
     return current_revision(engine)
 
 

@@ -1,4 +1,4 @@
-"""PostgreSQL specifics: engines, vector adaptation, per-model HNSW indexes, advisory locks, databases.
+"""PostgreSQL specifics: its Dialect (engines, tsvector search, types, errors), HNSW per model, locks, databases.
 
 The PostgreSQL driver (psycopg 3) and pgvector come with the ``[postgres]``
 extra and are imported only when a PostgreSQL store is opened.
@@ -30,15 +30,24 @@ import logging
 import re
 import urllib.parse
 from collections.abc import Iterable, Sequence
-from typing import Any, Literal
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 from sqlalchemy import Connection, Engine, Float, String, bindparam, cast, create_engine, event, literal, select, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.pool import NullPool
+from sqlalchemy.sql.elements import TextClause
+from sqlalchemy.types import DateTime, TypeEngine
 
 from m3.errors import ConfigError, ExtraNotInstalled, StoreError
+from m3.store.fulltext import MAX_TERMS, KeywordHit, ranked
+from m3.store.types import VectorType, pg_vector_of
+
+if TYPE_CHECKING:
+    from m3.store.dialect import Dialect
+    from m3.store.engine import Role, StoreOptions
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +55,95 @@ Matrix = npt.NDArray[np.float32]
 HNSW_M, HNSW_EF_CONSTRUCTION = 16, 64
 _VECTOR_REGISTERED = "m3_vector_registered"
 _PLAIN_VALUE = re.compile(r"[A-Za-z0-9/._-]+")
+
+
+class PostgresDialect:
+    """The :class:`m3.store.dialect.Dialect` of PostgreSQL with pgvector."""
+
+    nearest_in_sql = True
+    serial_writes = False
+    migration_hint: str | None = ("On PostgreSQL the pgvector extension must be installed on the server, and m3's "
+                                  "role must be allowed to create it or find it created (docs/postgres.md).")
+    time_type: TypeEngine[Any] = DateTime(timezone=True)
+
+    def engine(self, options: StoreOptions, role: Role) -> Engine:
+        return postgres_engine(options.url, role, options.busy_timeout_ms)
+
+    def exists(self, url: str) -> bool:
+        return True  # a server: only connecting tells
+
+    def lock_migrations(self, conn: Connection) -> None:
+        conn.execute(text("SELECT pg_advisory_xact_lock(7283711)"))
+
+    def status(self, conn: Connection) -> dict[str, Any]:
+        return {"postgres": server_details(conn)}
+
+    def memory_hits(self, conn: Connection, query: str, where: Any, limit: int, *, selective: bool
+                    ) -> list[KeywordHit]:
+        # The title is searched but not scored, as on SQLite.
+        return ranked(conn, _matches("memories", "t.fts_content @@ q.tsq OR t.fts_title @@ q.tsq", query), where, limit)
+
+    def chat_matches(self, query: str) -> TextClause | None:
+        return _matches("chatlog", "t.fts_content @@ q.tsq", query)
+
+    def bind_time(self, value: datetime) -> Any:
+        return value
+
+    def vector_type(self) -> TypeEngine[Any]:
+        return pg_vector_of(None)
+
+    def bind_vector(self, vector: Matrix) -> Any:
+        return vector  # psycopg sends it in pgvector's binary format
+
+    def read_vector(self, data: bytes) -> Matrix:
+        # vector_send: uint16 dimensions, uint16 unused, then big-endian float4s
+        return np.frombuffer(data, dtype=">f4", offset=4).astype(np.float32)
+
+    def store_error(self, exc: BaseException) -> StoreError | None:
+        sqlstate = getattr(getattr(exc, "orig", None), "sqlstate", None)
+        if sqlstate == "55P03":
+            return StoreError("the store is locked by another connection (lock timeout)",
+                              hint="Another process holds a lock on the store; retry, or raise store.busy_timeout_ms.")
+        return None
+
+    def retryable(self, exc: BaseException) -> bool:
+        return getattr(getattr(exc, "orig", None), "sqlstate", None) in {"40001", "40P01"}
+
+
+DIALECT: Dialect = PostgresDialect()
+
+
+# -- full-text search ------------------------------------------------------------------------------
+
+#: Longest query text handed to PostgreSQL's parser.
+MAX_QUERY_CHARS = 10_000
+
+# The OR of the query's lexemes (the first MAX_TERMS by position), each quoted with ' and \ doubled so
+# that the cast never meets an operator; NULL when the text has no lexeme: no rows, and no NOTICE.
+_OR_TSQUERY = rf"""
+    NULLIF(array_to_string(ARRAY(
+        SELECT '''' || replace(replace(t.lexeme, '\', '\\'), '''', '''''') || ''''
+        FROM unnest(to_tsvector('english', CAST(:text AS text))) AS t
+        ORDER BY t.positions[1], t.lexeme LIMIT {MAX_TERMS}
+    ), ' | '), '')::tsquery
+"""
+
+
+def clean_query(query: str) -> str:
+    """The query without what PostgreSQL cannot take (NUL, lone surrogates), capped in length."""
+    return query[:MAX_QUERY_CHARS].replace("\x00", " ").encode("utf-8", "replace").decode("utf-8")
+
+
+def _matches(table: str, matching: str, query: str) -> TextClause:
+    """(seq, score) of the rows of ``table`` (as ``t``) where ``matching`` holds for the query's tsquery ``q.tsq``."""
+    return text(f"SELECT t.seq, ts_rank(t.fts_content, q.tsq, 1) AS score FROM {table} AS t, (SELECT {_OR_TSQUERY} "
+                f"AS tsq) AS q WHERE q.tsq IS NOT NULL AND ({matching})").bindparams(text=clean_query(query))
+
+
+def pg_tsquery(conn: Connection, query: str) -> str | None:
+    """The tsquery a PostgreSQL store searches for ``query``, as text; None when it has no lexeme."""
+    found = conn.execute(text(f"SELECT CAST(({_OR_TSQUERY}) AS text)"), {"text": clean_query(query)}).scalar()
+    return None if found is None else str(found)
 
 
 # -- engines ---------------------------------------------------------------------------------------
@@ -239,8 +337,6 @@ def nearest(conn: Connection, model: str, dim: int, query: Matrix, where: Any, l
     """
     from m3.store.schema import memories as m
     from m3.store.schema import memory_embeddings as e
-    from m3.store.types import VectorType, pg_vector_of
-
     vec = cast(e.c.vector, pg_vector_of(dim))
     q = bindparam("q", np.asarray(query, dtype=np.float32), type_=VectorType())
     distance = (e.c.vector if exact else vec).op("<=>", return_type=Float())(q).label("distance")
@@ -282,17 +378,3 @@ def server_details(conn: Connection) -> dict[str, Any]:
         "SELECT indexname FROM pg_indexes WHERE tablename = 'memory_embeddings' "
         "AND indexname LIKE 'ix_embeddings_hnsw_%' ORDER BY indexname"))]
     return {"server_version": version, "pgvector": vector, "hnsw_indexes": indexes}
-
-
-def store_error(exc: BaseException) -> StoreError | None:
-    """A clear StoreError for PostgreSQL failures whose driver text alone would puzzle a user."""
-    sqlstate = getattr(getattr(exc, "orig", None), "sqlstate", None)
-    if sqlstate == "55P03":
-        return StoreError("the store is locked by another connection (lock timeout)",
-                          hint="Another process holds a lock on the store; retry, or raise store.busy_timeout_ms.")
-    return None
-
-
-def retryable(exc: BaseException) -> bool:
-    """A transaction that lost a deadlock or serialization race: running it again is safe."""
-    return getattr(getattr(exc, "orig", None), "sqlstate", None) in {"40001", "40P01"}

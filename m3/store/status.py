@@ -1,4 +1,4 @@
-"""What ``m3 store status`` reports about an open store: counts, and the PostgreSQL server's details."""
+"""What ``m3 store status`` reports about an open store: counts, and its dialect's facts (PostgreSQL: the server)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Any
 from sqlalchemy import Connection, func, select
 
 from m3.store import schema, vectors
+from m3.store.dialect import dialect_for
 
 
 def describe(conn: Connection, model: str) -> dict[str, Any]:
@@ -26,9 +27,4 @@ def describe(conn: Connection, model: str) -> dict[str, Any]:
         "history_events": rows_of(schema.memory_history),
         "chat_messages": rows_of(schema.chatlog),
     }
-    out: dict[str, Any] = {"counts": counts, "embedding_model": model}
-    if conn.dialect.name == "postgresql":
-        from m3.store.postgres import server_details
-
-        out["postgres"] = server_details(conn)
-    return out
+    return {"counts": counts, "embedding_model": model, **dialect_for(conn).status(conn)}

@@ -1,4 +1,4 @@
-"""Column types that behave the same on SQLite and PostgreSQL."""
+"""Column types that behave the same on SQLite and PostgreSQL (each dialect module adapts them)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,12 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import JSON, DateTime, LargeBinary, String
+from sqlalchemy import JSON, DateTime, LargeBinary
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, TypeEngine
+
+from m3.store.dialect import dialect_for
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -24,20 +26,14 @@ class UTCDateTime(TypeDecorator[datetime]):
     cache_ok = True
 
     def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
-        if dialect.name == "sqlite":
-            return dialect.type_descriptor(String(26))
-        return dialect.type_descriptor(DateTime(timezone=True))
+        return dialect.type_descriptor(dialect_for(dialect).time_type)
 
     def process_bind_param(self, value: datetime | None, dialect: Dialect) -> Any:
         if value is None:
             return None
         if value.tzinfo is None:
             raise ValueError("naive datetime given to the store; use UTC-aware times")
-        value = value.astimezone(UTC)
-        if dialect.name != "sqlite":
-            return value
-        # Not strftime: its %Y does not zero-pad years before 1000, which breaks both parsing and ordering.
-        return value.replace(tzinfo=None).isoformat(sep=" ", timespec="microseconds")
+        return dialect_for(dialect).bind_time(value.astimezone(UTC))
 
     def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
         if value is None:
@@ -71,26 +67,18 @@ class VectorType(TypeDecorator[npt.NDArray[np.float32]]):
     cache_ok = True
 
     def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
-        if dialect.name == "postgresql":
-            return dialect.type_descriptor(pg_vector_of(None))
-        return dialect.type_descriptor(LargeBinary())
+        return dialect.type_descriptor(dialect_for(dialect).vector_type())
 
     def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
         if value is None:
             return None
-        arr = np.asarray(value, dtype="<f4").reshape(-1)
-        if dialect.name == "postgresql":
-            return arr
-        return arr.tobytes()
+        return dialect_for(dialect).bind_vector(np.asarray(value, dtype="<f4").reshape(-1))
 
     def process_result_value(self, value: Any, dialect: Dialect) -> npt.NDArray[np.float32] | None:
         if value is None:
             return None
-        if dialect.name == "postgresql" and isinstance(value, bytes | bytearray | memoryview):
-            # vector_send: uint16 dimensions, uint16 unused, then big-endian float4s
-            return np.frombuffer(bytes(value), dtype=">f4", offset=4).astype(np.float32)
         if isinstance(value, bytes | bytearray | memoryview):
-            return np.frombuffer(bytes(value), dtype="<f4").astype(np.float32, copy=False)
+            return dialect_for(dialect).read_vector(bytes(value))
         if hasattr(value, "to_numpy"):  # a pgvector.Vector from a raw driver query
             return np.asarray(value.to_numpy(), dtype=np.float32)
         return np.asarray(value, dtype=np.float32)

@@ -16,6 +16,9 @@ from pathlib import Path
 
 import pytest
 
+# A Writer alone (no Embedder), to prepare a store with a backlog: the actor tests' fixtures, shared.
+from tests.actors.conftest import start_writer, store_options  # noqa: F401
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -20,8 +20,10 @@ import pytest
 import sqlalchemy as sa
 
 from m3 import __version__
+from m3.actors.supervisor import ActorHandle
 from m3.gateway.cli import main
 from m3.store import schema
+from tests.actors.conftest import WAIT_S, write_one
 
 
 @dataclass(frozen=True)
@@ -170,6 +172,14 @@ def test_flags_take_kebab_case_names_bare_booleans_and_json_values(cli: Run) -> 
     assert (record["pinned"], record["metadata"], record["conversation_id"]) == (True, {"team": "ops"}, "conv-7")
 
 
+def test_tool_arguments_named_domain_or_tool_are_arguments_not_the_command_line_s_own(cli: Run) -> None:
+    assert len(cli("tools", "m3_index").document()["tools"]) > 40
+    assert {t["domain"] for t in cli("tools", "m3_index", "--domain", "task").document()["tools"]} == {"task"}
+    written = cli("memory", "write", "--content", "Reached through m3_call.").document()
+    called = cli("tools", "m3_call", "--tool", "memory_get", "--args", json.dumps({"id": written["id"]})).document()
+    assert (called["tool"], called["result"]["content"]) == ("memory_get", "Reached through m3_call.")
+
+
 def test_config_show_origin_labels_each_value_default_file_or_environment(
         cli: Run, env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     config_file = Path(cli("config", "show").document()["file"])
@@ -211,3 +221,22 @@ def test_a_secret_setting_is_stored_but_never_printed(cli: Run, monkeypatch: pyt
 def test_a_bad_setting_is_a_config_error_and_changes_nothing(cli: Run, argv: list[str], code: str) -> None:
     assert cli(*argv).error()["code"] == code
     assert cli("config", "show", "--origin").document()["settings"]["search.k"]["origin"] == "default"
+
+
+def test_a_one_shot_write_on_a_store_with_a_backlog_embeds_only_its_own_memory(
+        m3: Run, start_writer: Callable[..., ActorHandle], store_url: str) -> None:
+    writer = start_writer()
+    backlog = [writer.ask(write_one(f"Backlog note number {i} about the quarterly plan."), WAIT_S)[0].id
+               for i in range(40)]
+    writer.stop(timeout=WAIT_S)
+    own = m3("memory", "write", "--type", "note", "--content", "The courier comes on Thursdays.").document()["id"]
+    e = schema.memory_embeddings
+    engine = sa.create_engine(store_url)
+    try:
+        with engine.connect() as conn:
+            embedded = set(conn.execute(sa.select(e.c.memory_id)).scalars())
+    finally:
+        engine.dispose()
+    # The long-running processes (and the next `m3` server) work through the backlog; this one did not.
+    assert embedded == {own}
+    assert not embedded & set(backlog)

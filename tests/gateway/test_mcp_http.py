@@ -183,13 +183,17 @@ def test_m3_serve_and_m3_token_work_as_commands(m3_executable: str, child_env: d
                               stderr=subprocess.PIPE, text=True)
     try:
         assert server.stdout is not None
-        url = json.loads(server.stdout.readline())["url"]
+        announced = json.loads(server.stdout.readline())
+        url = announced["url"]
 
         async def use() -> list[str]:
             async with client_for(url, issued["token"]) as client:
                 return [t.name for t in (await client.list_tools()).tools]
 
         assert set(trio.run(use)) == STARTUP_TOOLS
+        searched = httpx2.post(f"{announced['tools_url']}/memory_search", json={"query": "anything"},
+                               headers={"Authorization": f"Bearer {issued['token']}"}, timeout=60)
+        assert (searched.status_code, searched.json()["count"]) == (200, 0)
     finally:
         server.send_signal(signal.SIGTERM)
         _out, err = server.communicate(timeout=60)

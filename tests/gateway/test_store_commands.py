@@ -167,6 +167,19 @@ def m3_in(home: Path, m3_executable: str, user: pwd.struct_passwd | None = None)
     return run
 
 
+def reachable_by_others(m3_executable: str) -> None:
+    """Let other accounts pass through to this interpreter: the m3 script, the interpreter and every folder on
+    ``sys.path`` (the standard library, the venv's site-packages, this checkout) get search permission (o+x)
+    on each folder above them, as m3 itself does for the embedded PostgreSQL's binaries when run as root.
+    The venv may live anywhere, e.g. in a home folder that is 0700."""
+    from m3.store.embedded_pg import _ensure_traversable
+
+    targets = [Path(m3_executable), Path(sys.executable), Path(sys.executable).resolve()]
+    targets += [Path(entry) / "(inside)" for entry in sys.path if entry and Path(entry).is_dir()]
+    for target in targets:
+        _ensure_traversable(target.absolute())
+
+
 @pytest.fixture
 def own_tmp() -> Iterator[Path]:
     """A directory outside pytest's temporary root: another pytest session (as the same user) resets that root
@@ -211,7 +224,10 @@ def test_a_normal_user_runs_the_embedded_postgres_too(own_tmp: Path, m3_executab
     home.mkdir()
     shutil.chown(home, user.pw_uid, user.pw_gid)
     own_tmp.chmod(0o711)  # that user may pass through to its home
+    reachable_by_others(m3_executable)
     m3 = m3_in(home, m3_executable, user)
+    version = m3("--version")
+    assert version.status == 0, f"{user.pw_name} cannot run {m3_executable} even with search access: {version.stderr}"
     started = m3("postgres", "start").document()
     try:
         assert started["running"] is True

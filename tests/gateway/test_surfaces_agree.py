@@ -15,7 +15,7 @@ from mcp import Client
 
 from m3.errors import M3Error
 from m3.gateway import docs
-from m3.gateway.cli import build_parser
+from m3.gateway.cli import build_parser, flag_dest
 from m3.gateway.commands import ADMIN_COMMANDS
 from m3.gateway.mcp_server import build_server, local_identity
 from m3.gateway.registry import Tool, default_registry
@@ -46,7 +46,8 @@ def test_every_tool_is_a_cli_command_by_full_and_short_name_with_exactly_its_arg
     command = commands[tool.spec.name]
     assert commands[tool.spec.short_name] is command
     fields = set(tool.spec.args.model_fields)
-    expected = {f"--{f}": f for f in fields} | {f"--{f.replace('_', '-')}": f for f in fields}
+    # Each flag lands under its own name apart from the parser's (cli.flag_dest), so `--tool`/`--domain` cannot clash.
+    expected = {f"--{f}": flag_dest(f) for f in fields} | {f"--{f.replace('_', '-')}": flag_dest(f) for f in fields}
     assert options(command) == expected | {"--json-file": "json_file"}
 
 

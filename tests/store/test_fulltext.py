@@ -14,7 +14,7 @@ from sqlalchemy import Engine, event, text, true
 
 from m3.protocols.messages.memory import NewMemory, WriteChat
 from m3.store import chat_writes as chat
-from m3.store import fulltext, schema
+from m3.store import fulltext, postgres, schema
 from m3.store import memories as rows
 from m3.store.engine import StoreOptions, migrate, open_engine
 from tests.stored import is_postgres
@@ -237,7 +237,7 @@ def pg_engine(engine: Engine) -> Engine:
 
 def tsquery(engine: Engine, query: str) -> str | None:
     with engine.connect() as conn:
-        found = fulltext.pg_tsquery(conn, query)
+        found = postgres.pg_tsquery(conn, query)
         conn.rollback()
     return found
 

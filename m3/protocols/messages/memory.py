@@ -259,5 +259,6 @@ class ActivateModel(Message):
 
 
 class Drain(Message):
-    """Shutdown (Embedder): embed the new memories and the backlog, but not a whole re-embedding for a change
-    of model (that continues at the next start or with `m3 embedder reembed`)."""
+    """Shutdown (Embedder): embed the new memories and, in a long-running process, the backlog too; never a
+    whole re-embedding for a change of model (that continues at the next start or with `m3 embedder
+    reembed`). A one-shot command's Embedder embeds only the memories its process wrote."""

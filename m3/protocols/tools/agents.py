@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from m3.protocols.base import ToolArgs, ToolResult, ToolSpec
-from m3.protocols.tools.fields import Identifier, Timestamp
+from m3.protocols.tools.fields import Identifier, JsonObject, Timestamp
 
 AgentStatus = Literal["active", "idle", "offline"]
 ACTING_AGENT = "The agent acting; defaults to the caller (through a token: only the token's agent)."
@@ -34,7 +34,7 @@ class AgentRegisterArgs(ToolArgs):
     agent_id: Identifier | None = Field(None, description=ACTING_AGENT)
     role: str | None = Field(None, max_length=200, description="What this agent does, e.g. 'reviewer', 'worker'.")
     description: str | None = Field(None, max_length=4000, description="A sentence or two for the other agents.")
-    metadata: dict[str, Any] | None = Field(None, description="Any JSON object, e.g. the model or host it runs on.")
+    metadata: JsonObject | None = Field(None, description="Any JSON object, e.g. the model or host it runs on.")
 
 
 class AgentRegisterResult(AgentRecord):

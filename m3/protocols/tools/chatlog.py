@@ -5,18 +5,18 @@ from __future__ import annotations
 from pydantic import Field
 
 from m3.protocols.base import ToolArgs, ToolResult, ToolSpec
-from m3.protocols.tools.fields import ChatRole, Identifier, Scope, Text, Timestamp
+from m3.protocols.tools.fields import MAX_STORE_INT, ChatRole, Content, Identifier, Scope, Text, Timestamp
 
 
 class ChatlogWriteArgs(ToolArgs):
     conversation_id: Identifier
     role: ChatRole
-    content: Text = Field(description="The message, stored exactly as given.")
+    content: Content = Field(description="The message, stored exactly as given.")
     agent_id: Identifier | None = Field(None, description="Defaults to the calling agent.")
     scope: Scope = Field("agent", description=(
         "Who may read the message: agent (the writing agent only, while isolation is on), user or org (everyone)."))
     model: str | None = Field(None, max_length=200, description="The model that produced the message.")
-    turn: int | None = Field(None, ge=0, description="Position in the conversation; default: next.")
+    turn: int | None = Field(None, ge=0, le=MAX_STORE_INT, description="Position in the conversation; default: next.")
     at: Timestamp | None = Field(None, description="When the message was said; default now.")
 
 
@@ -37,7 +37,7 @@ CHATLOG_WRITE = ToolSpec(
 
 class ChatlogSearchArgs(ToolArgs):
     query: Text
-    k: int | None = Field(None, ge=1, description="How many results; default 8.")
+    k: int | None = Field(None, ge=1, le=MAX_STORE_INT, description="How many results; default 8.")
     conversation_id: Identifier | None = None
     role: ChatRole | None = None
     agent_id: Identifier | None = None

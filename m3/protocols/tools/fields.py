@@ -7,11 +7,15 @@ turns the first such error into the matching :class:`m3.errors.M3Error`.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BeforeValidator, Field, PlainSerializer, WithJsonSchema
+from pydantic import AfterValidator, BeforeValidator, Field, PlainSerializer, ValidationInfo, WithJsonSchema
 from pydantic_core import PydanticCustomError
+
+from m3.config import setting
 
 MEMORY_TYPES: tuple[str, ...] = (
     "fact", "decision", "preference", "note", "observation", "event", "conversation",
@@ -47,6 +51,86 @@ def _check_text(value: str) -> str:
     return value
 
 
+#: The store keeps turns, versions and counts in 32-bit INTEGER columns (PostgreSQL); larger values are refused
+#: by validation instead of failing in the database.
+MAX_STORE_INT = 2**31 - 1
+
+#: The ``limits.*`` settings that validation reads; the gateway passes their configured values as the
+#: validation context (``model_validate(raw, context=limits)``), and the defaults apply without one.
+LIMIT_KEYS: tuple[str, ...] = (
+    "limits.max_content_chars", "limits.max_text_chars", "limits.max_json_bytes", "limits.max_json_depth",
+)
+
+
+def limit(info: ValidationInfo | None, key: str) -> int:
+    """The configured value of ``key`` from the validation context, or its default."""
+    context = info.context if info is not None else None
+    if isinstance(context, Mapping) and key in context:
+        return int(context[key])
+    return int(setting(key).default)
+
+
+def too_large(code: str, field: str, size: int, limit_value: int, unit: str, key: str) -> PydanticCustomError:
+    """The error for a value over its limit; ``details`` carries the size, the limit, the unit and the setting."""
+    return PydanticCustomError(
+        code, "{size} {unit}; the limit is {limit} ({setting})",
+        {"field": field, "size": size, "limit": limit_value, "unit": unit, "setting": key},
+    )
+
+
+def _check_chars(key: str, code: str = "field_too_large") -> Any:
+    def check(value: str, info: ValidationInfo) -> str:
+        most = limit(info, key)
+        if len(value) > most:
+            raise too_large(code, info.field_name or "the text", len(value), most, "characters", key)
+        return value
+    return check
+
+
+def _check_json(value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+    try:
+        encoded = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+    except ValueError:
+        raise PydanticCustomError("invalid_argument", "JSON numbers must be finite (no NaN or Infinity)") from None
+    most = limit(info, "limits.max_json_bytes")
+    if len(encoded) > most:
+        raise too_large("field_too_large", info.field_name or "the object", len(encoded), most, "bytes",
+                        "limits.max_json_bytes")
+    return value
+
+
+def check_strings(data: Any, info: ValidationInfo | None) -> Any:
+    """Refuse, anywhere in raw arguments, what no store keeps: NUL characters, lone UTF-16 surrogates, and
+    nesting deeper than ``limits.max_json_depth``. Walks iteratively, so deep input cannot exhaust the stack."""
+    most = limit(info, "limits.max_json_depth")
+    stack: list[tuple[Any, str, int]] = [(data, "", 0)]
+    while stack:
+        value, path, depth = stack.pop()
+        if isinstance(value, str):
+            _check_storable(value, path)
+        elif isinstance(value, dict | list):
+            if depth > most:
+                raise too_large("field_too_large", path or "the arguments", depth, most, "levels of nesting",
+                                "limits.max_json_depth")
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            for key, item in items:
+                if isinstance(key, str):
+                    _check_storable(key, path)
+                stack.append((item, f"{path}.{key}" if path else str(key), depth + 1))
+    return data
+
+
+def _check_storable(text: str, path: str) -> None:
+    if "\x00" in text:
+        raise PydanticCustomError("invalid_argument", "text may not contain NUL (U+0000) characters",
+                                  {"field": path or "(arguments)"})
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise PydanticCustomError("invalid_argument", "text is not valid Unicode (it has a lone surrogate)",
+                                  {"field": path or "(arguments)"}) from None
+
+
 def parse_time(value: Any) -> datetime:
     """Parse an ISO-8601 string or datetime into an aware UTC datetime.
 
@@ -64,7 +148,11 @@ def parse_time(value: Any) -> datetime:
             raise PydanticCustomError("invalid_time", "not an ISO-8601 time: {value}", {"value": value}) from None
     else:
         raise PydanticCustomError("invalid_time", "not an ISO-8601 time: {value}", {"value": repr(value)})
-    return dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt.astimezone(UTC)
+    try:
+        return dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt.astimezone(UTC)
+    except OverflowError:  # e.g. 9999-12-31T23:59:59-12:00 is after the last representable UTC time
+        raise PydanticCustomError("invalid_time", "{value} is outside the years 1 to 9999 in UTC",
+                                  {"value": str(value)}) from None
 
 
 def format_time(dt: datetime) -> str:
@@ -79,7 +167,14 @@ MemoryType = Annotated[
 RelationType = Annotated[
     str, AfterValidator(_check_relation_type), WithJsonSchema({"type": "string", "enum": list(RELATION_TYPES)})
 ]
-Text = Annotated[str, Field(min_length=1), AfterValidator(_check_text)]
+Text = Annotated[str, Field(min_length=1), AfterValidator(_check_text),
+                 AfterValidator(_check_chars("limits.max_text_chars"))]
+"""Non-blank free text of at most ``limits.max_text_chars`` characters (queries, tasks, messages)."""
+Content = Annotated[str, Field(min_length=1), AfterValidator(_check_text),
+                    AfterValidator(_check_chars("limits.max_content_chars", "content_too_large"))]
+"""Stored content (memories, chat messages): non-blank, at most ``limits.max_content_chars`` characters."""
+JsonObject = Annotated[dict[str, Any], AfterValidator(_check_json)]
+"""Any JSON object of at most ``limits.max_json_bytes`` UTF-8 bytes, finite numbers only."""
 Timestamp = Annotated[
     datetime,
     BeforeValidator(parse_time),

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from m3.protocols.base import ToolArgs, ToolResult, ToolSpec
 from m3.protocols.tools.agents import ACTING_AGENT
-from m3.protocols.tools.fields import Identifier, MemoryId, Text, Timestamp
+from m3.protocols.tools.fields import Identifier, JsonObject, MemoryId, Text, Timestamp
 
 MAX_CONTEXT = 50
 MAX_IDS = 500
@@ -125,7 +125,7 @@ class NotifyArgs(ToolArgs):
     message: Text = Field(description="What the other agent should know.")
     kind: str = Field("message", min_length=1, max_length=32, pattern=r"^[a-z][a-z0-9_]*$",
                       description="A short label receivers can act on, e.g. 'review_requested'.")
-    data: dict[str, Any] = Field(default_factory=dict, description="Any JSON object for the receiver.")
+    data: JsonObject = Field(default_factory=dict, description="Any JSON object for the receiver.")
     from_agent: Identifier | None = Field(None, description=ACTING_AGENT)
 
 

@@ -8,8 +8,11 @@ from pydantic import Field
 
 from m3.protocols.base import ToolArgs, ToolResult, ToolSpec
 from m3.protocols.tools.fields import (
+    MAX_STORE_INT,
+    Content,
     Identifier,
     Importance,
+    JsonObject,
     MemoryId,
     MemoryType,
     RelationType,
@@ -49,10 +52,10 @@ class MemoryRecord(ToolResult):
 # --- memory_write -------------------------------------------------------------------------------
 
 class MemoryWriteArgs(ToolArgs):
-    content: Text = Field(description="The memory, stored exactly as given.")
+    content: Content = Field(description="The memory, stored exactly as given.")
     type: MemoryType = Field("note", description="What kind of memory this is.")
     title: str | None = Field(None, max_length=500, description="A short label; matched as its own search signal.")
-    metadata: dict[str, Any] = Field(default_factory=dict, description="Any JSON object kept with the memory.")
+    metadata: JsonObject = Field(default_factory=dict, description="Any JSON object kept with the memory.")
     scope: Scope = Field("agent", description="agent: this agent's own; user: shared for one user; org: everyone.")
     agent_id: Identifier | None = Field(None, description="Owner agent; defaults to the calling agent.")
     user_id: Identifier | None = Field(None, description="The person this memory is about or for.")
@@ -88,7 +91,7 @@ MEMORY_WRITE = ToolSpec(
 
 class MemorySearchArgs(ToolArgs):
     query: Text = Field(description="What you are looking for, in natural language or keywords.")
-    k: int | None = Field(None, ge=1, description="How many results; default 8.")
+    k: int | None = Field(None, ge=1, le=MAX_STORE_INT, description="How many results; default 8.")
     type: MemoryType | None = Field(None, description="Only memories of this type.")
     agent_id: Identifier | None = Field(None, description="Only memories owned by this agent.")
     user_id: Identifier | None = Field(None, description="Only memories about this user.")
@@ -155,11 +158,11 @@ MEMORY_GET = ToolSpec(
 
 class MemorySupersedeArgs(ToolArgs):
     id: MemoryId = Field(description="The memory that is no longer true.")
-    content: Text = Field(description="The corrected memory.")
+    content: Content = Field(description="The corrected memory.")
     title: str | None = Field(None, max_length=500, description="Defaults to the old title.")
     type: MemoryType | None = Field(None, description="Defaults to the old type.")
     importance: Importance | None = Field(None, description="Defaults to the old importance.")
-    metadata: dict[str, Any] | None = Field(None, description="Defaults to the old metadata.")
+    metadata: JsonObject | None = Field(None, description="Defaults to the old metadata.")
     valid_from: Timestamp | None = Field(None, description="When the new version became true; default now.")
     reason: str | None = Field(None, max_length=1000, description="Why it changed; kept in history.")
 
@@ -185,9 +188,9 @@ MEMORY_SUPERSEDE = ToolSpec(
 
 class MemoryUpdateArgs(ToolArgs):
     id: MemoryId
-    content: Text | None = None
+    content: Content | None = None
     title: str | None = Field(None, max_length=500)
-    metadata: dict[str, Any] | None = None
+    metadata: JsonObject | None = None
     importance: Importance | None = None
     expires_at: Timestamp | None = None
     reason: str | None = Field(None, max_length=1000, description="Why it changed; kept in history.")

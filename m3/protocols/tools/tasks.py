@@ -8,13 +8,14 @@ from pydantic import Field
 
 from m3.protocols.base import ToolArgs, ToolResult, ToolSpec
 from m3.protocols.tools.agents import ACTING_AGENT
-from m3.protocols.tools.fields import Identifier, MemoryId, Text, Timestamp
+from m3.protocols.tools.fields import MAX_STORE_INT, Identifier, JsonObject, MemoryId, Text, Timestamp
 
 TaskState = Literal["pending", "in_progress", "blocked", "completed", "failed", "cancelled"]
 TaskId = Annotated[str, Field(min_length=8, max_length=36,
                               description="The task's id or a unique prefix of 8+ characters.")]
-Version = Annotated[int, Field(ge=1, description="The version you read (from task_get, task_list or your last "
-                                                "change of the task).")]
+Version = Annotated[int, Field(ge=1, le=MAX_STORE_INT,
+                               description="The version you read (from task_get, task_list or your last "
+                                           "change of the task).")]
 
 
 class TaskRecord(ToolResult):
@@ -46,7 +47,7 @@ class TaskCreateArgs(ToolArgs):
     kind: str | None = Field(None, max_length=100, description="A label workers claim by, e.g. 'review'.")
     priority: int = Field(0, ge=-1000, le=1000, description="Higher is more urgent.")
     assignee: Identifier | None = Field(None, description="A registered agent to give it to now (notified).")
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: JsonObject = Field(default_factory=dict)
 
 
 TASK_CREATE = ToolSpec(
@@ -83,7 +84,7 @@ class TaskUpdateArgs(ToolArgs):
     description: str | None = Field(None, max_length=20_000)
     kind: str | None = Field(None, max_length=100)
     priority: int | None = Field(None, ge=-1000, le=1000)
-    metadata: dict[str, Any] | None = None
+    metadata: JsonObject | None = None
     reason: str | None = Field(None, max_length=2000, description="Why; kept in the task's history.")
 
 

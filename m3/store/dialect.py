@@ -1,0 +1,108 @@
+"""One interface over the SQL dialects m3 stores in, each one module: :mod:`m3.store.sqlite`, :mod:`m3.store.postgres`.
+
+Code asks :func:`dialect_for` once and calls the interface; no other module compares dialect names
+(tests/store/test_dialect.py checks), except migrations: frozen history imports no live code, so each keeps
+its op-level branches.
+"""
+
+from __future__ import annotations
+
+import importlib
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol, cast
+
+import numpy as np
+import numpy.typing as npt
+from sqlalchemy import URL, Connection, Engine, TextClause, make_url
+from sqlalchemy.engine import Dialect as SqlaDialect
+from sqlalchemy.exc import ArgumentError
+from sqlalchemy.types import TypeEngine
+
+from m3.errors import ConfigError, StoreError
+
+if TYPE_CHECKING:
+    from m3.store.engine import Role, StoreOptions
+    from m3.store.fulltext import KeywordHit
+
+#: The module of each SQLAlchemy backend name, imported on first use (PostgreSQL's needs an extra to run).
+_MODULES = {"sqlite": "m3.store.sqlite", "postgresql": "m3.store.postgres"}
+_LOADED: dict[str, Dialect] = {}
+
+
+class Dialect(Protocol):
+    """What differs between the SQL dialects m3 stores in."""
+
+    #: The database ranks vectors itself (pgvector), so no process needs a store's vectors in memory.
+    nearest_in_sql: bool
+    #: One write transaction at a time across all processes (SQLite): what one reads stays true to its commit.
+    serial_writes: bool
+    #: What to check when a migration fails on this dialect.
+    migration_hint: str | None
+    #: The column type of an aware UTC datetime.
+    time_type: TypeEngine[Any]
+
+    def engine(self, options: StoreOptions, role: Role) -> Engine:
+        """An engine for one actor, with this dialect's session settings."""
+
+    def exists(self, url: str) -> bool:
+        """False only when the store certainly does not exist yet (no SQLite file); no connection is made."""
+
+    def lock_migrations(self, conn: Connection) -> None:
+        """Serialise concurrent first starts of several processes on one database (in ``conn``'s transaction)."""
+
+    def status(self, conn: Connection) -> dict[str, Any]:
+        """This dialect's own facts for ``m3 store status`` (merged into the report)."""
+
+    def memory_hits(self, conn: Connection, query: str, where: Any, limit: int, *, selective: bool
+                    ) -> list[KeywordHit]:
+        """What :func:`m3.store.fulltext.memory_hits` returns, found this dialect's way."""
+
+    def chat_matches(self, query: str) -> TextClause | None:
+        """(seq, score) of chat messages matching any word of ``query``; None when it holds nothing to search for."""
+
+    def bind_time(self, value: datetime) -> Any:
+        """An aware UTC datetime as ``time_type`` takes it."""
+
+    def vector_type(self) -> TypeEngine[Any]:
+        """The column type of a float32 vector of any dimension."""
+
+    def bind_vector(self, vector: npt.NDArray[np.float32]) -> Any:
+        """A little-endian float32 vector as ``vector_type()`` takes it."""
+
+    def read_vector(self, data: bytes) -> npt.NDArray[np.float32]:
+        """A vector read back as bytes from ``vector_type()``."""
+
+    def store_error(self, exc: BaseException) -> StoreError | None:
+        """A clear StoreError for a failure whose driver text alone would puzzle a user; None otherwise."""
+
+    def retryable(self, exc: BaseException) -> bool:
+        """True when the transaction lost a deadlock or serialization race, so running it again is safe."""
+
+
+def parse_url(url: str) -> URL:
+    """The store URL parsed; a ConfigError (which never repeats the URL: it may hold a password) if malformed."""
+    try:
+        return make_url(url)
+    except ArgumentError:
+        raise ConfigError("store.url is not a valid database URL",
+                          hint="Use sqlite:///<path> or postgresql+psycopg://user@host/db "
+                               "(see docs/postgres.md).") from None
+
+
+def dialect_for(where: str | URL | Engine | Connection | SqlaDialect) -> Dialect:
+    """The dialect of a store URL, engine, connection or SQLAlchemy dialect.
+
+    Raises:
+        ConfigError: the URL is malformed or names a database m3 cannot store in.
+    """
+    if isinstance(where, str):
+        where = parse_url(where)
+    name = where.get_backend_name() if isinstance(where, URL) else (
+        where.name if isinstance(where, SqlaDialect) else where.dialect.name)
+    found = _LOADED.get(name)
+    if found is None:
+        if name not in _MODULES:
+            raise ConfigError(f"unsupported store backend {name!r}",
+                              hint="Use a sqlite:/// or postgresql+psycopg:// URL.")
+        found = _LOADED[name] = cast(Dialect, importlib.import_module(_MODULES[name]).DIALECT)
+    return found

@@ -1,0 +1,162 @@
+"""SQLite's Dialect: WAL and pragmas, ``BEGIN IMMEDIATE`` writers (so write transactions of every process run
+one at a time), FTS5 keyword statements, times as fixed-width text (string order is time order), BLOB vectors.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+from sqlalchemy import Connection, Engine, LargeBinary, String, TextClause, create_engine, event, text
+from sqlalchemy.pool import NullPool
+from sqlalchemy.types import TypeEngine
+
+from m3.errors import ConfigError, StoreError
+from m3.store import fulltext
+from m3.store.dialect import Dialect, parse_url
+from m3.store.files import log_tightened, private_dir, private_file
+
+if TYPE_CHECKING:
+    from m3.store.engine import Role, StoreOptions
+
+#: Unfiltered searches check the filters on FTS5's best ``PREFILTER_FACTOR * limit`` matches first.
+PREFILTER_FACTOR = 4
+_FTS5_SCORE = "bm25(memories_fts, 0.0, 1.0)"  # title weight 0: the title is searched, not scored
+
+
+class SqliteDialect:
+    """The :class:`m3.store.dialect.Dialect` of SQLite."""
+
+    nearest_in_sql = False
+    serial_writes = True
+    migration_hint: str | None = None
+    time_type: TypeEngine[Any] = String(26)
+
+    def engine(self, options: StoreOptions, role: Role) -> Engine:
+        url = parse_url(options.url)
+        if url.database and url.database != ":memory:":
+            _private_database(Path(url.database).expanduser())
+        synchronous = options.sqlite_synchronous.upper()
+        if synchronous not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
+            raise ConfigError(f"store.sqlite_synchronous must be NORMAL or FULL, not {synchronous!r}")
+        # NullPool: the actor keeps its one connection open itself; no pool thread-affinity surprises.
+        engine = create_engine(url, poolclass=NullPool, connect_args={"check_same_thread": False})
+        begin = "BEGIN IMMEDIATE" if role == "writer" else "BEGIN"
+
+        @event.listens_for(engine, "connect")
+        def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+            # Let SQLAlchemy's "begin" event issue BEGIN, so writers can take the lock up front.
+            dbapi_conn.isolation_level = None
+            cur = dbapi_conn.cursor()
+            cur.execute(f"PRAGMA busy_timeout = {int(options.busy_timeout_ms)}")
+            _enable_wal(cur, options.busy_timeout_ms)
+            cur.execute(f"PRAGMA synchronous = {synchronous}")
+            cur.execute("PRAGMA foreign_keys = ON")
+            cur.close()
+
+        @event.listens_for(engine, "begin")
+        def _on_begin(conn: Any) -> None:
+            conn.exec_driver_sql(begin)
+
+        return engine
+
+    def exists(self, url: str) -> bool:
+        database = parse_url(url).database
+        return not database or database == ":memory:" or Path(database).expanduser().exists()
+
+    def lock_migrations(self, conn: Connection) -> None:
+        pass  # the migration's write transaction already holds the database's one write lock
+
+    def status(self, conn: Connection) -> dict[str, Any]:
+        return {}
+
+    def memory_hits(self, conn: Connection, query: str, where: Any, limit: int, *, selective: bool
+                    ) -> list[fulltext.KeywordHit]:
+        # Unless selective, the filters are checked on FTS5's best PREFILTER_FACTOR * limit matches first, and on
+        # every match only if fewer than limit pass: the same list (the best that pass are among the best), without
+        # a row lookup per further match, most of the keyword leg on a large store. A selective filter would
+        # drop most of them, so it goes straight to every match.
+        terms = fulltext.query_terms(query)
+        if not terms:
+            return []
+        match = fulltext.fts5_match(terms)
+        if not selective:
+            hits = fulltext.ranked(conn, _fts5_matches(match, top=PREFILTER_FACTOR * limit), where, limit)
+            if len(hits) == limit:
+                return hits
+        return fulltext.ranked(conn, _fts5_matches(match), where, limit)
+
+    def chat_matches(self, query: str) -> TextClause | None:
+        terms = fulltext.query_terms(query)
+        if not terms:
+            return None
+        return text("SELECT rowid AS seq, -bm25(chatlog_fts) AS score FROM chatlog_fts WHERE chatlog_fts MATCH :match"
+                    ).bindparams(match=fulltext.fts5_match(terms))
+
+    def bind_time(self, value: datetime) -> Any:
+        # Not strftime: its %Y does not zero-pad years before 1000, which breaks both parsing and ordering.
+        return value.replace(tzinfo=None).isoformat(sep=" ", timespec="microseconds")
+
+    def vector_type(self) -> TypeEngine[Any]:
+        return LargeBinary()
+
+    def bind_vector(self, vector: npt.NDArray[np.float32]) -> Any:
+        return vector.tobytes()
+
+    def read_vector(self, data: bytes) -> npt.NDArray[np.float32]:
+        return np.frombuffer(data, dtype="<f4").astype(np.float32, copy=False)
+
+    def store_error(self, exc: BaseException) -> StoreError | None:
+        return None
+
+    def retryable(self, exc: BaseException) -> bool:
+        return False  # one writer at a time: a transaction never loses a race, it waits (busy_timeout)
+
+
+DIALECT: Dialect = SqliteDialect()
+
+
+def _fts5_matches(match: str, top: int | None = None) -> TextClause:
+    """(seq, score) of FTS5 matches; with ``top``, only the best ``top`` in the final order."""
+    sql = f"SELECT rowid AS seq, -{_FTS5_SCORE} AS score FROM memories_fts WHERE memories_fts MATCH :match"
+    if top is None:
+        return text(sql).bindparams(match=match)
+    return text(f"{sql} ORDER BY {_FTS5_SCORE}, rowid DESC LIMIT :top").bindparams(match=match, top=top)
+
+
+def _private_database(db: Path) -> None:
+    """The database and its WAL and SHM files are the owner's only (SQLite gives the WAL and SHM files the
+    database's mode); a new folder for it is made 0700, an existing one is left to its owner."""
+    if not db.parent.exists():
+        log_tightened(private_dir(db.parent))
+    changes = private_file(db)
+    for side in ("-wal", "-shm", "-journal"):
+        changes += private_file(db.with_name(db.name + side), create=False)
+    log_tightened(changes)
+
+
+def _enable_wal(cur: Any, busy_timeout_ms: int) -> None:
+    """Put the database in WAL mode (a no-op once it is).
+
+    Switching a brand-new file to WAL needs an exclusive lock, and SQLite reports "database is locked" at once
+    there instead of calling its busy handler, so two processes creating one store together could fail. The
+    lock is another process's, with nothing to wait on but time: retry with backoff within the busy timeout.
+    """
+    if str(cur.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal":
+        return
+    deadline = time.monotonic() + busy_timeout_ms / 1000
+    delay = 0.005
+    while True:
+        try:
+            cur.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() + delay > deadline:
+                raise
+        time.sleep(delay)
+        delay = min(delay * 2, 0.2)
