@@ -202,9 +202,9 @@ def bad_calls(existing: str) -> list[tuple[str, dict[str, Any], str]]:
 @pytest.fixture
 def seeded(service: Service, system: ActorSystem) -> str:
     """Three memories, one superseded by similarity, and the id of the current fact; everything settled."""
-    call(service, "memory_write", type="fact", content="The API uses PostgreSQL 15")
+    call(service, "memory_write", type="fact", content="The API uses the old PostgreSQL version")
     system.wait_embedded()
-    call(service, "memory_write", type="fact", content="The API uses PostgreSQL 16")
+    call(service, "memory_write", type="fact", content="The API uses the newest PostgreSQL version")
     call(service, "memory_write", type="note", content="Database upgrades are announced in the ops channel.")
     system.wait_embedded()
     current: str = call(service, "memory_search", query="PostgreSQL", type="fact")["items"][0]["id"]

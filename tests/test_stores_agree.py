@@ -39,8 +39,9 @@ def scenario(service: Service, system: ActorSystem) -> list[datetime]:
         marks.append(datetime.now(UTC))
         return out
 
-    step("memory_write", type="fact", content="The API uses PostgreSQL 15")
-    second = step("memory_write", type="fact", content="The API uses PostgreSQL 16")  # supersedes by similarity
+    step("memory_write", type="fact", content="The API uses the old PostgreSQL version")
+    # supersedes by similarity
+    second = step("memory_write", type="fact", content="The API uses the newest PostgreSQL version")
     note = step("memory_write", type="note", content="Database upgrades are announced in the ops channel.")
     step("memory_supersede", id=second["id"], content="We moved the API to MySQL 8.", reason="licence")
     step("memory_delete", id=note["id"], reason="obsolete")
@@ -84,8 +85,8 @@ def test_the_same_history_gives_the_same_answers_on_both_stores_now_and_as_of_ev
     assert on_postgres == on_sqlite
     # The history did happen: the past differs from the present.
     question = QUESTIONS[0]
-    assert on_sqlite[(question, 0)][:1] == ["The API uses PostgreSQL 15"]
-    assert on_sqlite[(question, 1)][:1] == ["The API uses PostgreSQL 16"]
+    assert on_sqlite[(question, 0)][:1] == ["The API uses the old PostgreSQL version"]
+    assert on_sqlite[(question, 1)][:1] == ["The API uses the newest PostgreSQL version"]
     assert on_sqlite[(question, -1)][:1] == ["We moved the API to MySQL 8."]
     assert "Database upgrades are announced in the ops channel." in on_sqlite[(QUESTIONS[3], 2)]
     assert "Database upgrades are announced in the ops channel." not in on_sqlite[(QUESTIONS[3], -1)]

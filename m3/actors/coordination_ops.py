@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from m3.protocols.base import Message
+from m3.protocols.messages.conflicts import ResolveConflict
 from m3.protocols.messages.coordination import (
     AckInbox,
     AckNotifications,
@@ -26,8 +27,9 @@ from m3.protocols.messages.coordination import (
     SendNotification,
     TaskChange,
 )
-from m3.store import agents, inbox
+from m3.store import agents, conflict_writes, inbox
 from m3.store import task_writes as tasks
+from m3.store.conflicts import ConflictFilter
 from m3.store.filters import isolation_clause
 
 Outcome = tuple[Any, list[str]]
@@ -61,6 +63,12 @@ def _task(conn: Connection, msg: TaskChange, now: datetime) -> Outcome:
     return result, ops.notified
 
 
+def _resolve_conflict(conn: Connection, msg: ResolveConflict, now: datetime) -> Outcome:
+    flt = ConflictFilter(reader_agent_id=msg.reader_agent_id, enforce_isolation=msg.enforce_isolation)
+    return conflict_writes.resolve_conflict(conn, msg.id, msg.resolution, actor=msg.actor, clock=lambda: now,
+                                            flt=flt), []
+
+
 def _expire(conn: Connection, msg: ExpireLeases, now: datetime) -> Outcome:
     ops = tasks.TaskWrites(conn, now)
     return ops.expire(), ops.notified
@@ -73,6 +81,6 @@ OPERATIONS: dict[type[Message], Operation] = {
     SendHandoff: _handoff, SendNotification: _notification,
     AckInbox: lambda conn, msg, now: (inbox.ack_inbox(conn, msg, now), []),
     AckNotifications: lambda conn, msg, now: (inbox.ack_notifications(conn, msg, now), []),
-    ExpireLeases: _expire,
+    ExpireLeases: _expire, ResolveConflict: _resolve_conflict,
     **{cls: _task for cls in tasks.OPERATIONS},
 }

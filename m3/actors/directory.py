@@ -14,6 +14,7 @@ from typing import Any
 
 from m3.actors.reader import StoreReader
 from m3.protocols.base import Message
+from m3.protocols.messages.conflicts import ListConflicts
 from m3.protocols.messages.coordination import (
     GetAgent,
     ListAgents,
@@ -24,7 +25,7 @@ from m3.protocols.messages.coordination import (
     ResolveMemories,
 )
 from m3.protocols.messages.memory import Flush
-from m3.store import agents, inbox
+from m3.store import agents, conflicts, inbox
 from m3.store import memories as memory_rows
 from m3.store.engine import StoreOptions
 from m3.store.filters import isolation_clause
@@ -39,7 +40,7 @@ class Directory(StoreReader):
         return {
             GetAgent: self.get_agent, ListAgents: self.list_agents, ReadInbox: self.read_inbox,
             PollNotifications: self.poll, LookupToken: self.lookup_token, ListTokens: self.list_tokens,
-            ResolveMemories: self.resolve_memories, Flush: lambda _msg: True,
+            ResolveMemories: self.resolve_memories, ListConflicts: self.list_conflicts, Flush: lambda _msg: True,
         }
 
     def get_agent(self, msg: GetAgent) -> dict[str, Any]:
@@ -63,3 +64,6 @@ class Directory(StoreReader):
 
     def resolve_memories(self, msg: ResolveMemories) -> list[str]:
         return [memory_rows.resolve_id(self.conn, ref, msg.filter) for ref in msg.refs]
+
+    def list_conflicts(self, msg: ListConflicts) -> list[dict[str, Any]]:
+        return conflicts.list_conflicts(self.conn, conflicts.ConflictFilter(**msg.model_dump()))

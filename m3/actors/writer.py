@@ -262,8 +262,8 @@ class Writer(M3Actor):
             return [result], fx
         if isinstance(msgs[0], StoreVectors):
             merged = merge_vectors([msg for msg in msgs if isinstance(msg, StoreVectors)])
-            supersede_similar(conn, merged, self._policy, self._clock, self._candidates)
-            return [None] * len(msgs), Effects()
+            done = supersede_similar(conn, merged, self._policy, self._clock, self._candidates)
+            return [None] * len(msgs), Effects(notified=done.notified)
         fx = Effects()
         results = []
         writes = [msg for msg in msgs if isinstance(msg, WriteMemories)]
@@ -306,7 +306,7 @@ class Writer(M3Actor):
         if isinstance(msg, LinkMemories):
             return ops.link(msg), fx
         if isinstance(msg, StoreVectors):
-            supersede_similar(conn, msg, self._policy, self._clock, self._candidates)
+            fx.notified = supersede_similar(conn, msg, self._policy, self._clock, self._candidates).notified
             return None, fx
         if isinstance(msg, TouchMemories):
             rows.touch(conn, msg.ids, msg.at)

@@ -13,6 +13,7 @@ import argparse
 import json
 import signal
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
@@ -184,6 +185,9 @@ async def _call_until_signalled(svc: Any, name: str, args: dict[str, Any], ctx: 
     """``svc.call(name, args, ctx)``, cancelled by SIGINT or SIGTERM (then :class:`Interrupted`)."""
     import trio
 
+    if threading.current_thread() is not threading.main_thread():
+        # Signals reach the main thread only (main() run from a worker thread, as by tests and embedders).
+        return dict(await svc.call(name, args, ctx))
     outcome: dict[str, Any] = {}
     # Receiving the signals here (rather than trio's KeyboardInterrupt) also works when the shell started
     # m3 with SIGINT ignored, and ends the call through cancellation, never mid-way through trio itself.

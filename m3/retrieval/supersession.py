@@ -3,8 +3,19 @@
 Rule: among current memories of the same type, agent and user whose vectors
 (same model) have cosine above the threshold and whose text differs, the
 most recently recorded one stays current and the others are closed, linked
-by ``supersedes``. Exempt types (events, conversation turns) never
-supersede: repeating something is not correcting it.
+by ``supersedes`` -- but only when the two texts agree on their anchors
+(numbers, amounts, dates, identifiers, names, quoted strings:
+:mod:`m3.retrieval.anchors`). A pair above the threshold that disagrees is
+two facts, or a conflict the writer cannot settle from the text: both stay
+current and the pair is recorded in ``conflicts`` (kind ``near_duplicate``,
+at most :data:`MAX_CONFLICTS` per stored vector, the nearest first). Exempt
+types (events, conversation turns) never supersede: repeating something is
+not correcting it.
+
+Supersession happens after the write answered (when the vector arrives),
+so the agent that wrote the newer memory learns it from a ``superseded``
+notification naming both ids, and both memories' history says why
+(similarity, "anchors agree").
 
 Finding candidates must not cost a scan of every vector per write, so the
 Writer keeps a :class:`CandidateIndex`: the vectors of non-exempt memories,
@@ -27,7 +38,7 @@ Both implement :class:`Candidates`.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
@@ -37,15 +48,23 @@ from sqlalchemy import Connection, RowMapping, bindparam, select
 
 from m3.protocols.base import Message
 from m3.protocols.messages.memory import StoreVectors
+from m3.retrieval.anchors import compare
 from m3.retrieval.vector_index import VectorIndex
+from m3.store import conflict_writes, inbox, vectors
 from m3.store import memories as rows
-from m3.store import vectors
 from m3.store.memory_writes import MemoryWrites
 from m3.store.schema import memories as m
 from m3.store.schema import memory_embeddings as e
+from m3.store.schema import memory_history as h
+from m3.store.vectors import embed_text
 
 Vector = npt.NDArray[np.float32]
 GroupKey = tuple[str, str, str | None, str | None]  # model, type, agent, user
+
+#: Most conflict candidates recorded for one stored vector: templated notes (one per customer, say) are
+#: all near each other, and a pair per neighbour would bury the useful ones.
+MAX_CONFLICTS = 3
+ACTOR = "m3:supersession"
 
 
 @dataclass(frozen=True)
@@ -123,9 +142,21 @@ class CandidateIndex:
         return [i for i, cos in group.top(vector, 32) if cos > threshold and i != row["id"]]
 
 
+@dataclass
+class Outcome:
+    """What one StoreVectors did beyond storing vectors."""
+
+    #: (retired id, winner id) pairs.
+    closed: list[tuple[str, str]] = field(default_factory=list)
+    #: Ids of conflict candidates recorded.
+    conflicts: list[str] = field(default_factory=list)
+    #: Agents that got a ``superseded`` notification.
+    notified: list[str] = field(default_factory=list)
+
+
 def supersede_similar(conn: Connection, msg: StoreVectors, policy: SupersessionPolicy,
-                      clock: Callable[[], datetime], index: Candidates) -> list[tuple[str, str]]:
-    """Store the vectors, then apply the rule; returns (retired id, winner id) pairs."""
+                      clock: Callable[[], datetime], index: Candidates) -> Outcome:
+    """Store the vectors, then apply the rule."""
     matrix = np.frombuffer(msg.vectors, dtype="<f4").reshape(len(msg.ids), msg.dim)
     found = rows.decision_rows(conn, msg.ids, msg.model)
     kept = vectors.store(conn, msg.model, msg.dim, msg.ids, matrix, clock(),
@@ -136,9 +167,9 @@ def supersede_similar(conn: Connection, msg: StoreVectors, policy: SupersessionP
         if row["type"] not in policy.exempt_types and row["retired_at"] is None:
             index.add(msg.model, row["id"], (row["type"], row["agent_id"], row["user_id"]),
                       matrix[position[row["id"]]])
+    out = Outcome()
     if not msg.supersede:
-        return []
-    closed: list[tuple[str, str]] = []
+        return out
     ops = MemoryWrites(conn, clock)
     for row in stored:
         if row["type"] in policy.exempt_types or row["retired_at"] is not None:
@@ -150,25 +181,25 @@ def supersede_similar(conn: Connection, msg: StoreVectors, policy: SupersessionP
             continue
         current = rows.load(conn, row["id"])  # an earlier row of this batch may have retired it
         if current["retired_at"] is None:
-            closed += _apply_rule(conn, ops, current, vector, msg.model, candidates, policy, index)
-    for loser, _winner in closed:
+            _apply_rule(conn, ops, current, vector, msg.model, candidates, policy, index, out)
+    for loser, _winner in out.closed:
         index.discard(loser)
-    return closed
+    return out
 
 
 def _apply_rule(conn: Connection, ops: MemoryWrites, row: RowMapping, vector: Vector, model: str,
-                candidate_ids: list[str], policy: SupersessionPolicy, index: Candidates
-                ) -> list[tuple[str, str]]:
-    """Re-check the candidates against the database and close the stale side of each pair."""
+                candidate_ids: list[str], policy: SupersessionPolicy, index: Candidates, out: Outcome) -> None:
+    """Re-check the candidates against the database; close the stale side of each pair that agrees on its
+    anchors, record the pairs that do not as conflict candidates."""
     where = m.c.id.in_(candidate_ids) & rows.same_owner_clause(row)
     ids, mat = vectors.vectors_for(conn, model, where)
     if not ids:
-        return []
+        return
     sims = mat @ vector
-    closed: list[tuple[str, str]] = []
+    flagged = 0
     for idx in np.argsort(-sims):
-        cosine = float(sims[idx])
-        if cosine <= policy.threshold:
+        cosine = round(float(sims[idx]), 4)
+        if float(sims[idx]) <= policy.threshold:
             break
         other = rows.load(conn, ids[idx])
         if other["retired_at"] is not None:
@@ -176,15 +207,46 @@ def _apply_rule(conn: Connection, ops: MemoryWrites, row: RowMapping, vector: Ve
             continue
         if other["content_hash"] == row["content_hash"]:
             continue
-        now = ops.clock()
-        if other["recorded_at"] < row["recorded_at"]:
-            if ops.close_superseded(other, row["id"], now, valid_to=row["valid_from"], actor="m3:supersession",
-                                    reason=None, how="similarity", cosine=round(cosine, 4)):
-                closed.append((other["id"], row["id"]))
-        else:  # a newer version already exists: this one is the stale one
-            if ops.close_superseded(row, other["id"], now, valid_to=other["valid_from"],
-                                    actor="m3:supersession", reason=None, how="similarity",
-                                    cosine=round(cosine, 4)):
-                closed.append((row["id"], other["id"]))
-            break
-    return closed
+        older, newer = (other, row) if other["recorded_at"] < row["recorded_at"] else (row, other)
+        agreement = compare(embed_text(older["title"], older["content"]), embed_text(newer["title"], newer["content"]))
+        if not agreement.agree:
+            if flagged < MAX_CONFLICTS:
+                flagged += 1
+                found = conflict_writes.record_conflict(
+                    conn, older, newer, kind="near_duplicate", reason=agreement.reason(), similarity=cosine,
+                    details={"differences": {k: [list(a), list(b)] for k, (a, b) in agreement.differences.items()}},
+                    now=ops.clock(), actor=ACTOR)
+                if found is not None:
+                    out.conflicts.append(found)
+            continue
+        _retire(conn, ops, older, newer, cosine, out)
+        if older is row:
+            break  # a newer version already exists: this one was the stale one
+
+
+def _retire(conn: Connection, ops: MemoryWrites, older: RowMapping, newer: RowMapping, cosine: float,
+            out: Outcome) -> bool:
+    """Close ``older`` in favour of ``newer``, say why in both histories and tell newer's author."""
+    now = ops.clock()
+    why = f"similar (cosine {cosine}) and the anchors agree"
+    if not ops.close_superseded(older, newer["id"], now, valid_to=newer["valid_from"], actor=ACTOR, reason=why,
+                                how="similarity", cosine=cosine):
+        return False
+    rows.record_events(conn, [rows.event(newer["id"], "supersedes", ACTOR, now, old=older["id"], how="similarity",
+                                         reason=why, cosine=cosine)])
+    out.closed.append((older["id"], newer["id"]))
+    author = _author(conn, newer["id"])
+    if author is not None and not author.startswith("m3:"):
+        inbox.notify(conn, to_agent=author, kind="superseded", now=now, from_agent=ACTOR, ref_id=newer["id"],
+                     message=f"memory {newer['id']} superseded {older['id']}: {why}",
+                     data={"memory_id": newer["id"], "superseded": older["id"], "cosine": cosine,
+                           "reason": why})
+        out.notified.append(author)
+    return True
+
+
+def _author(conn: Connection, memory_id: str) -> str | None:
+    """The actor that created ``memory_id`` (the agent that wrote it), if any."""
+    found = conn.execute(select(h.c.actor).where(h.c.memory_id == memory_id, h.c.event == "created")
+                         .order_by(h.c.seq).limit(1)).first()
+    return None if found is None else found[0]

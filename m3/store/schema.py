@@ -245,3 +245,31 @@ notifications = Table(
     Index("ix_notifications_agent", "agent_id", "acked_at", "seq"),
     Index("ix_notifications_ref", "ref_id"),
 )
+
+
+# --- conflict candidates (migration 0005_conflicts) ------------------------------------------------
+
+#: Pairs of current memories that look alike but disagree (``kind``: ``near_duplicate`` from similarity
+#: supersession, ``contradiction`` from the Reflector); ``status`` open|resolved. ``memory_a`` is the older.
+conflicts = Table(
+    "conflicts", metadata,
+    Column("seq", SeqType, primary_key=True, autoincrement=True),
+    Column("id", String(36), nullable=False, unique=True),
+    Column("memory_a", String(36), ForeignKey("memories.id", ondelete="CASCADE"), nullable=False),
+    Column("memory_b", String(36), ForeignKey("memories.id", ondelete="CASCADE"), nullable=False),
+    Column("kind", String(32), nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("details", json_type(), nullable=False),
+    Column("similarity", Float),
+    Column("status", String(16), nullable=False),
+    Column("resolution", String(32)),
+    Column("detected_at", UTCDateTime(), nullable=False),
+    Column("resolved_at", UTCDateTime()),
+    Column("resolved_by", String(200)),
+    Column("scope", String(8), nullable=False),
+    Column("agent_id", String(200)),
+    Column("user_id", String(200)),
+    UniqueConstraint("memory_a", "memory_b", "kind", name="uq_conflicts_pair"),
+    Index("ix_conflicts_status", "status", "seq"),
+    Index("ix_conflicts_memory_b", "memory_b"),
+)

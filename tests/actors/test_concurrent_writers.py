@@ -57,8 +57,9 @@ def current_of(url: str, agent: str) -> list[str]:
 def test_a_second_writer_waits_for_the_first_to_commit_its_group_and_then_supersedes_it(
         start_writer: Callable[..., ActorHandle], store_options: StoreOptions) -> None:
     writer = start_writer()
-    older = writer.ask(write_one("The API uses PostgreSQL 15", type="fact", agent_id="ops"), WAIT_S)[0].id
-    newer = writer.ask(write_one("The API uses PostgreSQL 16", type="fact", agent_id="ops"), WAIT_S)[0].id
+    old, new = "The API uses the old PostgreSQL version", "The API uses the newest PostgreSQL version"
+    older = writer.ask(write_one(old, type="fact", agent_id="ops"), WAIT_S)[0].id
+    newer = writer.ask(write_one(new, type="fact", agent_id="ops"), WAIT_S)[0].id
     pair = near_copies(1, 2)
     other = open_engine(store_options, "writer")  # another process's Writer, in the middle of its transaction
     try:
@@ -100,7 +101,9 @@ for g in range(groups):
     vec = (vec / np.linalg.norm(vec)).astype("<f4")
     # The same event (exempt from supersession) from every process, and each process's version of a fact.
     same = NewMemory(type="event", agent_id=f"agent{g}", content=f"Team {g} deployed release {g}.")
-    mine = NewMemory(type="fact", agent_id=f"agent{g}", content=f"Deploys for team {g} run on Fridays ({me}).")
+    # Each process's version differs in a word, not in an anchor (a number would make it a distinct fact).
+    word = ("early", "late", "weekly", "often", "rarely", "quietly", "slowly", "fast")[me]
+    mine = NewMemory(type="fact", agent_id=f"agent{g}", content=f"Deploys for team {g} run {word} on Fridays.")
     out = writer.ask(WriteMemories(memories=(same, mine), actor=f"process{me}"), 60)
     writer.ask(StoreVectors(model="test-model", dim=dim, ids=(out[1].id,), vectors=vec.tobytes()), 60)
 writer.stop()

@@ -148,12 +148,12 @@ async def test_every_tool_answers_through_m3_call_with_a_result_its_output_schem
         for domain in service.registry.domains():
             ok(await client.call_tool("tools_load_domain", {"domain": domain}))
         await client.list_tools()  # the client now holds every tool's outputSchema
-        exercised = await _exercise_every_tool(client)
+        exercised = await _exercise_every_tool(client, service)
     # m3_call itself is exercised (and validated by the client) by every call above.
     assert set(exercised) | {"m3_call"} == {t.spec.name for t in service.registry}
 
 
-async def _exercise_every_tool(client: Client) -> list[str]:
+async def _exercise_every_tool(client: Client, service: Service) -> list[str]:
     """Call each tool once through m3_call; the client's own validator checks each inner result."""
     done: list[str] = []
 
@@ -185,7 +185,17 @@ async def _exercise_every_tool(client: Client) -> list[str]:
     await run("tools_load_domain", domain="chatlog")
     await run("embedder_status")
     await _exercise_coordination(run, a["id"], c["id"])
+    await _exercise_conflicts(run, service)
     return done
+
+
+async def _exercise_conflicts(run: Any, service: Service) -> None:
+    """Two facts that differ in a number become a conflict once their vectors are stored; settle it."""
+    await run("memory_write", content="Customer 4411 ordered 3 laptops.", type="fact")
+    await run("memory_write", content="Customer 4412 ordered 3 laptops.", type="fact")
+    await trio.to_thread.run_sync(service.system.wait_embedded)
+    listed = await run("conflicts_list", kind="near_duplicate")
+    await run("conflicts_resolve", id=listed["items"][0]["id"], resolution="keep_both")
 
 
 async def _exercise_coordination(run: Any, memory_id: str, shared_id: str) -> None:

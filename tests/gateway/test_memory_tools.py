@@ -24,9 +24,9 @@ def test_a_decision_is_found_by_meaning_once_its_vector_exists(service: Service,
 
 def test_a_new_version_of_a_fact_retires_the_old_one_and_as_of_sees_the_past(
         service: Service, system: ActorSystem) -> None:
-    first = call(service, "memory_write", type="fact", content="The API uses PostgreSQL 15")
+    first = call(service, "memory_write", type="fact", content="The API uses the old PostgreSQL version")
     system.wait_embedded()
-    second = call(service, "memory_write", type="fact", content="The API uses PostgreSQL 16")
+    second = call(service, "memory_write", type="fact", content="The API uses the newest PostgreSQL version")
     system.wait_embedded()
     now = call(service, "memory_search", query="Which PostgreSQL version does the API use?", type="fact")
     assert [i["id"] for i in now["items"]] == [second["id"]]

@@ -30,7 +30,7 @@ from m3.store.vectors import embed_text
 from tests.actors.conftest import WAIT_S, write_one
 from tests.stored import count, fresh, is_postgres, memory
 
-OLD, NEW = "The API uses PostgreSQL 15", "The API uses PostgreSQL 16"
+OLD, NEW = "The API uses the old PostgreSQL version", "The API uses the newest PostgreSQL version"
 QUESTION = "Which PostgreSQL version does the API use?"
 
 
@@ -80,7 +80,7 @@ def test_a_new_version_of_a_fact_leaves_exactly_one_current_memory_linked_and_re
     assert (old["retire_reason"], old["superseded_by"]) == ("superseded", second.id)
     assert links(store_url) == [(second.id, first.id, "supersedes")]
     assert history(store_url, first.id) == [("created", "tester"), ("superseded", "m3:supersession")]
-    assert history(store_url, second.id) == [("created", "tester")]
+    assert history(store_url, second.id) == [("created", "tester"), ("supersedes", "m3:supersession")]
     chain = system.searcher.ask(GetHistory(id=first.id), WAIT_S)
     assert chain["versions"] == [first.id, second.id]
     assert chain["events"][1]["details"]["how"] == "similarity"

@@ -8,7 +8,7 @@ already there: they were written with no scope and are their agent's own),
 ``user`` or ``org``. Same tables on SQLite and PostgreSQL.
 
 Revision ID: 0006
-Revises: 0004
+Revises: 0005
 Create Date: 2026-12-01
 """
 
@@ -20,7 +20,7 @@ from alembic import op
 from m3.store.types import UTCDateTime
 
 revision = "0006"
-down_revision = "0004"
+down_revision = "0005"
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,81 @@
+"""Arguments, results and declarations of the ``conflicts`` domain tools.
+
+A conflict is a pair of current memories that look alike (cosine above
+``supersede.threshold``) but disagree on an anchor -- a number, date,
+amount, identifier or name -- so similarity supersession kept both
+(``near_duplicate``); the Reflector will add ``contradiction`` pairs.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from m3.protocols.base import ToolArgs, ToolResult, ToolSpec
+from m3.protocols.tools.fields import Identifier, MemoryId, Timestamp
+
+ConflictKind = Literal["near_duplicate", "contradiction"]
+Resolution = Literal["keep_both", "keep_a", "keep_b"]
+
+
+class ConflictRecord(ToolResult):
+    id: str
+    memory_a: str = Field(description="The older memory of the pair.")
+    memory_b: str = Field(description="The newer memory of the pair.")
+    kind: str
+    reason: str = Field(description="What differs, e.g. 'number: 4411 vs 4412'.")
+    details: dict[str, Any]
+    similarity: float | None = Field(description="Cosine of the two memories' vectors.")
+    status: str = Field(description="open or resolved.")
+    resolution: str | None
+    detected_at: Timestamp
+    resolved_at: Timestamp | None
+    resolved_by: str | None
+    scope: str
+    agent_id: str | None
+    user_id: str | None
+
+
+class ConflictsListArgs(ToolArgs):
+    status: Literal["open", "resolved", "all"] = Field("open", description="Which conflicts; default the open ones.")
+    kind: ConflictKind | None = Field(None, description="Only this kind.")
+    memory_id: MemoryId | None = Field(None, description="Only pairs that involve this memory (full id).")
+    agent_id: Identifier | None = Field(None, description="Only pairs of memories owned by this agent.")
+    user_id: Identifier | None = Field(None, description="Only pairs of memories about this user.")
+    limit: int = Field(50, ge=1, le=500)
+
+
+class ConflictsListResult(ToolResult):
+    count: int
+    items: list[ConflictRecord]
+
+
+CONFLICTS_LIST = ToolSpec(
+    name="conflicts_list", domain="conflicts", args=ConflictsListArgs, result=ConflictsListResult, read_only=True,
+    description=(
+        "List pairs of memories that look alike but disagree on a number, date, amount, identifier or name, so "
+        "neither replaced the other (e.g. two customers' orders, or a value that changed). Each names both "
+        "memories, what differs and how similar they are; settle one with conflicts_resolve."
+    ),
+)
+
+
+class ConflictsResolveArgs(ToolArgs):
+    id: Identifier = Field(description="The conflict's id (from conflicts_list).")
+    resolution: Resolution = Field(description=(
+        "keep_both: they are distinct facts; keep_a: memory_a is right and memory_b is retired in its favour; "
+        "keep_b: memory_b replaces memory_a (e.g. a value that changed)."))
+
+
+CONFLICTS_RESOLVE = ToolSpec(
+    name="conflicts_resolve", domain="conflicts", args=ConflictsResolveArgs, result=ConflictRecord,
+    destructive=True,
+    description=(
+        "Settle a conflict found by conflicts_list: keep_both when the two memories are distinct facts, or keep_a "
+        "/ keep_b to retire the other one in favour of the kept one (recorded as a supersession, so memory_history "
+        "and as_of still show it)."
+    ),
+)
+
+CONFLICT_TOOLS: tuple[ToolSpec, ...] = (CONFLICTS_LIST, CONFLICTS_RESOLVE)

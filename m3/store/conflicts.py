@@ -1,0 +1,86 @@
+"""Reading conflict candidates: pairs of memories that look alike but disagree.
+
+A listing applies the isolation rule in SQL, on the owner columns the pair
+carries (both memories of a pair share one owner): with isolation on, a
+``scope=agent`` pair is visible only to its agent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import ColumnElement, Connection, RowMapping, and_, or_, select, true
+
+from m3.errors import NotFound
+from m3.store.schema import conflicts as c
+
+KINDS = ("near_duplicate", "contradiction")
+STATUSES = ("open", "resolved")
+
+
+@dataclass(frozen=True)
+class ConflictFilter:
+    """Which conflicts a listing returns; ``None`` fields do not filter."""
+
+    status: str | None = "open"
+    kind: str | None = None
+    #: Pairs that involve this memory (as either side).
+    memory_id: str | None = None
+    agent_id: str | None = None
+    user_id: str | None = None
+    reader_agent_id: str | None = None
+    enforce_isolation: bool = True
+    limit: int = 50
+
+
+def visible_clause(flt: ConflictFilter) -> ColumnElement[bool]:
+    """With isolation enforced, ``scope=agent`` pairs are visible only to their own agent."""
+    if not flt.enforce_isolation:
+        return true()
+    if flt.reader_agent_id is None:
+        return c.c.scope != "agent"
+    return or_(c.c.scope != "agent", c.c.agent_id == flt.reader_agent_id)
+
+
+def _clauses(flt: ConflictFilter) -> list[ColumnElement[bool]]:
+    clauses = [visible_clause(flt)]
+    for name in ("status", "kind", "agent_id", "user_id"):
+        value = getattr(flt, name)
+        if value is not None:
+            clauses.append(c.c[name] == value)
+    if flt.memory_id is not None:
+        clauses.append(or_(c.c.memory_a == flt.memory_id, c.c.memory_b == flt.memory_id))
+    return clauses
+
+
+def list_conflicts(conn: Connection, flt: ConflictFilter) -> list[dict[str, Any]]:
+    """Conflicts matching ``flt``, oldest detected first, at most ``flt.limit``."""
+    query = select(c).where(and_(*_clauses(flt))).order_by(c.c.seq).limit(max(1, flt.limit))
+    return [_public(row) for row in conn.execute(query).mappings()]
+
+
+def get_conflict(conn: Connection, conflict_id: str, flt: ConflictFilter | None = None) -> dict[str, Any]:
+    """One conflict by id, if ``flt`` (isolation only; its other fields are ignored) lets its reader see it."""
+    row = find(conn, conflict_id, flt)
+    if row is None:
+        raise NotFound(f"no conflict with id {conflict_id!r}", hint="conflicts_list shows the open conflicts.")
+    return _public(row)
+
+
+def find(conn: Connection, conflict_id: str, flt: ConflictFilter | None = None) -> RowMapping | None:
+    where = visible_clause(flt) if flt is not None else true()
+    return conn.execute(select(c).where(c.c.id == conflict_id, where)).mappings().first()
+
+
+def pair_exists(conn: Connection, memory_a: str, memory_b: str, kind: str) -> bool:
+    """Whether the pair (either order) was recorded already as ``kind``."""
+    found = conn.execute(select(c.c.seq).where(
+        c.c.kind == kind,
+        or_(and_(c.c.memory_a == memory_a, c.c.memory_b == memory_b),
+            and_(c.c.memory_a == memory_b, c.c.memory_b == memory_a))).limit(1)).first()
+    return found is not None
+
+
+def _public(row: RowMapping) -> dict[str, Any]:
+    return {k: v for k, v in row.items() if k != "seq"}
