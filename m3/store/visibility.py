@@ -15,14 +15,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, RowMapping
+from sqlalchemy import ColumnElement, Connection, RowMapping, true
 
 from m3.store.memories import visible_ids
 
-#: Keys of history details that hold the id of another memory.
-MEMORY_ID_KEYS = ("to", "by", "supersedes", "memory_id", "from", "superseded_by")
 #: Events that only describe a link: left out altogether when its other end is hidden.
 LINK_EVENTS = frozenset({"linked", "unlinked"})
+ID_LENGTH = 36
 
 
 def shown(conn: Connection, ids: Iterable[str | None], visible: ColumnElement[bool]) -> set[str]:
@@ -32,25 +31,26 @@ def shown(conn: Connection, ids: Iterable[str | None], visible: ColumnElement[bo
 
 
 def _id_keys(details: Any) -> list[str]:
-    """The keys of ``details`` that name a memory."""
+    """The keys of ``details`` whose value may be a memory id (any key: events of every kind name memories
+    under their own names — ``to``, ``by``, ``old``, ``other``, ``memory_id`` …)."""
     if not isinstance(details, dict):
         return []
-    return [k for k in MEMORY_ID_KEYS if isinstance(details.get(k), str)]
+    return [k for k, v in details.items() if isinstance(v, str) and len(v) == ID_LENGTH]
 
 
 def events(conn: Connection, found: Sequence[RowMapping | dict[str, Any]], visible: ColumnElement[bool]
            ) -> list[dict[str, Any]]:
-    """History events (dicts with ``event`` and ``details``) as a reader filtered by ``visible`` may see them."""
-    admitted = shown(conn, (e["details"][k] for e in found for k in _id_keys(e["details"])), visible)
+    """History events (dicts with ``event`` and ``details``) as a reader filtered by ``visible`` may see them:
+    a value naming a memory the reader may not see is hidden (ids of other things, tasks or conflicts, stay)."""
+    named = [e["details"][k] for e in found for k in _id_keys(e["details"])]
+    hidden = shown(conn, named, true()) - shown(conn, named, visible)
     out: list[dict[str, Any]] = []
     for e in found:
-        hidden = [k for k in _id_keys(e["details"]) if e["details"][k] not in admitted]
-        if not hidden:
+        keys = [k for k in _id_keys(e["details"]) if e["details"][k] in hidden]
+        if not keys:
             out.append(dict(e))
-            continue
-        if e["event"] in LINK_EVENTS:
-            continue
-        out.append({**e, "details": {**e["details"], **dict.fromkeys(hidden)}})
+        elif e["event"] not in LINK_EVENTS:
+            out.append({**e, "details": {**e["details"], **dict.fromkeys(keys)}})
     return out
 
 
