@@ -113,8 +113,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("limits.max_json_depth", int, 32, "Deepest nesting of arrays and objects in any argument."),
     Setting("identity.agent_id", str, "local", "Agent id used when a call names none."),
     Setting("identity.user_id", str, "", "User id used when a call names none; empty means none."),
-    Setting("isolation.enforce", bool, False,
-            "When true, scope=agent memories are visible only to their own agent."),
+    Setting("isolation.enforce", bool, True,
+            "When true (the default), scope=agent memories and chat rows are visible only to their own agent and "
+            "the agents they are shared with (memory_share), on every read path. False shares everything (m3 0.x)."),
     Setting("actors.ask_timeout_s", float, 30.0, "Longest time a caller waits for an actor's answer."),
     # -- coordination (agents, inboxes, tasks, remote MCP) --
     Setting("agents.active_window_s", float, 120.0, "An agent whose last heartbeat is younger than this is active."),

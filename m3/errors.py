@@ -198,6 +198,12 @@ class LeaseLost(Conflict):
     default_hint = "The lease ran out or another agent holds the task now; claim a task again with task_claim."
 
 
+class LeaseHeld(Conflict):
+    code = "lease_held"
+    default_hint = ("Another agent holds this task under a valid lease: only the holder may update it, set its result "
+                    "or delete it until the lease ends (details.owner, details.lease_expires_at).")
+
+
 # --- HTTP (m3 serve) ------------------------------------------------------------------------------
 
 class Unauthorized(M3Error):

@@ -43,11 +43,11 @@ from m3.retrieval import ranking
 from m3.retrieval.candidate_rows import CandidateRows
 from m3.retrieval.dense import DenseLeg
 from m3.retrieval.per_dialect import leg_for
-from m3.store import embedding_models, fulltext, vectors
+from m3.store import embedding_models, fulltext, vectors, visibility
 from m3.store import memories as rows
 from m3.store.dialect import dialect_for
 from m3.store.engine import StoreOptions
-from m3.store.filters import isolation_clause, narrows, search_clause, time_clause
+from m3.store.filters import chat_isolation_clause, isolation_clause, narrows, search_clause, time_clause
 from m3.store.schema import chatlog
 from m3.store.schema import memories as m
 
@@ -214,16 +214,21 @@ class Searcher(StoreReader):
                                details={k: v.isoformat() for k, v in at.items() if v is not None})
             memory_id = found[-1]
         self._touch([memory_id], now)
-        return rows.record(rows.load(self.conn, memory_id))
+        record = rows.record(rows.load(self.conn, memory_id))
+        # A successor the reader may not see is not named.
+        hidden = visibility.one(self.conn, record.superseded_by, isolation_clause(msg.filter))
+        return record.model_copy(update={"superseded_by": hidden})
 
     def history(self, msg: GetHistory) -> r.MemoryHistoryResult:
         """Every event (up to ``as_of``) and the versions of the chain ``as_of``/``valid_at`` admit."""
         memory_id = rows.resolve_id(self.conn, msg.id, msg.filter)
-        as_of = msg.filter.as_of
-        events = [r.HistoryEvent.model_validate(_public(e)) for e in rows.history(self.conn, memory_id)
-                  if as_of is None or e["at"] <= as_of]
-        versions = rows.versions_at(self.conn, memory_id, msg.filter, datetime.now(UTC))
-        return r.MemoryHistoryResult(id=memory_id, versions=versions, events=events)
+        as_of, visible = msg.filter.as_of, isolation_clause(msg.filter)
+        shown = visibility.events(self.conn, [_public(e) for e in rows.history(self.conn, memory_id)
+                                              if as_of is None or e["at"] <= as_of], visible)
+        versions = visibility.ids(self.conn, rows.versions_at(self.conn, memory_id, msg.filter, datetime.now(UTC)),
+                                  visible)
+        return r.MemoryHistoryResult(id=memory_id, versions=versions,
+                                     events=[r.HistoryEvent.model_validate(e) for e in shown])
 
     def graph(self, msg: GetGraph) -> r.MemoryGraphResult:
         start = rows.resolve_id(self.conn, msg.id, msg.filter)
@@ -231,11 +236,15 @@ class Searcher(StoreReader):
         seen, frontier, edges = {start}, [start], {}
         for _ in range(msg.depth):
             found = rows.edges_of(self.conn, frontier)
+            # Only through memories the reader may see: a hidden memory must not connect two visible ones.
+            admitted = visibility.shown(self.conn, (end for e in found for end in (e["from_id"], e["to_id"])
+                                                    if end not in seen), visible)
             frontier = []
             for e in found:
-                edges[(e["from_id"], e["to_id"], e["type"])] = e
+                if {e["from_id"], e["to_id"]} <= seen | admitted:
+                    edges[(e["from_id"], e["to_id"], e["type"])] = e
                 for end in (e["from_id"], e["to_id"]):
-                    if end not in seen:
+                    if end not in seen and end in admitted:
                         seen.add(end)
                         frontier.append(end)
             if not frontier:
@@ -263,11 +272,14 @@ class Searcher(StoreReader):
     def search_chat(self, msg: SearchChat) -> chat.ChatlogSearchResult:
         conds = [chatlog.c[name] == getattr(msg, name) for name in ("conversation_id", "role", "agent_id")
                  if getattr(msg, name) is not None]
-        hits = fulltext.chat_hits(self.conn, msg.query, and_(*conds) if conds else True, self._k(msg.k))
+        if msg.filter.scope is not None:
+            conds.append(chatlog.c.scope == msg.filter.scope)
+        hits = fulltext.chat_hits(self.conn, msg.query, and_(chat_isolation_clause(msg.filter), *conds),
+                                  self._k(msg.k))
         best = max((s for _, s in hits), default=0.0)
         items = [chat.ChatItem(
             id=row.id, conversation_id=row.conversation_id, role=row.role, content=row.content, turn=row.turn,
-            at=row.at, agent_id=row.agent_id, bm25_score=round(score, 6),
+            at=row.at, agent_id=row.agent_id, scope=row.scope, bm25_score=round(score, 6),
             score=round(score / best, 6) if best > 0 else 0.0,
         ) for row, score in hits]
         return chat.ChatlogSearchResult(count=len(items), items=items, query=msg.query)

@@ -125,9 +125,10 @@ class TaskManager(StoreReader):
     # -- reads ---------------------------------------------------------------------------------
 
     def get(self, msg: GetTask) -> TaskDetails:
-        task = task_rows.get(self.conn, msg.id, datetime.now(UTC), isolation_clause(msg.filter))
+        visible = isolation_clause(msg.filter)
+        task = task_rows.get(self.conn, msg.id, datetime.now(UTC), visible)
         if msg.history:
-            task["history"] = task_rows.history(self.conn, task["id"])
+            task["history"] = task_rows.history(self.conn, task["id"], visible)
         return TaskDetails(**task)
 
     def list(self, msg: ListTasks) -> TaskListResult:

@@ -43,7 +43,7 @@ from m3.protocols.messages.conflicts import ResolveConflict
 from m3.protocols.tools.memory import MemoryWriteResult
 from m3.retrieval.per_dialect import candidates_for
 from m3.retrieval.supersession import Candidates, SupersessionPolicy, supersede_similar
-from m3.store import agent_writes, chat_writes, conflict_writes, embedding_models, inbox_writes
+from m3.store import agent_writes, chat_writes, conflict_writes, embedding_models, grant_writes, inbox_writes
 from m3.store import memories as rows
 from m3.store.clock import Clock
 from m3.store.conflicts import ConflictFilter
@@ -340,6 +340,9 @@ OPERATIONS: dict[type[Message], Operation] = {
                             mergeable=lambda a, b: (a.model, a.dim, a.supersede) == (b.model, b.dim, b.supersede)),
     mem.TouchMemories: Operation(_touch),
     mem.WriteChat: _at_now(chat_writes.append),
+    mem.ShareMemory: Operation(lambda tx, msg: Outcome(grant_writes.apply(tx.conn, msg, tx.clock())), refusable=True),
+    mem.UnshareMemory: Operation(lambda tx, msg: Outcome(grant_writes.apply(tx.conn, msg, tx.clock())),
+                                 refusable=True),
     co.RegisterAgent: _at_now(agent_writes.register), co.AgentHeartbeat: _at_now(agent_writes.heartbeat),
     co.AgentOffline: _at_now(agent_writes.offline), co.CreateToken: _at_now(agent_writes.create_token),
     co.RevokeTokens: _at_now(agent_writes.revoke_tokens),

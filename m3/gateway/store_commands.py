@@ -89,7 +89,7 @@ def store_status(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
     from m3.store.migrations import HEAD
     from m3.store.status import describe
 
-    where = _where(config)
+    where = {**_where(config), "isolation": _isolation(config)}
     if not dialect_for(config.store_url).exists(config.store_url):
         return {**where, "schema": {"revision": None, "head": HEAD, "current": False}, "exists": False,
                 "hint": "No store yet: m3 creates it on first use, or run `m3 store migrate`."}
@@ -107,6 +107,15 @@ def store_status(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
     finally:
         engine.dispose()
     return result
+
+
+def _isolation(config: Config) -> dict[str, Any]:
+    """Which isolation mode is in force, and where that came from (a store used with it off keeps working
+    with ``isolation.enforce = false``)."""
+    on: bool = config["isolation.enforce"]
+    return {"enforce": on, "mode": "private" if on else "shared", "origin": config.origin("isolation.enforce"),
+            "means": ("scope=agent memories and chat rows are visible only to their agent and the agents they "
+                      "are shared with" if on else "every agent reads every memory and chat row, whatever its scope")}
 
 
 def _revision(engine: Any) -> str:

@@ -21,6 +21,6 @@ def append(conn: Connection, msg: WriteChat, now: datetime) -> ChatlogWriteResul
     chat_id = str(uuid.uuid4())
     conn.execute(insert(c).values(
         id=chat_id, conversation_id=msg.conversation_id, role=msg.role, content=msg.content,
-        agent_id=msg.agent_id, model=msg.model, turn=turn, at=msg.at or now, recorded_at=now,
+        agent_id=msg.agent_id, scope=msg.scope, model=msg.model, turn=turn, at=msg.at or now, recorded_at=now,
     ))
     return ChatlogWriteResult(id=chat_id, conversation_id=msg.conversation_id, turn=turn)

@@ -6,21 +6,44 @@ isolation rule cannot be forgotten on one leg of retrieval.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import ColumnElement, and_, or_, true
+from sqlalchemy import ColumnElement, and_, exists, or_, select, true
 
 from m3.protocols.messages.memory import MemoryFilter
+from m3.store.schema import chatlog as c
 from m3.store.schema import memories as m
+from m3.store.schema import memory_grants as g
 
 
 def isolation_clause(flt: MemoryFilter) -> ColumnElement[bool]:
-    """With isolation enforced, ``scope=agent`` rows are visible only to their own agent."""
+    """With isolation enforced, ``scope=agent`` rows are visible only to their own agent and to the agents
+    their owner shared them with (``memory_grants``, unless ``flt.grants`` is off: changes); ``user`` and
+    ``org`` rows to everyone."""
     if not flt.enforce_isolation:
         return true()
     if flt.reader_agent_id is None:
         return m.c.scope != "agent"
-    return or_(m.c.scope != "agent", m.c.agent_id == flt.reader_agent_id)
+    if not flt.grants:
+        return or_(m.c.scope != "agent", m.c.agent_id == flt.reader_agent_id)
+    granted = exists(select(g.c.seq).where(g.c.memory_id == m.c.id, g.c.agent_id == flt.reader_agent_id))
+    return or_(m.c.scope != "agent", m.c.agent_id == flt.reader_agent_id, granted)
+
+
+def chat_isolation_clause(flt: MemoryFilter) -> ColumnElement[bool]:
+    """The isolation rule of memories, for chat rows: ``scope=agent`` rows only for the agent that wrote them."""
+    if not flt.enforce_isolation:
+        return true()
+    if flt.reader_agent_id is None:
+        return c.c.scope != "agent"
+    return or_(c.c.scope != "agent", c.c.agent_id == flt.reader_agent_id)
+
+
+def visible_memory_ids(ids: Sequence[str], flt: MemoryFilter) -> ColumnElement[bool]:
+    """Those of ``ids`` (memory ids named in events and links) whose memories ``flt`` may see, as a WHERE of a
+    select on ``memories``: the same clause as every read, so that an id is never shown where its row is not."""
+    return and_(m.c.id.in_(list(ids)), isolation_clause(flt))
 
 
 def time_clause(flt: MemoryFilter, now: datetime) -> ColumnElement[bool]:

@@ -18,6 +18,7 @@ from m3.errors import InvalidArgument, NotRetired
 from m3.protocols.messages.memory import (
     DeleteMemory,
     LinkMemories,
+    MemoryFilter,
     NewMemory,
     PinMemory,
     RestoreMemory,
@@ -45,6 +46,15 @@ class MemoryWrites:
         self.fresh: list[tuple[str, str]] = []
         self.retired: list[str] = []
         self.erased: list[str] = []
+
+    def _own(self, ref: str, flt: MemoryFilter) -> str:
+        """The id of a memory ``flt``'s reader may change: a private (``scope=agent``) memory only its own agent,
+        whatever ``isolation.enforce`` says, and never through a grant (memory_share gives read access only);
+        others' private memories are not found, as if they did not exist. A caller with no agent is the
+        trusted local user."""
+        if flt.reader_agent_id is not None:
+            flt = flt.model_copy(update={"enforce_isolation": True, "grants": False})
+        return rows.resolve_id(self.conn, ref, flt)
 
     def write(self, msg: WriteMemories) -> tuple[list[WriteOutcome], list[tuple[str, str]]]:
         """Insert each memory unless an identical current one exists; return outcomes and (id, text) to embed."""
@@ -85,7 +95,7 @@ class MemoryWrites:
         return results
 
     def supersede(self, msg: SupersedeMemory) -> r.MemorySupersedeResult:
-        old = rows.load(self.conn, rows.resolve_id(self.conn, msg.id, msg.filter))
+        old = rows.load(self.conn, self._own(msg.id, msg.filter))
         if old["retired_at"] is not None:
             raise _already_retired(old)
         now = self.clock()
@@ -129,7 +139,7 @@ class MemoryWrites:
             raise InvalidArgument(f"cannot update {sorted(unknown)}", hint=f"Updatable fields: {list(UPDATABLE)}.")
         if not msg.changes:
             raise InvalidArgument("nothing to update", hint=f"Give at least one of {list(UPDATABLE)}.")
-        memory_id = rows.resolve_id(self.conn, msg.id, msg.filter)
+        memory_id = self._own(msg.id, msg.filter)
         old = rows.load(self.conn, memory_id)
         if old["retired_at"] is not None:
             raise InvalidArgument(f"memory {old['id']} is retired and cannot be updated",
@@ -149,7 +159,7 @@ class MemoryWrites:
         return record
 
     def delete(self, msg: DeleteMemory) -> r.MemoryDeleteResult:
-        row = rows.load(self.conn, rows.resolve_id(self.conn, msg.id, msg.filter))
+        row = rows.load(self.conn, self._own(msg.id, msg.filter))
         now = self.clock()
         self.retired.append(row["id"])
         if msg.hard:
@@ -165,7 +175,7 @@ class MemoryWrites:
 
     def restore(self, msg: RestoreMemory) -> r.MemoryRestoreResult:
         """Make a retired memory current; the current version of its chain, if any, is retired in its favour."""
-        row = rows.load(self.conn, rows.resolve_id(self.conn, msg.id, msg.filter))
+        row = rows.load(self.conn, self._own(msg.id, msg.filter))
         if row["retired_at"] is None:
             raise NotRetired(f"memory {row['id']} is current: there is nothing to restore")
         now = self.clock()
@@ -181,7 +191,7 @@ class MemoryWrites:
         return r.MemoryRestoreResult(id=row["id"], retired_id=newer[0] if newer else None)
 
     def pin(self, msg: PinMemory) -> r.MemoryPinResult:
-        row = rows.load(self.conn, rows.resolve_id(self.conn, msg.id, msg.filter))
+        row = rows.load(self.conn, self._own(msg.id, msg.filter))
         if row["pinned"] != msg.pinned:
             now = self.clock()
             rows.update_fields(self.conn, row["id"], {"pinned": msg.pinned})
@@ -190,7 +200,7 @@ class MemoryWrites:
         return r.MemoryPinResult(id=row["id"], pinned=msg.pinned)
 
     def link(self, msg: LinkMemories) -> r.MemoryLinkResult:
-        from_id = rows.resolve_id(self.conn, msg.from_id, msg.filter)
+        from_id = self._own(msg.from_id, msg.filter)
         to_id = rows.resolve_id(self.conn, msg.to_id, msg.filter)
         if from_id == to_id:
             raise InvalidArgument("a memory cannot be linked to itself")

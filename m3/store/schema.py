@@ -113,7 +113,21 @@ chatlog = Table(
     Column("turn", Integer, nullable=False),
     Column("at", UTCDateTime(), nullable=False),
     Column("recorded_at", UTCDateTime(), nullable=False),
+    # Who may read the row, as for memories (migration 0006): agent (the writer's own), user or org.
+    Column("scope", String(8), nullable=False, server_default="agent"),
     Index("ix_chatlog_conversation", "conversation_id", "turn"),
+)
+
+#: Private (scope=agent) memories shared with named agents by their owner (memory_share, migration 0006).
+memory_grants = Table(
+    "memory_grants", metadata,
+    Column("seq", SeqType, primary_key=True, autoincrement=True),
+    Column("memory_id", String(36), ForeignKey("memories.id", ondelete="CASCADE"), nullable=False),
+    Column("agent_id", String(200), nullable=False),
+    Column("granted_by", String(200)),
+    Column("granted_at", UTCDateTime(), nullable=False),
+    UniqueConstraint("memory_id", "agent_id", name="uq_memory_grants_pair"),
+    Index("ix_memory_grants_agent", "agent_id", "memory_id"),
 )
 
 

@@ -20,7 +20,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, RowMapping, bindparam, delete, insert, select, true, update
 from sqlalchemy.sql.elements import True_
 
-from m3.errors import Conflict, IllegalTransition, InvalidArgument, LeaseLost, NotFound
+from m3.errors import Conflict, IllegalTransition, InvalidArgument, LeaseHeld, LeaseLost, NotFound
 from m3.protocols.messages.coordination import (
     AssignTask,
     ClaimTask,
@@ -113,10 +113,24 @@ class TaskWrites:
             raise InvalidArgument(f"task {row['id']} is deleted", hint="task_list with include_deleted shows it.")
         return row
 
-    def change(self, row: RowMapping, **values: Any) -> dict[str, Any]:
-        """Apply ``values`` if the row is still as read; bump the version; return the new record."""
+    def unleased(self, row: RowMapping, actor: str | None) -> RowMapping:
+        """``row``, refused with ``lease_held`` while another agent holds it under a valid lease."""
+        if rows.held_by_other(row, actor, self.now):
+            raise LeaseHeld(f"task {row['id']} is held by {row['owner']!r} under a lease until "
+                            f"{row['lease_expires_at'].isoformat()}",
+                            details={"owner": row["owner"], "lease_expires_at": row["lease_expires_at"].isoformat(),
+                                     "state": row["state"]})
+        return row
+
+    def change(self, row: RowMapping, holder: str | None = None, *, guarded: bool = False,
+               **values: Any) -> dict[str, Any]:
+        """Apply ``values`` if the row is still as read (and, ``guarded``, not under a lease of another agent
+        than ``holder``); bump the version; return the new record."""
+        where = [t.c.id == row["id"], t.c.version == row["version"], t.c.state == row["state"]]
+        if guarded:
+            where.append(rows.free_for_clause(holder, self.now))
         new = self.conn.execute(
-            update(t).where(t.c.id == row["id"], t.c.version == row["version"], t.c.state == row["state"])
+            update(t).where(*where)
             .values(version=t.c.version + 1, updated_at=self.now, **values).returning(*t.c)).mappings().first()
         if new is None:
             raise Conflict(f"task {row['id']} changed while this change was applied",
@@ -176,7 +190,7 @@ class TaskWrites:
 
     def update(self, msg: UpdateTask) -> TaskRecord:
         changes = {name: getattr(msg, name) for name in EDITABLE if getattr(msg, name) is not None}
-        row = self.checked(msg.id, msg.version)
+        row = self.unleased(self.checked(msg.id, msg.version), msg.actor)
         target = msg.state if msg.state is not None and msg.state != row["state"] else None
         if target is None and not changes:
             raise InvalidArgument("nothing to update", hint="Give a new state or a field to change.")
@@ -189,7 +203,7 @@ class TaskWrites:
                 raise IllegalTransition(f"task {row['id']} cannot go from {row['state']} to {target}{why}",
                                         details={"from": row["state"], "to": target, "allowed": sorted(allowed)})
             values.update(_side_effects(row, target, msg.actor))
-        task = self.change(row, **values)
+        task = self.change(row, msg.actor, guarded=True, **values)
         previous = {k: row[k] for k in changes}
         self.event(row["id"], "updated", msg.actor, reason=msg.reason, previous=previous,
                    **({"from": row["state"], "to": target} if target else {}))
@@ -199,11 +213,11 @@ class TaskWrites:
         return TaskRecord(**task)
 
     def set_result(self, msg: SetTaskResult) -> TaskRecord:
-        row = self.checked(msg.id, msg.version)
+        row = self.unleased(self.checked(msg.id, msg.version), msg.actor)
         if msg.memory_id is not None and self.conn.execute(
                 select(m.c.id).where(m.c.id == msg.memory_id)).first() is None:
             raise NotFound(f"no memory with id {msg.memory_id!r}")
-        task = self.change(row, result_memory_id=msg.memory_id, result_note=msg.note)
+        task = self.change(row, msg.actor, guarded=True, result_memory_id=msg.memory_id, result_note=msg.note)
         self.event(row["id"], "result_set", msg.actor, memory_id=msg.memory_id, note=msg.note)
         return TaskRecord(**task)
 
@@ -212,6 +226,7 @@ class TaskWrites:
         if row["version"] != msg.version:
             raise Conflict(f"task {row['id']} is at version {row['version']}, not {msg.version}",
                            details={"current_version": row["version"], "state": row["state"]})
+        self.unleased(row, msg.actor)
         subtree = self._subtree(row["id"])
         if msg.hard:
             if row["deleted_at"] is None:

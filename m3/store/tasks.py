@@ -14,10 +14,11 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, RowMapping, and_, case, func, null, or_, select
+from sqlalchemy import ColumnElement, Connection, RowMapping, and_, case, func, not_, null, or_, select, true
 
 from m3.errors import AmbiguousId, NotFound
 from m3.protocols.messages.coordination import TaskFilter
+from m3.store import visibility
 from m3.store.schema import memories as m
 from m3.store.schema import task_events as ev
 from m3.store.schema import tasks as t
@@ -45,6 +46,23 @@ def lapsed_clause(now: datetime) -> ColumnElement[bool]:
 def lapsed(row: RowMapping | dict[str, Any], now: datetime) -> bool:
     lease = row["lease_expires_at"]
     return bool(row["state"] == "in_progress" and lease is not None and lease <= now)
+
+
+def held_by_other_clause(actor: str | None, now: datetime) -> ColumnElement[bool]:
+    """Tasks under a valid lease held by someone other than ``actor`` (who may then not change them)."""
+    holder = true() if actor is None else or_(t.c.owner.is_(None), t.c.owner != actor)
+    return and_(t.c.state == "in_progress", t.c.lease_expires_at.is_not(None), t.c.lease_expires_at > now, holder)
+
+
+def free_for_clause(actor: str | None, now: datetime) -> ColumnElement[bool]:
+    """Tasks ``actor`` may change: not under another agent's valid lease."""
+    return not_(held_by_other_clause(actor, now))
+
+
+def held_by_other(row: RowMapping | dict[str, Any], actor: str | None, now: datetime) -> bool:
+    """:func:`held_by_other_clause` for one row, in Python (the two agree)."""
+    lease = row["lease_expires_at"]
+    return bool(row["state"] == "in_progress" and lease is not None and lease > now and row["owner"] != actor)
 
 
 def effective_state(now: datetime) -> Any:
@@ -127,9 +145,10 @@ def get(conn: Connection, ref: str, now: datetime, visible: ColumnElement[bool])
     return record(row, now)
 
 
-def history(conn: Connection, task_id: str) -> list[dict[str, Any]]:
+def history(conn: Connection, task_id: str, visible: ColumnElement[bool]) -> list[dict[str, Any]]:
+    """The task's events; a memory id in them (a result) only where ``visible`` admits that memory."""
     query = select(ev.c.event, ev.c.actor, ev.c.at, ev.c.details).where(ev.c.task_id == task_id).order_by(ev.c.seq)
-    return [dict(r) for r in conn.execute(query).mappings()]
+    return visibility.events(conn, [dict(r) for r in conn.execute(query).mappings()], visible)
 
 
 def list_tasks(conn: Connection, flt: TaskFilter, limit: int, now: datetime,

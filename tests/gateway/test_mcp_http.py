@@ -120,6 +120,33 @@ async def test_a_valid_token_lists_the_tools_and_acts_as_its_agent_and_never_as_
             assert [(i["id"], i["from_agent"]) for i in inbox["items"]] == [(sent["id"], "agent-a")]
 
 
+async def m3_call(client: Client, tool: str, **args: Any) -> dict[str, Any]:
+    """The inner result, or the error document of a refused call."""
+    answer = result_of(await client.call_tool("m3_call", {"tool": tool, "args": args}))
+    return dict(answer["error"]) if "error" in answer else dict(answer["result"])
+
+
+@pytest.mark.anyio
+async def test_a_token_reads_its_own_and_shared_memories_only_and_cannot_change_a_task_another_holds(
+        service: Service) -> None:
+    token_a, _ = token_for(service, "agent-a")
+    token_b, _ = token_for(service, "agent-b")
+    async with serving(service) as url, client_for(url, token_a) as a, client_for(url, token_b) as b:
+        private = await m3_call(a, "memory_write", content="Agent A keeps the staging key here.")
+        assert (await m3_call(b, "memory_get", id=private["id"]))["code"] == "not_found"
+        assert (await m3_call(b, "memory_share", id=private["id"], agents=["agent-b"]))["code"] == "not_found"
+        await m3_call(a, "memory_share", id=private["id"], agents=["agent-b"])
+        assert (await m3_call(b, "memory_get", id=private["id"]))["id"] == private["id"]
+        assert (await m3_call(b, "memory_unshare", id=private["id"], agents=["agent-b"]))["code"] == "forbidden"
+
+        task = await m3_call(a, "task_create", title="Rotate the staging key")
+        held = (await m3_call(b, "task_claim", lease=600))["task"]
+        refused = await m3_call(a, "task_update", id=task["id"], version=held["version"], state="cancelled")
+        assert (refused["code"], refused["details"]["owner"]) == ("lease_held", "agent-b")
+        done = await m3_call(b, "task_update", id=task["id"], version=held["version"], state="completed")
+        assert done["state"] == "completed"
+
+
 @pytest.mark.anyio
 async def test_a_session_opened_with_one_token_cannot_be_used_with_another(service: Service) -> None:
     token_a, _ = token_for(service, "agent-a")

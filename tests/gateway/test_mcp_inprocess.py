@@ -165,7 +165,8 @@ async def _exercise_every_tool(client: Client, service: Service) -> list[str]:
 
     a = await run("memory_write", content="The deploy runs on Fridays.", type="fact", title="deploy day",
                   metadata={"team": "ops"}, importance=0.8)
-    b = await run("memory_write", content="Use PostgreSQL for the website.", type="decision")
+    # Shared with every agent: the handoff and the task result below name its successor.
+    b = await run("memory_write", content="Use PostgreSQL for the website.", type="decision", scope="org")
     await run("memory_search", query="When does the deploy run?", explain=True)
     await run("memory_get", id=a["id"][:8])
     c = await run("memory_supersede", id=b["id"], content="Use SQLite for the website.", reason="simpler")
@@ -203,6 +204,8 @@ async def _exercise_coordination(run: Any, memory_id: str, shared_id: str) -> No
     await run("agent_register", role="tester")
     await run("agent_heartbeat")
     await run("agent_register", agent_id="helper")
+    await run("memory_share", id=memory_id, agents=["helper"])
+    await run("memory_unshare", id=memory_id, agents=["helper"])
     await run("agent_list", status="active")
     await run("agent_get", id="helper")
     sent = await run("memory_handoff", to_agent="local", task="Check the deploy day.", context_ids=[shared_id])

@@ -29,8 +29,9 @@ def seed(config: Config, embedder: MiniLMEmbedder, n: int, *, embed: bool) -> No
     system = ActorSystem(config, embedder).start()
     try:
         for start in range(0, n, 200):
+            # Owned by the CLI's agent (identity.agent_id), which searches them below.
             memories = tuple(NewMemory(type="event", content=f"Log line {i}: the {i % 7}th sensor reported "
-                                       f"{i * 37 % 1000} units at station {i % 13}.")
+                                       f"{i * 37 % 1000} units at station {i % 13}.", agent_id="local")
                              for i in range(start, min(n, start + 200)))
             system.writer.ask(WriteMemories(memories=memories, actor="seed"), WAIT_S)
         if embed:

@@ -246,3 +246,25 @@ def test_twenty_workers_in_four_processes_racing_for_ten_tasks_get_exactly_ten_d
     assert sorted(won) == sorted(created)  # ten claims, each task once
     owners = {t["id"]: t["owner"] for t in call(service, "task_list", LEAD, kind="race")["items"]}
     assert owners == {r["task"]["id"]: agent for agent, r in results.items() if r["claimed"]}
+
+
+def test_a_task_under_a_valid_lease_refuses_changes_by_anyone_but_its_holder_until_the_lease_ends(
+        service: Service) -> None:
+    register(service, LEAD, W1, W2)
+    task = call(service, "task_create", LEAD, title="Held job")
+    claimed = call(service, "task_claim", W1, lease=SHORT_LEASE_S)["task"]
+    version = claimed["version"]
+    for ctx in (LEAD, W2):
+        for tool, args in (("task_update", {"state": "cancelled"}), ("task_update", {"title": "renamed"}),
+                           ("task_set_result", {"note": "not mine"}), ("task_delete", {})):
+            refused = error_of(service, tool, ctx, id=task["id"], version=version, **args)
+            assert (refused.code, refused.details["owner"]) == ("lease_held", "worker-1"), (tool, ctx.agent_id)
+    events = [e["event"] for e in call(service, "task_get", LEAD, id=task["id"], history=True)["history"]]
+    assert events == ["created", "claimed"]  # nothing of the refused changes was written
+
+    # The holder may; once the lease has run out (the creator hears of it), anyone may again.
+    noted = call(service, "task_set_result", W1, id=task["id"], version=version, note="half done")
+    news = call(service, "notifications_wait", LEAD, timeout=WAIT_S)
+    assert [n["kind"] for n in news["items"]] == ["lease_expired"]
+    moved = call(service, "task_update", LEAD, id=task["id"], version=noted["version"], state="cancelled")
+    assert (moved["state"], moved["result_note"]) == ("cancelled", "half done")

@@ -16,7 +16,7 @@ from pydantic import Field
 from m3.protocols.base import Message, Request
 
 if TYPE_CHECKING:  # the tool modules import these requests, so replies are named in strings (see Request)
-    from m3.protocols.tools import chatlog, memory  # noqa: F401
+    from m3.protocols.tools import chatlog, memory, sharing  # noqa: F401
 
 # --- shared values ------------------------------------------------------------------------------
 
@@ -34,9 +34,13 @@ class MemoryFilter(Message):
     #: Valid time to look at: the rows that held in the world at this time, as the store knew at ``as_of``
     #: (so a fact superseded since still answers for its own period). None: no valid-time condition.
     valid_at: datetime | None = None
-    #: The agent doing the read; with ``enforce_isolation`` it sees only its own scope=agent rows.
+    #: The agent doing the read; with ``enforce_isolation`` it sees only its own scope=agent rows and those
+    #: shared with it (memory_share).
     reader_agent_id: str | None = None
     enforce_isolation: bool = False
+    #: Whether memories shared with the reader (memory_share) count: False for changes, which only the owner
+    #: of a private memory may make.
+    grants: bool = True
 
 
 class NewMemory(Message):
@@ -136,11 +140,29 @@ class LinkMemories(Request["memory.MemoryLinkResult"]):
     filter: MemoryFilter = MemoryFilter()
 
 
+class ShareMemory(Request["sharing.MemoryShareResult"]):
+    """Share a private memory with ``agents`` (``share``) or stop sharing it; only its owner (``actor``) may.
+    ``id`` may be a prefix, resolved in the Writer's transaction among what ``filter`` admits."""
+
+    id: str
+    agents: tuple[str, ...]
+    share: bool = True
+    filter: MemoryFilter = MemoryFilter()
+    actor: str | None = None
+
+
+class UnshareMemory(ShareMemory):
+    """memory_unshare: a :class:`ShareMemory` that takes access away."""
+
+    share: bool = False
+
+
 class WriteChat(Request["chatlog.ChatlogWriteResult"]):
     conversation_id: str
     role: str
     content: str
     agent_id: str | None = None
+    scope: str = "agent"
     model: str | None = None
     turn: int | None = None
     at: datetime | None = None
@@ -249,6 +271,8 @@ class SearchChat(Request["chatlog.ChatlogSearchResult"]):
     conversation_id: str | None = None
     role: str | None = None
     agent_id: str | None = None
+    #: The reader and its isolation (the scope filter of memories applies to chat rows alike).
+    filter: MemoryFilter = MemoryFilter()
 
 
 #: What the Searcher counts of the store's vectors (the reply to :class:`EmbeddingStats`).

@@ -6,7 +6,7 @@ from pydantic import Field
 
 from m3.protocols.base import ToolArgs, ToolResult, ToolSpec
 from m3.protocols.messages import memory as msg
-from m3.protocols.tools.fields import MAX_STORE_INT, CallerAgent, ChatRole, Content, Identifier, Text, Timestamp
+from m3.protocols.tools.fields import MAX_STORE_INT, CallerAgent, ChatRole, Content, Identifier, Scope, Text, Timestamp
 
 
 class ChatlogWriteArgs(ToolArgs):
@@ -14,6 +14,8 @@ class ChatlogWriteArgs(ToolArgs):
     role: ChatRole
     content: Content = Field(description="The message, stored exactly as given.")
     agent_id: CallerAgent = Field(None, description="Defaults to the calling agent.")
+    scope: Scope = Field("agent", description=(
+        "Who may read the message: agent (the writing agent only, while isolation is on), user or org (everyone)."))
     model: str | None = Field(None, max_length=200, description="The model that produced the message.")
     turn: int | None = Field(None, ge=0, le=MAX_STORE_INT, description="Position in the conversation; default: next.")
     at: Timestamp | None = Field(None, description="When the message was said; default now.")
@@ -41,6 +43,7 @@ class ChatlogSearchArgs(ToolArgs):
     conversation_id: Identifier | None = None
     role: ChatRole | None = None
     agent_id: Identifier | None = None
+    scope: Scope | None = Field(None, description="Only messages of this scope.")
 
 
 class ChatItem(ToolResult):
@@ -51,6 +54,7 @@ class ChatItem(ToolResult):
     turn: int
     at: Timestamp
     agent_id: str | None
+    scope: Scope
     bm25_score: float
     score: float
 
@@ -67,7 +71,8 @@ CHATLOG_SEARCH = ToolSpec(
     read_only=True,
     description=(
         "Search the verbatim conversation log by keywords when you need what was literally said, e.g. "
-        "'what did the user say about the deploy on Monday'. Filter by conversation, role or agent."
+        "'what did the user say about the deploy on Monday'. Filter by conversation, role, agent or scope. "
+        "With isolation on you find your own messages and those written with scope user or org."
     ),
 )
 

@@ -42,7 +42,8 @@ MEMORY_HANDOFF = ToolSpec(
         "Hand a piece of work to another agent: it lands in that agent's inbox with 'handoff' links to the "
         "memories it needs, and the agent is notified at once (a notifications_wait returns). Use it when "
         "another agent should continue or take over; write the context worth keeping with memory_write first, "
-        "with scope 'user' or 'org' when isolation is on (an agent's private memories cannot be handed over)."
+        "with scope 'user' or 'org' (isolation is on by default: a private memory can be handed over only to an "
+        "agent it is shared with, see memory_share)."
     ),
 )
 

@@ -99,7 +99,8 @@ TASK_UPDATE = ToolSpec(
         "in_progress → pending (give it back), blocked, completed, failed or cancelled; blocked → pending, "
         "in_progress, failed or cancelled; failed → pending (retry). Any other move is 'illegal_transition'. "
         "Pass the version you read: if someone changed the task since, you get 'conflict' (read it again), never "
-        "a silent overwrite. Completing, failing or cancelling notifies the owner and the creator."
+        "a silent overwrite. While another agent holds the task under a valid lease only it may change the task "
+        "('lease_held'). Completing, failing or cancelling notifies the owner and the creator."
     ),
 )
 
@@ -116,7 +117,7 @@ TASK_SET_RESULT = ToolSpec(
     description=(
         "Attach the outcome of a task: a link to the memory holding the result, and/or a short note. Do it "
         "before completing the task so that whoever reads it finds the result. With isolation on, the memory "
-        "must be shared (scope 'user' or 'org')."
+        "must be shared (scope 'user' or 'org'). Only the lease holder may, while a lease is valid ('lease_held')."
     ),
 )
 
@@ -139,7 +140,7 @@ TASK_DELETE = ToolSpec(
     description=(
         "Delete a task and its subtasks. By default softly: hidden from lists, trees and claims but kept with "
         "its history (task_get still reads it). A soft-deleted task can then be erased for good with "
-        "hard=true and confirm=true."
+        "hard=true and confirm=true. Refused with 'lease_held' while another agent holds the task under a lease."
     ),
 )
 
