@@ -99,3 +99,19 @@ def test_only_the_lease_holder_may_change_a_claimed_task_while_its_lease_is_vali
         assert (error["code"], error["details"]["owner"]) == ("lease_held", "worker"), tool
     done = ok(worker("task", "update", args={"id": task["id"], "version": claimed["version"], "state": "completed"}))
     assert (done["state"], done["owner"]) == ("completed", "worker")
+
+
+def test_with_isolation_off_another_agent_reads_a_private_memory_but_cannot_change_it(
+        as_agent: Callable[..., Agent]) -> None:
+    ada, bob = as_agent("ada", isolation_enforce="false"), as_agent("bob", isolation_enforce="false")
+    private = ok(ada("memory", "write", args={"content": "The staging database is db-7."}))["id"]
+    assert ok(bob("memory", "get", args={"id": private}))["content"] == "The staging database is db-7."
+    for argv, args in ((("memory", "update"), {"id": private, "content": "The staging database is db-8."}),
+                       (("memory", "supersede"), {"id": private, "content": "Staging moved to db-9."}),
+                       (("memory", "delete"), {"id": private}),
+                       (("memory", "pin"), {"id": private})):
+        assert refused(bob(*argv, args=args))["code"] == "not_found", argv
+    record = ok(ada("memory", "get", args={"id": private}))
+    assert (record["content"], record["retired_at"], record["pinned"]) == ("The staging database is db-7.", None,
+                                                                          False)
+    assert ok(ada("memory", "update", args={"id": private, "importance": 0.9}))["importance"] == 0.9
