@@ -227,7 +227,7 @@ def create_database(server_url: str, name: str, *, template: str | None = None) 
     Serialised by a session advisory lock: two processes creating the same
     database at once would otherwise race into a unique violation.
     """
-    engine = admin_engine(make_url(server_url).set(database="postgres").render_as_string(hide_password=False))
+    engine = admin_engine(database_url(server_url, "postgres"))
     try:
         with engine.connect() as conn:
             key = lock_key("create-database", name)
@@ -248,7 +248,7 @@ def create_database(server_url: str, name: str, *, template: str | None = None) 
 
 def drop_database(server_url: str, name: str) -> None:
     """Drop database ``name`` if it exists, ending its sessions first."""
-    engine = admin_engine(make_url(server_url).set(database="postgres").render_as_string(hide_password=False))
+    engine = admin_engine(database_url(server_url, "postgres"))
     try:
         with engine.connect() as conn:
             conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {quote_ident(engine, name)} WITH (FORCE)")
