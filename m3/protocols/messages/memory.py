@@ -16,7 +16,7 @@ from pydantic import Field
 from m3.protocols.base import Message, Request
 
 if TYPE_CHECKING:  # the tool modules import these requests, so replies are named in strings (see Request)
-    from m3.protocols.tools import chatlog, memory  # noqa: F401
+    from m3.protocols.tools import chatlog, conflicts, memory  # noqa: F401
 
 # --- shared values ------------------------------------------------------------------------------
 
@@ -75,10 +75,16 @@ class WriteMemory(NewMemory, Request["memory.MemoryWriteResult"]):
     actor: str | None = None
 
 
-# Requests naming a memory by ``id`` (or prefix) resolve it inside the Writer's transaction, as ``filter``
-# (the caller's visibility) sees it: not_found or ambiguous_id otherwise.
+class MemoryChange(Message):
+    """A change to existing memories by the agent ``actor`` (history records it). Memories named by id (or
+    prefix) are resolved inside the Writer's transaction as ``filter`` (the caller's visibility) sees them:
+    not_found or ambiguous_id otherwise."""
 
-class SupersedeMemory(Request["memory.MemorySupersedeResult"]):
+    actor: str | None = None
+    filter: MemoryFilter = MemoryFilter()
+
+
+class SupersedeMemory(MemoryChange, Request["memory.MemorySupersedeResult"]):
     id: str
     content: str
     title: str | None = None
@@ -87,50 +93,38 @@ class SupersedeMemory(Request["memory.MemorySupersedeResult"]):
     metadata: dict[str, Any] | None = None
     valid_from: datetime | None = None
     reason: str | None = None
-    actor: str | None = None
-    filter: MemoryFilter = MemoryFilter()
 
 
-class UpdateMemory(Request["memory.MemoryRecord"]):
+class UpdateMemory(MemoryChange, Request["memory.MemoryRecord"]):
     id: str
     changes: dict[str, Any]
     reason: str | None = None
-    actor: str | None = None
-    filter: MemoryFilter = MemoryFilter()
 
 
-class DeleteMemory(Request["memory.MemoryDeleteResult"]):
+class DeleteMemory(MemoryChange, Request["memory.MemoryDeleteResult"]):
     id: str
     hard: bool = False
     reason: str | None = None
-    actor: str | None = None
-    filter: MemoryFilter = MemoryFilter()
 
 
-class RestoreMemory(Request["memory.MemoryRestoreResult"]):
+class RestoreMemory(MemoryChange, Request["memory.MemoryRestoreResult"]):
     id: str
     reason: str | None = None
-    actor: str | None = None
-    filter: MemoryFilter = MemoryFilter()
 
 
-class PinMemory(Request["memory.MemoryPinResult"]):
+class PinMemory(MemoryChange, Request["memory.MemoryPinResult"]):
     id: str
     pinned: bool = True
-    actor: str | None = None
-    filter: MemoryFilter = MemoryFilter()
 
 
 class UnpinMemory(PinMemory):
     pinned: bool = False
 
 
-class LinkMemories(Request["memory.MemoryLinkResult"]):
+class LinkMemories(MemoryChange, Request["memory.MemoryLinkResult"]):
     from_id: str
     to_id: str
     type: str
-    actor: str | None = None
-    filter: MemoryFilter = MemoryFilter()
 
 
 class WriteChat(Request["chatlog.ChatlogWriteResult"]):
@@ -283,6 +277,28 @@ class EmbedderInfo(Request[EmbedderState]):
 
 class Flush(Request[bool]):
     """Answered once everything the actor received before it has been handled."""
+
+
+# --- conflict candidates (listed by the Directory, resolved by the Writer) ----------------------
+
+
+class ListConflicts(Request["conflicts.ConflictsListResult"]):
+    """Conflicts matching the fields that are set (status ``all``: any), visible through ``filter``'s isolation."""
+
+    status: str = "open"
+    kind: str | None = None
+    memory_id: str | None = None
+    agent_id: str | None = None
+    user_id: str | None = None
+    limit: int = 50
+    filter: MemoryFilter
+
+
+class ResolveConflict(MemoryChange, Request["conflicts.ConflictRecord"]):
+    """Resolve an open conflict: ``keep_both``, or ``keep_a`` / ``keep_b`` (the other side is superseded)."""
+
+    id: str
+    resolution: str
 
 
 # --- embedding models ---------------------------------------------------------------------------
