@@ -14,6 +14,7 @@ from typing import Any
 
 from m3.actors.reader import StoreReader
 from m3.protocols.base import Message
+from m3.protocols.messages.conflicts import ListConflicts
 from m3.protocols.messages.coordination import (
     GetAgent,
     ListAgents,
@@ -23,7 +24,7 @@ from m3.protocols.messages.coordination import (
     ReadInbox,
     ResolveMemories,
 )
-from m3.protocols.messages.memory import Flush, ListConflicts
+from m3.protocols.messages.memory import Flush
 from m3.protocols.tools.agents import AgentDetails, AgentListResult, AgentRecord
 from m3.protocols.tools.conflicts import ConflictRecord, ConflictsListResult
 from m3.protocols.tools.inbox import InboxItem, MemoryInboxResult, Notification, NotificationsResult

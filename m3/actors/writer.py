@@ -39,6 +39,7 @@ from m3.errors import M3Error
 from m3.protocols.base import Message
 from m3.protocols.messages import coordination as co
 from m3.protocols.messages import memory as mem
+from m3.protocols.messages.conflicts import ResolveConflict
 from m3.protocols.tools.conflicts import ConflictRecord
 from m3.protocols.tools.memory import MemoryWriteResult
 from m3.retrieval.per_dialect import candidates_for
@@ -302,7 +303,7 @@ def _vectors(tx: Tx, msgs: list[mem.StoreVectors]) -> list[Outcome]:
     return [Outcome(effects=Effects(notified=done.notified))] + [Outcome() for _ in msgs[1:]]
 
 
-def _resolve_conflict(tx: Tx, msg: mem.ResolveConflict) -> Outcome:
+def _resolve_conflict(tx: Tx, msg: ResolveConflict) -> Outcome:
     flt = ConflictFilter(reader_agent_id=msg.filter.reader_agent_id, enforce_isolation=msg.filter.enforce_isolation)
     done = conflict_writes.resolve_conflict(tx.conn, msg.id, msg.resolution, actor=msg.actor, clock=tx.clock, flt=flt)
     return Outcome(ConflictRecord(**done))
@@ -350,7 +351,7 @@ OPERATIONS: dict[type[Message], Operation] = {
     co.UpdateTask: _task(TaskWrites.update), co.SetTaskResult: _task(TaskWrites.set_result),
     co.DeleteTask: _task(TaskWrites.delete), co.ClaimTask: _task(TaskWrites.claim),
     co.RenewLease: _task(TaskWrites.renew), co.ExpireLeases: _task(TaskWrites.expire),
-    mem.ResolveConflict: Operation(_resolve_conflict, refusable=True),
+    ResolveConflict: Operation(_resolve_conflict, refusable=True),
 }
 
 

@@ -16,7 +16,7 @@ from pydantic import Field
 from m3.protocols.base import Message, Request
 
 if TYPE_CHECKING:  # the tool modules import these requests, so replies are named in strings (see Request)
-    from m3.protocols.tools import chatlog, conflicts, memory  # noqa: F401
+    from m3.protocols.tools import chatlog, memory  # noqa: F401
 
 # --- shared values ------------------------------------------------------------------------------
 
@@ -277,28 +277,6 @@ class EmbedderInfo(Request[EmbedderState]):
 
 class Flush(Request[bool]):
     """Answered once everything the actor received before it has been handled."""
-
-
-# --- conflict candidates (listed by the Directory, resolved by the Writer) ----------------------
-
-
-class ListConflicts(Request["conflicts.ConflictsListResult"]):
-    """Conflicts matching the fields that are set (status ``all``: any), visible through ``filter``'s isolation."""
-
-    status: str = "open"
-    kind: str | None = None
-    memory_id: str | None = None
-    agent_id: str | None = None
-    user_id: str | None = None
-    limit: int = 50
-    filter: MemoryFilter
-
-
-class ResolveConflict(MemoryChange, Request["conflicts.ConflictRecord"]):
-    """Resolve an open conflict: ``keep_both``, or ``keep_a`` / ``keep_b`` (the other side is superseded)."""
-
-    id: str
-    resolution: str
 
 
 # --- embedding models ---------------------------------------------------------------------------

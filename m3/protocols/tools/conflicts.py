@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from m3.protocols.base import ToolArgs, ToolResult, ToolSpec
-from m3.protocols.messages.memory import ListConflicts, ResolveConflict
+from m3.protocols.messages.conflicts import ListConflicts, ResolveConflict
 from m3.protocols.tools.fields import Identifier, MemoryId, Timestamp
 
 ConflictKind = Literal["near_duplicate", "contradiction"]
