@@ -26,6 +26,7 @@ from m3.protocols.messages.coordination import (
 )
 from m3.protocols.messages.memory import Flush
 from m3.protocols.tools.agents import AgentDetails, AgentListResult, AgentRecord
+from m3.protocols.tools.conflicts import ConflictRecord, ConflictsListResult
 from m3.protocols.tools.inbox import InboxItem, MemoryInboxResult, Notification, NotificationsResult
 from m3.store import agents, conflicts, inbox
 from m3.store import memories as memory_rows
@@ -71,5 +72,10 @@ class Directory(StoreReader):
     def resolve_memories(self, msg: ResolveMemories) -> list[str]:
         return [memory_rows.resolve_id(self.conn, ref, msg.filter) for ref in msg.refs]
 
-    def list_conflicts(self, msg: ListConflicts) -> list[dict[str, Any]]:
-        return conflicts.list_conflicts(self.conn, conflicts.ConflictFilter(**msg.model_dump()))
+    def list_conflicts(self, msg: ListConflicts) -> ConflictsListResult:
+        flt = conflicts.ConflictFilter(
+            status=None if msg.status == "all" else msg.status, kind=msg.kind, memory_id=msg.memory_id,
+            agent_id=msg.agent_id, user_id=msg.user_id, reader_agent_id=msg.filter.reader_agent_id,
+            enforce_isolation=msg.filter.enforce_isolation, limit=msg.limit)
+        found = conflicts.list_conflicts(self.conn, flt)
+        return ConflictsListResult(count=len(found), items=[ConflictRecord(**row) for row in found])

@@ -40,6 +40,7 @@ from m3.protocols.base import Message
 from m3.protocols.messages import coordination as co
 from m3.protocols.messages import memory as mem
 from m3.protocols.messages.conflicts import ResolveConflict
+from m3.protocols.tools.conflicts import ConflictRecord
 from m3.protocols.tools.memory import MemoryWriteResult
 from m3.retrieval.per_dialect import candidates_for
 from m3.retrieval.supersession import Candidates, SupersessionPolicy, supersede_similar
@@ -303,9 +304,9 @@ def _vectors(tx: Tx, msgs: list[mem.StoreVectors]) -> list[Outcome]:
 
 
 def _resolve_conflict(tx: Tx, msg: ResolveConflict) -> Outcome:
-    flt = ConflictFilter(reader_agent_id=msg.reader_agent_id, enforce_isolation=msg.enforce_isolation)
-    return Outcome(conflict_writes.resolve_conflict(tx.conn, msg.id, msg.resolution, actor=msg.actor,
-                                                    clock=tx.clock, flt=flt))
+    flt = ConflictFilter(reader_agent_id=msg.filter.reader_agent_id, enforce_isolation=msg.filter.enforce_isolation)
+    done = conflict_writes.resolve_conflict(tx.conn, msg.id, msg.resolution, actor=msg.actor, clock=tx.clock, flt=flt)
+    return Outcome(ConflictRecord(**done))
 
 
 def _touch(tx: Tx, msg: mem.TouchMemories) -> Outcome:

@@ -7,7 +7,9 @@ store records the id and the dimension next to every vector.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -15,7 +17,7 @@ import numpy.typing as npt
 
 from m3.errors import InvalidArgument
 
-__all__ = ["Embedder", "check_texts", "length_batches", "unit_rows"]
+__all__ = ["Embedder", "check_texts", "file_sha256", "length_batches", "unit_rows"]
 
 
 @runtime_checkable
@@ -130,3 +132,12 @@ def unit_rows(matrix: npt.NDArray[np.floating]) -> npt.NDArray[np.float32]:
     unit: npt.NDArray[np.float32] = np.ascontiguousarray(out / np.maximum(norms, np.float32(1e-12)),
                                                          dtype=np.float32)
     return unit
+
+
+def file_sha256(path: Path) -> str:
+    """The hex SHA-256 of a file's bytes, read in 1 MiB chunks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()

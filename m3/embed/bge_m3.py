@@ -17,12 +17,12 @@ id all the same). Only the dense vectors are used.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from m3.embed.base import file_sha256
 from m3.embed.local_bge import DIM, LocalBgeM3
 from m3.errors import EmbedderUnavailable
 
@@ -92,17 +92,9 @@ def _check_one(path: Path, remote: Any) -> str | None:
         return "missing"
     if size != remote.size:
         return "size"
-    if remote.sha256 and remote.size < HASH_LIMIT and _sha256(path) != remote.sha256:
+    if remote.sha256 and remote.size < HASH_LIMIT and file_sha256(path) != remote.sha256:
         return "sha256"
     return None
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        while chunk := f.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 class BgeM3Embedder(LocalBgeM3):

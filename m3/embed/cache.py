@@ -33,8 +33,8 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from m3.embed.base import Embedder
-from m3.errors import EmbedderUnavailable, InvalidArgument
+from m3.embed.base import Embedder, check_texts
+from m3.errors import EmbedderUnavailable
 
 __all__ = ["CacheStats", "CachingEmbedder", "text_key"]
 
@@ -128,7 +128,7 @@ class CachingEmbedder:
             EmbedderUnavailable: the backend is needed for a miss and cannot
                 run, or returned a matrix of the wrong shape.
         """
-        _check_texts(texts)
+        check_texts(texts)
         model, dim = self.model_id, self.dim
         out = np.zeros((len(texts), dim), dtype=np.float32)
         if not texts:
@@ -160,7 +160,7 @@ class CachingEmbedder:
         Raises:
             InvalidArgument: ``texts`` is a bare ``str`` or holds a non-string.
         """
-        _check_texts(texts)
+        check_texts(texts)
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         found_mask = np.zeros(len(texts), dtype=bool)
         keys = [text_key(text) for text in texts]
@@ -262,12 +262,3 @@ class CachingEmbedder:
 def _chunks(items: list[bytes], size: int) -> Iterator[list[bytes]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
-
-
-def _check_texts(texts: Sequence[str]) -> None:
-    # A str is itself a Sequence[str]; embedding it would embed its characters.
-    if isinstance(texts, str):
-        raise InvalidArgument("texts must be a sequence of strings, not a single string; wrap it in a list")
-    for i, text in enumerate(texts):
-        if not isinstance(text, str):
-            raise InvalidArgument(f"texts[{i}] is a {type(text).__name__}, not a str")

@@ -11,7 +11,6 @@ are skipped. Progress goes to a text stream (stderr for the CLI).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any, TextIO
 import httpx2 as httpx
 
 from m3.embed import bge_m3
+from m3.embed.base import file_sha256
 from m3.errors import DownloadFailed, InvalidArgument
 
 __all__ = ["FETCHABLE", "fetch_model"]
@@ -102,14 +102,9 @@ def _verify(path: Path, remote: Any) -> None:
     size = path.stat().st_size
     if size != remote.size:
         raise _Mismatch(f"{remote.name} has {size} bytes, expected {remote.size}")
-    if remote.sha256:
-        digest = hashlib.sha256()
-        with path.open("rb") as f:
-            while chunk := f.read(CHUNK):
-                digest.update(chunk)
-        if digest.hexdigest() != remote.sha256:
-            path.unlink()
-            raise _Mismatch(f"{remote.name} does not match its pinned SHA-256 (removed; run again)")
+    if remote.sha256 and file_sha256(path) != remote.sha256:
+        path.unlink()
+        raise _Mismatch(f"{remote.name} does not match its pinned SHA-256 (removed; run again)")
 
 
 class _Progress:

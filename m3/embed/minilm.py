@@ -15,7 +15,6 @@ hidden state over the attention mask, L2 normalisation.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import os
 import threading
@@ -27,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from m3.embed.base import length_batches
+from m3.embed.base import check_texts, file_sha256, length_batches, unit_rows
 from m3.errors import EmbedderUnavailable, InvalidArgument
 
 if TYPE_CHECKING:
@@ -193,7 +192,7 @@ class MiniLMEmbedder:
             InvalidArgument: ``texts`` is a bare ``str`` or holds a non-string.
             EmbedderUnavailable: as for :meth:`load`.
         """
-        _check_texts(texts)
+        check_texts(texts)
         out = np.zeros((len(texts), DIM), dtype=np.float32)
         if not texts:
             return out
@@ -232,7 +231,7 @@ def _run_batch(runtime: _Runtime, ids: list[list[int]]) -> npt.NDArray[np.float3
     feeds = {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": np.zeros_like(input_ids)}
     outputs = runtime.session.run(None, {name: feeds[name] for name in runtime.input_names})
     hidden = np.asarray(outputs[0], dtype=np.float32)
-    return _normalise(_mean_pool(hidden, mask))
+    return unit_rows(_mean_pool(hidden, mask))
 
 
 def _mean_pool(hidden: npt.NDArray[np.float32], mask: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
@@ -243,20 +242,6 @@ def _mean_pool(hidden: npt.NDArray[np.float32], mask: npt.NDArray[np.int64]) -> 
     return pooled
 
 
-def _normalise(vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
-    """Scale rows to unit length; an all-zero row stays zero instead of NaN."""
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    unit: npt.NDArray[np.float32] = vectors / np.maximum(norms, np.float32(1e-12))
-    return unit
-
-
-def _check_texts(texts: Sequence[str]) -> None:
-    # A str is itself a Sequence[str]; embedding it would embed its characters.
-    if isinstance(texts, str):
-        raise InvalidArgument("texts must be a sequence of strings, not a single string; wrap it in a list")
-    for i, text in enumerate(texts):
-        if not isinstance(text, str):
-            raise InvalidArgument(f"texts[{i}] is a {type(text).__name__}, not a str")
 
 
 def _check_int(name: str, value: int, low: int, high: int) -> int:
@@ -315,7 +300,7 @@ def _verify_sha256(path: Path, expected: str, distribution: str) -> None:
         with _verify_lock:
             if key in _verified:
                 return
-            actual = _sha256_file(path)
+            actual = file_sha256(path)
             if actual == expected:
                 _verified.add(key)
                 return
@@ -331,13 +316,6 @@ def _verify_sha256(path: Path, expected: str, distribution: str) -> None:
         details={"path": str(path), "expected_sha256": expected, "actual_sha256": actual},
     )
 
-
-def _sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        while chunk := f.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 # ---------------------------------------------------------------- loading

@@ -59,10 +59,11 @@ def build_parser(registry: Registry) -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="m3_domain", metavar="<domain>", parser_class=_Parser)
     domains = registry.domains()
     for name in sorted(set(domains) | {c.domain for c in ADMIN_COMMANDS}):
-        sub = commands.add_parser(name, help=_domain_help(name, domains.get(name, [])))
+        tools = domains.get(name, [])
+        sub = commands.add_parser(name, help=f"{len(tools)} tools" if tools else "administration")
         actions = sub.add_subparsers(dest="m3_command", metavar="<command>", parser_class=_Parser)
         actions.required = True
-        for tool in domains.get(name, []):
+        for tool in tools:
             _add_tool(actions, tool)
         for admin in ADMIN_COMMANDS:
             if admin.domain == name:
@@ -70,10 +71,6 @@ def build_parser(registry: Registry) -> argparse.ArgumentParser:
                 admin.configure(admin_parser)
                 admin_parser.set_defaults(m3_admin=admin)
     return parser
-
-
-def _domain_help(name: str, tools: list[Tool]) -> str:
-    return f"{len(tools)} tools" if tools else "administration"
 
 
 def flag_dest(field_name: str) -> str:

@@ -123,22 +123,14 @@ def _http_serve(config: Config, ns: argparse.Namespace) -> None:
     serve_http(config, ns.host or config["serve.host"], config["serve.port"] if ns.port is None else ns.port)
 
 
-def _token_command(name: str) -> Callable[[Config, argparse.Namespace], Any]:
-    def run(config: Config, ns: argparse.Namespace) -> Any:
+def _tokens(name: str) -> Callable[..., Any]:
+    """``m3.gateway.tokens.<name>``, imported when the command runs (it needs the store)."""
+    def call(*args: Any) -> Any:
         from m3.gateway import tokens
 
-        return getattr(tokens, name)(config, ns)
+        return getattr(tokens, name)(*args)
 
-    return run
-
-
-def _token_args(name: str) -> Callable[[argparse.ArgumentParser], None]:
-    def configure(p: argparse.ArgumentParser) -> None:
-        from m3.gateway import tokens
-
-        getattr(tokens, name)(p)
-
-    return configure
+    return call
 
 
 ADMIN_COMMANDS: tuple[AdminCommand, ...] = (
@@ -173,17 +165,15 @@ ADMIN_COMMANDS: tuple[AdminCommand, ...] = (
     AdminCommand("postgres", "stop", "Stop the embedded PostgreSQL.", _no_args, store_commands.postgres_stop),
     AdminCommand("postgres", "status", "Whether the embedded PostgreSQL runs, and its URL.",
                  _no_args, store_commands.postgres_status),
-
-
     # Coordination (issue 5): remote MCP and its bearer tokens.
     AdminCommand("mcp", "http", "Serve MCP over Streamable HTTP (/mcp) and every tool as POST /v1/tools/{name} "
                  "behind bearer tokens; prints {url, tools_url, pid} once listening.", _http_serve_args, _http_serve,
                  alias="serve"),
     AdminCommand("token", "create", "Create a bearer token for an agent; prints {token, agent_id, id} (the token "
-                 "only this once).", _token_args("create_args"), _token_command("create")),
+                 "only this once).", _tokens("create_args"), _tokens("create")),
     AdminCommand("token", "list", "List tokens (ids, agents, labels, times; never the tokens).",
-                 _token_args("list_args"), _token_command("list_tokens")),
+                 _tokens("list_args"), _tokens("list_tokens")),
     AdminCommand("token", "revoke", "Revoke a token by id, or every token of an agent with --agent.",
-                 _token_args("revoke_args"), _token_command("revoke")),
+                 _tokens("revoke_args"), _tokens("revoke")),
 )
 ALIASES: dict[str, AdminCommand] = {c.alias: c for c in ADMIN_COMMANDS if c.alias}

@@ -71,30 +71,30 @@ class StoreTokenVerifier:
         return AccessToken(token=token, client_id=agent, scopes=[SCOPE], subject=agent, claims={"agent_id": agent})
 
 
+def _as_token_agent(token: AccessToken, config: Config, surface: str) -> CallContext:
+    """A call context acting as ``token``'s agent, bound to it."""
+    agent = str((token.claims or {}).get("agent_id") or token.subject or token.client_id)
+    return CallContext(agent_id=agent, user_id=config["identity.user_id"] or None, surface=surface, bound=True)
+
+
 def token_identity(config: Config) -> Callable[[ServerRequestContext[Any]], CallContext]:
     """Each request acts as its token's agent, bound to it."""
-    user = config["identity.user_id"] or None
-
     def identity(_ctx: ServerRequestContext[Any]) -> CallContext:
         token = get_access_token()
         if token is None:  # the auth middleware answers 401 before this; never act as nobody
             raise M3Error("a remote MCP call arrived without a verified token")
-        agent = str((token.claims or {}).get("agent_id") or token.subject or token.client_id)
-        return CallContext(agent_id=agent, user_id=user, surface="mcp-http", bound=True)
+        return _as_token_agent(token, config, "mcp-http")
 
     return identity
 
 
 def rest_identity(config: Config) -> Callable[[Request], CallContext]:
     """A tool route acts as its token's agent; no valid token is :class:`Unauthorized` (401)."""
-    user = config["identity.user_id"] or None
-
     def identity(_request: Request) -> CallContext:
         token = get_access_token()  # set by the SDK's authentication middleware, which runs on every route
         if token is None or SCOPE not in token.scopes:
             raise Unauthorized("this route needs a valid bearer token")
-        agent = str((token.claims or {}).get("agent_id") or token.subject or token.client_id)
-        return CallContext(agent_id=agent, user_id=user, surface="http", bound=True)
+        return _as_token_agent(token, config, "http")
 
     return identity
 

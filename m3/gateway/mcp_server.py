@@ -72,15 +72,14 @@ def mcp_tool(tool: Tool) -> types.Tool:
     )
 
 
-def success(result: dict[str, Any]) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps(result, ensure_ascii=False))],
-                                structured_content=result)
+def tool_result(body: dict[str, Any], *, is_error: bool = False) -> types.CallToolResult:
+    """``body`` both as JSON text and as structured content."""
+    return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps(body, ensure_ascii=False))],
+                                structured_content=body, is_error=is_error)
 
 
 def failure(error: M3Error) -> types.CallToolResult:
-    body = {"error": error.to_dict()}
-    return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps(body, ensure_ascii=False))],
-                                structured_content=body, is_error=True)
+    return tool_result({"error": error.to_dict()}, is_error=True)
 
 
 def build_server(service: Service, identity: IdentityFn) -> M3Server:
@@ -118,7 +117,7 @@ def build_server(service: Service, identity: IdentityFn) -> M3Server:
 
         try:
             call_ctx = replace(identity(ctx), load_domain=load_domain)
-            return success(await service.call(params.name, params.arguments, call_ctx))
+            return tool_result(await service.call(params.name, params.arguments, call_ctx))
         except M3Error as exc:
             return failure(exc)
         except Exception:  # never let an internal message escape as a protocol error

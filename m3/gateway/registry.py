@@ -62,6 +62,14 @@ def owner(ctx: CallContext, agent_id: str | None) -> str | None:
     return agent_id if agent_id is not None else ctx.agent_id
 
 
+def acting(ctx: CallContext, agent_id: str | None) -> str:
+    """``agent_id`` or the caller's agent (see :func:`owner`); one is required."""
+    agent = owner(ctx, agent_id)
+    if not agent:
+        raise needs_caller("agent_id")
+    return agent
+
+
 @dataclass(frozen=True)
 class Tool:
     spec: ToolSpec
@@ -190,4 +198,4 @@ def default_registry() -> Registry:
     return Registry(ALL_TOOLS, HANDLERS)
 
 
-__all__ = ["Handler", "Registry", "Tool", "ToolArgs", "by_name", "default_registry", "needs_caller", "owner"]
+__all__ = ["Handler", "Registry", "Tool", "ToolArgs", "acting", "by_name", "default_registry", "needs_caller", "owner"]

@@ -30,7 +30,7 @@ _LOADED: dict[str, Dialect] = {}
 
 
 class Dialect(Protocol):
-    """What differs between the SQL dialects m3 stores in."""
+    """What differs between the SQL dialects m3 stores in; a dialect class subclasses it for the defaults."""
 
     #: The database ranks vectors itself (pgvector), so no process needs a store's vectors in memory.
     nearest_in_sql: bool
@@ -46,12 +46,15 @@ class Dialect(Protocol):
 
     def exists(self, url: str) -> bool:
         """False only when the store certainly does not exist yet (no SQLite file); no connection is made."""
+        return True
 
     def lock_migrations(self, conn: Connection) -> None:
         """Serialise concurrent first starts of several processes on one database (in ``conn``'s transaction)."""
+        return None
 
     def status(self, conn: Connection) -> dict[str, Any]:
         """This dialect's own facts for ``m3 store status`` (merged into the report)."""
+        return {}
 
     def memory_hits(self, conn: Connection, query: str, where: Any, limit: int, *, selective: bool
                     ) -> list[KeywordHit]:
@@ -62,6 +65,7 @@ class Dialect(Protocol):
 
     def bind_time(self, value: datetime) -> Any:
         """An aware UTC datetime as ``time_type`` takes it."""
+        return value
 
     def vector_type(self) -> TypeEngine[Any]:
         """The column type of a float32 vector of any dimension."""
@@ -74,9 +78,11 @@ class Dialect(Protocol):
 
     def store_error(self, exc: BaseException) -> StoreError | None:
         """A clear StoreError for a failure whose driver text alone would puzzle a user; None otherwise."""
+        return None
 
     def retryable(self, exc: BaseException) -> bool:
         """True when the transaction lost a deadlock or serialization race, so running it again is safe."""
+        return False
 
 
 def parse_url(url: str) -> URL:

@@ -37,7 +37,6 @@ import shutil
 import socket
 import stat
 import subprocess
-import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -333,23 +332,3 @@ def server_version(pgdata: str | Path) -> str | None:
     except (FileNotFoundError, PermissionError):
         return None
 
-
-def wait_gone(pid: int, timeout: float = 10) -> bool:
-    """Wait until ``pid`` has exited (or is a zombie); True if it did within ``timeout``."""
-    psutil = _psutil()
-    try:
-        proc = psutil.Process(pid)
-    except psutil.NoSuchProcess:
-        return True
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if proc.status() == psutil.STATUS_ZOMBIE:
-                return True
-            proc.wait(timeout=0.05)
-            return True
-        except psutil.TimeoutExpired:
-            continue
-        except psutil.NoSuchProcess:
-            return True
-    return False

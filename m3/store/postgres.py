@@ -30,7 +30,6 @@ import logging
 import re
 import urllib.parse
 from collections.abc import Iterable, Sequence
-from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -42,11 +41,11 @@ from sqlalchemy.sql.elements import TextClause
 from sqlalchemy.types import DateTime, TypeEngine
 
 from m3.errors import ConfigError, ExtraNotInstalled, StoreError
+from m3.store.dialect import Dialect
 from m3.store.fulltext import MAX_TERMS, KeywordHit, ranked
 from m3.store.types import VectorType, pg_vector_of
 
 if TYPE_CHECKING:
-    from m3.store.dialect import Dialect
     from m3.store.engine import Role, StoreOptions
 
 log = logging.getLogger(__name__)
@@ -57,7 +56,7 @@ _VECTOR_REGISTERED = "m3_vector_registered"
 _PLAIN_VALUE = re.compile(r"[A-Za-z0-9/._-]+")
 
 
-class PostgresDialect:
+class PostgresDialect(Dialect):
     """The :class:`m3.store.dialect.Dialect` of PostgreSQL with pgvector."""
 
     nearest_in_sql = True
@@ -68,9 +67,6 @@ class PostgresDialect:
 
     def engine(self, options: StoreOptions, role: Role) -> Engine:
         return postgres_engine(options.url, role, options.busy_timeout_ms)
-
-    def exists(self, url: str) -> bool:
-        return True  # a server: only connecting tells
 
     def lock_migrations(self, conn: Connection) -> None:
         conn.execute(text("SELECT pg_advisory_xact_lock(7283711)"))
@@ -85,9 +81,6 @@ class PostgresDialect:
 
     def chat_matches(self, query: str) -> TextClause | None:
         return _matches("chatlog", "t.fts_content @@ q.tsq", query)
-
-    def bind_time(self, value: datetime) -> Any:
-        return value
 
     def vector_type(self) -> TypeEngine[Any]:
         return pg_vector_of(None)
@@ -227,7 +220,7 @@ def create_database(server_url: str, name: str, *, template: str | None = None) 
     Serialised by a session advisory lock: two processes creating the same
     database at once would otherwise race into a unique violation.
     """
-    engine = admin_engine(make_url(server_url).set(database="postgres").render_as_string(hide_password=False))
+    engine = admin_engine(database_url(server_url, "postgres"))
     try:
         with engine.connect() as conn:
             key = lock_key("create-database", name)
@@ -248,7 +241,7 @@ def create_database(server_url: str, name: str, *, template: str | None = None) 
 
 def drop_database(server_url: str, name: str) -> None:
     """Drop database ``name`` if it exists, ending its sessions first."""
-    engine = admin_engine(make_url(server_url).set(database="postgres").render_as_string(hide_password=False))
+    engine = admin_engine(database_url(server_url, "postgres"))
     try:
         with engine.connect() as conn:
             conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {quote_ident(engine, name)} WITH (FORCE)")

@@ -16,7 +16,7 @@ from sqlalchemy import Connection, Engine, LargeBinary, String, TextClause, crea
 from sqlalchemy.pool import NullPool
 from sqlalchemy.types import TypeEngine
 
-from m3.errors import ConfigError, StoreError
+from m3.errors import ConfigError
 from m3.store import fulltext
 from m3.store.dialect import Dialect, parse_url
 from m3.store.files import log_tightened, private_dir, private_file
@@ -29,8 +29,8 @@ PREFILTER_FACTOR = 4
 _FTS5_SCORE = "bm25(memories_fts, 0.0, 1.0)"  # title weight 0: the title is searched, not scored
 
 
-class SqliteDialect:
-    """The :class:`m3.store.dialect.Dialect` of SQLite."""
+class SqliteDialect(Dialect):
+    """The :class:`m3.store.dialect.Dialect` of SQLite; it has no status of its own, and no failure it explains."""
 
     nearest_in_sql = False
     serial_writes = True
@@ -72,9 +72,6 @@ class SqliteDialect:
     def lock_migrations(self, conn: Connection) -> None:
         pass  # the migration's write transaction already holds the database's one write lock
 
-    def status(self, conn: Connection) -> dict[str, Any]:
-        return {}
-
     def memory_hits(self, conn: Connection, query: str, where: Any, limit: int, *, selective: bool
                     ) -> list[fulltext.KeywordHit]:
         # Unless selective, the filters are checked on FTS5's best PREFILTER_FACTOR * limit matches first, and on
@@ -110,9 +107,6 @@ class SqliteDialect:
 
     def read_vector(self, data: bytes) -> npt.NDArray[np.float32]:
         return np.frombuffer(data, dtype="<f4").astype(np.float32, copy=False)
-
-    def store_error(self, exc: BaseException) -> StoreError | None:
-        return None
 
     def retryable(self, exc: BaseException) -> bool:
         return False  # one writer at a time: a transaction never loses a race, it waits (busy_timeout)

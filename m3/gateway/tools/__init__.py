@@ -4,7 +4,6 @@ A tool whose spec names a request and an actor has no handler (see :mod:`m3.gate
 """
 
 from m3.gateway.registry import Handler
-from m3.gateway.tools import conflicts, inbox, memory, meta, tasks
+from m3.gateway.tools import inbox, meta, tasks
 
-HANDLERS: dict[str, Handler] = {**memory.HANDLERS, **meta.HANDLERS}
-HANDLERS |= {**inbox.HANDLERS, **tasks.HANDLERS, **conflicts.HANDLERS}
+HANDLERS: dict[str, Handler] = {**meta.HANDLERS, **inbox.HANDLERS, **tasks.HANDLERS}

@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from m3.actors import bridge
 from m3.errors import NotFound, NotShared, Timeout
-from m3.gateway.registry import Handler, by_name
-from m3.gateway.tools.agents import acting
+from m3.gateway.registry import Handler, acting, by_name
 from m3.protocols.messages.coordination import (
     PollNotifications,
     ReadInbox,

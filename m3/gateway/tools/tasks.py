@@ -7,13 +7,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from m3.errors import ConfirmationRequired, InvalidArgument
-from m3.gateway.registry import Handler, by_name
-from m3.gateway.tools.agents import acting
+from m3.errors import InvalidArgument
+from m3.gateway.registry import Handler, acting, by_name
 from m3.gateway.tools.inbox import reader, shareable
-from m3.protocols.messages.coordination import ClaimTask, DeleteTask, RenewLease, SetTaskResult, TaskFilter
+from m3.protocols.messages.coordination import ClaimTask, RenewLease, SetTaskResult, TaskFilter
 from m3.protocols.tools import tasks as p
-from m3.protocols.tools.tasks import TaskClaimResult, TaskDeleteResult, TaskRecord
+from m3.protocols.tools.tasks import TaskClaimResult, TaskRecord
 
 if TYPE_CHECKING:
     from m3.gateway.service import CallContext, Service
@@ -39,13 +38,6 @@ async def task_set_result(svc: Service, a: p.TaskSetResultArgs, ctx: CallContext
                                                           note=a.note, actor=ctx.agent_id, filter=svc.read_filter(ctx)))
 
 
-async def task_delete(svc: Service, a: p.TaskDeleteArgs, ctx: CallContext) -> TaskDeleteResult:
-    if a.hard and not a.confirm:
-        raise ConfirmationRequired(f"hard delete of task {a.id} needs confirm=true")
-    return await svc.ask(svc.system.writer, DeleteTask(id=a.id, version=a.version, hard=a.hard, reason=a.reason,
-                                                       actor=ctx.agent_id, filter=svc.read_filter(ctx)))
-
-
 async def task_claim(svc: Service, a: p.TaskClaimArgs, ctx: CallContext) -> TaskClaimResult:
     agent = acting(ctx, a.agent_id)
     want = a.filter or p.TaskClaimFilter()
@@ -60,4 +52,4 @@ async def task_heartbeat(svc: Service, a: p.TaskHeartbeatArgs, ctx: CallContext)
                                                        actor=agent, filter=reader(svc, ctx, agent)))
 
 
-HANDLERS: dict[str, Handler] = by_name(task_set_result, task_delete, task_claim, task_heartbeat)
+HANDLERS: dict[str, Handler] = by_name(task_set_result, task_claim, task_heartbeat)

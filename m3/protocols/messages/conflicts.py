@@ -1,28 +1,30 @@
-"""Messages about conflict candidates: listing (Directory) and resolving (Writer)."""
+"""Requests about conflict candidates: listing (Directory) and resolving (Writer)."""
 
 from __future__ import annotations
 
-from m3.protocols.base import Message
+from typing import TYPE_CHECKING
+
+from m3.protocols.base import Request
+from m3.protocols.messages.memory import MemoryChange, MemoryFilter
+
+if TYPE_CHECKING:  # the tool module imports these requests, so replies are named in strings (see Request)
+    from m3.protocols.tools import conflicts  # noqa: F401
 
 
-class ListConflicts(Message):
-    """Conflicts matching the fields that are set, visible to ``reader_agent_id`` (isolation)."""
+class ListConflicts(Request["conflicts.ConflictsListResult"]):
+    """Conflicts matching the fields that are set (status ``all``: any), visible through ``filter``'s isolation."""
 
-    status: str | None = "open"
+    status: str = "open"
     kind: str | None = None
     memory_id: str | None = None
     agent_id: str | None = None
     user_id: str | None = None
-    reader_agent_id: str | None = None
-    enforce_isolation: bool = True
     limit: int = 50
+    filter: MemoryFilter
 
 
-class ResolveConflict(Message):
+class ResolveConflict(MemoryChange, Request["conflicts.ConflictRecord"]):
     """Resolve an open conflict: ``keep_both``, or ``keep_a`` / ``keep_b`` (the other side is superseded)."""
 
     id: str
     resolution: str
-    actor: str | None = None
-    reader_agent_id: str | None = None
-    enforce_isolation: bool = True

@@ -82,10 +82,16 @@ class WriteMemory(NewMemory, Request["memory.MemoryWriteResult"]):
     actor: str | None = None
 
 
-# Requests naming a memory by ``id`` (or prefix) resolve it inside the Writer's transaction, as ``filter``
-# (the caller's visibility) sees it: not_found or ambiguous_id otherwise.
+class MemoryChange(Message):
+    """A change to existing memories by the agent ``actor`` (history records it). Memories named by id (or
+    prefix) are resolved inside the Writer's transaction as ``filter`` (the caller's visibility) sees them:
+    not_found or ambiguous_id otherwise."""
 
-class SupersedeMemory(Request["memory.MemorySupersedeResult"]):
+    actor: str | None = None
+    filter: MemoryFilter = MemoryFilter()
+
+
+class SupersedeMemory(MemoryChange, Request["memory.MemorySupersedeResult"]):
     id: str
     content: str
     title: str | None = None
@@ -94,50 +100,38 @@ class SupersedeMemory(Request["memory.MemorySupersedeResult"]):
     metadata: dict[str, Any] | None = None
     valid_from: datetime | None = None
     reason: str | None = None
-    actor: str | None = None
-    filter: MemoryFilter = MemoryFilter()
 
 
-class UpdateMemory(Request["memory.MemoryRecord"]):
+class UpdateMemory(MemoryChange, Request["memory.MemoryRecord"]):
     id: str
     changes: dict[str, Any]
     reason: str | None = None
-    actor: str | None = None
-    filter: MemoryFilter = MemoryFilter()
 
 
-class DeleteMemory(Request["memory.MemoryDeleteResult"]):
+class DeleteMemory(MemoryChange, Request["memory.MemoryDeleteResult"]):
     id: str
     hard: bool = False
     reason: str | None = None
-    actor: str | None = None
-    filter: MemoryFilter = MemoryFilter()
 
 
-class RestoreMemory(Request["memory.MemoryRestoreResult"]):
+class RestoreMemory(MemoryChange, Request["memory.MemoryRestoreResult"]):
     id: str
     reason: str | None = None
-    actor: str | None = None
-    filter: MemoryFilter = MemoryFilter()
 
 
-class PinMemory(Request["memory.MemoryPinResult"]):
+class PinMemory(MemoryChange, Request["memory.MemoryPinResult"]):
     id: str
     pinned: bool = True
-    actor: str | None = None
-    filter: MemoryFilter = MemoryFilter()
 
 
 class UnpinMemory(PinMemory):
     pinned: bool = False
 
 
-class LinkMemories(Request["memory.MemoryLinkResult"]):
+class LinkMemories(MemoryChange, Request["memory.MemoryLinkResult"]):
     from_id: str
     to_id: str
     type: str
-    actor: str | None = None
-    filter: MemoryFilter = MemoryFilter()
 
 
 class ShareMemory(Request["sharing.MemoryShareResult"]):

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from m3.protocols.base import ToolArgs, ToolResult, ToolSpec
+from m3.protocols.messages.conflicts import ListConflicts, ResolveConflict
 from m3.protocols.tools.fields import Identifier, MemoryId, Timestamp
 
 ConflictKind = Literal["near_duplicate", "contradiction"]
@@ -53,6 +54,7 @@ class ConflictsListResult(ToolResult):
 
 CONFLICTS_LIST = ToolSpec(
     name="conflicts_list", domain="conflicts", args=ConflictsListArgs, result=ConflictsListResult, read_only=True,
+    message=ListConflicts, actor="directory",
     description=(
         "List pairs of memories that look alike but disagree on a number, date, amount, identifier or name, so "
         "neither replaced the other (e.g. two customers' orders, or a value that changed). Each names both "
@@ -70,7 +72,7 @@ class ConflictsResolveArgs(ToolArgs):
 
 CONFLICTS_RESOLVE = ToolSpec(
     name="conflicts_resolve", domain="conflicts", args=ConflictsResolveArgs, result=ConflictRecord,
-    destructive=True,
+    destructive=True, message=ResolveConflict, actor="writer",
     description=(
         "Settle a conflict found by conflicts_list: keep_both when the two memories are distinct facts, or keep_a "
         "/ keep_b to retire the other one in favour of the kept one (recorded as a supersession, so memory_history "

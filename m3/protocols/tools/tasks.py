@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
+from m3.errors import ConfirmationRequired
 from m3.protocols.base import ToolArgs, ToolResult, ToolSpec
 from m3.protocols.messages import coordination as msg
 from m3.protocols.tools.agents import ActingAgent
@@ -129,6 +130,12 @@ class TaskDeleteArgs(ToolArgs):
     confirm: bool = Field(False, description="Must be true for a hard delete.")
     reason: str | None = Field(None, max_length=2000)
 
+    @model_validator(mode="after")
+    def _confirmed(self) -> TaskDeleteArgs:
+        if self.hard and not self.confirm:
+            raise ConfirmationRequired(f"hard delete of task {self.id} needs confirm=true")  # passes validation as is
+        return self
+
 
 class TaskDeleteResult(TaskRecord):
     deleted: Literal["soft", "hard"]
@@ -137,6 +144,7 @@ class TaskDeleteResult(TaskRecord):
 
 TASK_DELETE = ToolSpec(
     name="task_delete", domain="task", args=TaskDeleteArgs, result=TaskDeleteResult, destructive=True,
+    message=msg.DeleteTask, actor="writer",
     description=(
         "Delete a task and its subtasks. By default softly: hidden from lists, trees and claims but kept with "
         "its history (task_get still reads it). A soft-deleted task can then be erased for good with "
