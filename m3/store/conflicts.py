@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, RowMapping, and_, or_, select, true
 
 from m3.errors import NotFound
+from m3.store.filters import private_rows_clause
 from m3.store.schema import conflicts as c
 
 KINDS = ("near_duplicate", "contradiction")
@@ -36,11 +37,7 @@ class ConflictFilter:
 
 def visible_clause(flt: ConflictFilter) -> ColumnElement[bool]:
     """With isolation enforced, ``scope=agent`` pairs are visible only to their own agent."""
-    if not flt.enforce_isolation:
-        return true()
-    if flt.reader_agent_id is None:
-        return c.c.scope != "agent"
-    return or_(c.c.scope != "agent", c.c.agent_id == flt.reader_agent_id)
+    return private_rows_clause(c.c.scope, c.c.agent_id, flt.reader_agent_id, flt.enforce_isolation)
 
 
 def _clauses(flt: ConflictFilter) -> list[ColumnElement[bool]]:

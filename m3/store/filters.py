@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import ColumnElement, and_, exists, or_, select, true
 
@@ -17,27 +18,30 @@ from m3.store.schema import memories as m
 from m3.store.schema import memory_grants as g
 
 
+def private_rows_clause(scope: ColumnElement[Any], owner: ColumnElement[Any], reader_agent_id: str | None,
+                        enforce: bool,
+                        *also_visible: ColumnElement[bool]) -> ColumnElement[bool]:
+    """The isolation rule for any table of owned rows (``scope`` and ``owner`` columns): with ``enforce``, a
+    ``scope=agent`` row only for its own agent (or where ``also_visible`` admits it); everything else to all."""
+    if not enforce:
+        return true()
+    if reader_agent_id is None:
+        return scope != "agent"
+    return or_(scope != "agent", owner == reader_agent_id, *also_visible)
+
+
 def isolation_clause(flt: MemoryFilter) -> ColumnElement[bool]:
     """With isolation enforced, ``scope=agent`` rows are visible only to their own agent and to the agents
     their owner shared them with (``memory_grants``, unless ``flt.grants`` is off: changes); ``user`` and
     ``org`` rows to everyone."""
-    if not flt.enforce_isolation:
-        return true()
-    if flt.reader_agent_id is None:
-        return m.c.scope != "agent"
-    if not flt.grants:
-        return or_(m.c.scope != "agent", m.c.agent_id == flt.reader_agent_id)
-    granted = exists(select(g.c.seq).where(g.c.memory_id == m.c.id, g.c.agent_id == flt.reader_agent_id))
-    return or_(m.c.scope != "agent", m.c.agent_id == flt.reader_agent_id, granted)
+    granted = [exists(select(g.c.seq).where(g.c.memory_id == m.c.id, g.c.agent_id == flt.reader_agent_id))
+               ] if flt.grants else []
+    return private_rows_clause(m.c.scope, m.c.agent_id, flt.reader_agent_id, flt.enforce_isolation, *granted)
 
 
 def chat_isolation_clause(flt: MemoryFilter) -> ColumnElement[bool]:
     """The isolation rule of memories, for chat rows: ``scope=agent`` rows only for the agent that wrote them."""
-    if not flt.enforce_isolation:
-        return true()
-    if flt.reader_agent_id is None:
-        return c.c.scope != "agent"
-    return or_(c.c.scope != "agent", c.c.agent_id == flt.reader_agent_id)
+    return private_rows_clause(c.c.scope, c.c.agent_id, flt.reader_agent_id, flt.enforce_isolation)
 
 
 def visible_memory_ids(ids: Sequence[str], flt: MemoryFilter) -> ColumnElement[bool]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +19,7 @@ import pytest
 
 # A Writer alone (no Embedder), to prepare a store with a backlog: the actor tests' fixtures, shared.
 from tests.actors.conftest import start_writer, store_options  # noqa: F401
+from tests.gateway.outcomes import Outcome, Run
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -61,3 +63,13 @@ def isolated_logging() -> Iterator[None]:
     root.setLevel(level)
     if hasattr(root, "_m3_configured"):
         del root._m3_configured
+
+
+@pytest.fixture
+def m3(m3_executable: str, child_env: dict[str, str]) -> Run:
+    """Run ``m3 …`` as a subprocess under the test's home and store (``stdin`` is fed to it)."""
+    def run(*argv: str, stdin: str | None = None) -> Outcome:
+        done = subprocess.run([m3_executable, *argv], env=child_env, input=stdin, capture_output=True, text=True,
+                              timeout=120, check=False)
+        return Outcome(done.returncode, done.stdout, done.stderr)
+    return run

@@ -12,9 +12,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -24,39 +22,7 @@ from m3.actors.supervisor import ActorHandle
 from m3.gateway.cli import main
 from m3.store import schema
 from tests.actors.conftest import WAIT_S, write_one
-
-
-@dataclass(frozen=True)
-class Outcome:
-    status: int
-    stdout: str
-    stderr: str
-
-    def document(self) -> Any:
-        """The one JSON document on stdout (json.loads refuses a second one or stray text)."""
-        assert self.status == 0, self.stderr
-        return json.loads(self.stdout)
-
-    def error(self, status: int = 1) -> dict[str, Any]:
-        """The error document, which must be all of stderr, with nothing on stdout."""
-        assert self.status == status, (self.status, self.stderr)
-        assert self.stdout == ""
-        body: dict[str, Any] = json.loads(self.stderr)["error"]
-        assert {"code", "message", "hint"} <= set(body)
-        return body
-
-
-Run = Callable[..., Outcome]
-
-
-@pytest.fixture
-def m3(m3_executable: str, child_env: dict[str, str]) -> Run:
-    """Run ``m3 …`` as a subprocess under the test's home and store."""
-    def run(*argv: str, stdin: str | None = None) -> Outcome:
-        done = subprocess.run([m3_executable, *argv], env=child_env, input=stdin, capture_output=True, text=True,
-                              timeout=120, check=False)
-        return Outcome(done.returncode, done.stdout, done.stderr)
-    return run
+from tests.gateway.outcomes import Outcome, Run
 
 
 @pytest.fixture

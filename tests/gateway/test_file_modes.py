@@ -6,25 +6,14 @@ An existing store whose modes let other users in is tightened when m3 opens it, 
 from __future__ import annotations
 
 import stat
-import subprocess
 from pathlib import Path
 
-import pytest
-
-from tests.gateway.test_cli import Outcome, Run
+from tests.gateway.outcomes import Run
 
 
 def mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 
-
-@pytest.fixture
-def m3(m3_executable: str, child_env: dict[str, str]) -> Run:
-    def run(*argv: str) -> Outcome:
-        done = subprocess.run([m3_executable, *argv], env=child_env, capture_output=True, text=True, timeout=120,
-                              check=False)
-        return Outcome(done.returncode, done.stdout, done.stderr)
-    return run
 
 
 def sqlite_files(store_url: str) -> list[Path]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import logging
-import subprocess
 from typing import Any
 
 import pytest
@@ -19,7 +18,7 @@ from m3.config import Config
 from m3.gateway.registry import default_registry
 from m3.gateway.service import Service
 from m3.protocols.tools.fields import MAX_STORE_INT
-from tests.gateway.test_cli import Outcome, Run
+from tests.gateway.outcomes import Run
 from tests.gateway.test_mcp_inprocess import connect, m3_call, ok, tool_error
 
 pytestmark = pytest.mark.anyio
@@ -164,15 +163,6 @@ async def service_error(service: Service, tool: str, args: dict[str, Any]) -> di
 
 
 # -- the command line ----------------------------------------------------------------------------------
-
-@pytest.fixture
-def m3(m3_executable: str, child_env: dict[str, str]) -> Run:
-    """``m3 …`` as a real subprocess under the test's home and store."""
-    def run(*argv: str, stdin: str | None = None) -> Outcome:
-        done = subprocess.run([m3_executable, *argv], env=child_env, input=stdin, capture_output=True, text=True,
-                              timeout=120, check=False)
-        return Outcome(done.returncode, done.stdout, done.stderr)
-    return run
 
 
 def test_on_the_command_line_a_time_beyond_the_calendar_is_invalid_time_without_a_traceback(m3: Run) -> None:

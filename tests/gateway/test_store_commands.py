@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +24,8 @@ import pytest
 from m3.gateway.cli import main
 from m3.store.migrations import HEAD
 from m3.store.postgres import redact
-from tests.gateway.test_cli import Outcome
+from tests.gateway.outcomes import Outcome, Run
 
-Run = Callable[..., Outcome]
 SECRET_URL = "postgresql+psycopg://m3:s3cret-pw@/m3?host=/nonexistent/socket/dir&port=5432"
 
 

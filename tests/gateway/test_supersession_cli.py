@@ -3,7 +3,8 @@ both memories when its write replaced one, history saying why, and distinct fact
 
 from __future__ import annotations
 
-from tests.gateway.test_cli import Run, cli
+from tests.gateway.outcomes import Run
+from tests.gateway.test_cli import cli
 
 __all__ = ["cli"]
 

@@ -55,12 +55,14 @@ AGENT_REGISTER = ToolSpec(
 )
 
 
-class AgentHeartbeatArgs(ToolArgs):
+class ActingAgentArgs(ToolArgs):
+    """Arguments of a tool about the acting agent only (heartbeat, offline)."""
+
     agent_id: ActingAgent = None
 
 
 AGENT_HEARTBEAT = ToolSpec(
-    name="agent_heartbeat", domain="agent", args=AgentHeartbeatArgs, result=AgentRecord,
+    name="agent_heartbeat", domain="agent", args=ActingAgentArgs, result=AgentRecord,
     message=msg.AgentHeartbeat, actor="writer",
     description=(
         "Tell the other agents this one is still at work. Call it every minute or so during long work: an agent "
@@ -109,12 +111,8 @@ AGENT_GET = ToolSpec(
 )
 
 
-class AgentOfflineArgs(ToolArgs):
-    agent_id: ActingAgent = None
-
-
 AGENT_OFFLINE = ToolSpec(
-    name="agent_offline", domain="agent", args=AgentOfflineArgs, result=AgentRecord,
+    name="agent_offline", domain="agent", args=ActingAgentArgs, result=AgentRecord,
     message=msg.AgentOffline, actor="writer",
     description=(
         "Mark this agent offline at once, e.g. when its session ends, so that others stop handing it work. "

@@ -6,7 +6,17 @@ from pydantic import Field
 
 from m3.protocols.base import ToolArgs, ToolResult, ToolSpec
 from m3.protocols.messages import memory as msg
-from m3.protocols.tools.fields import MAX_STORE_INT, CallerAgent, ChatRole, Content, Identifier, Scope, Text, Timestamp
+from m3.protocols.tools.fields import (
+    MAX_STORE_INT,
+    CallerAgent,
+    ChatRole,
+    Content,
+    Identifier,
+    ResultCount,
+    Scope,
+    Text,
+    Timestamp,
+)
 
 
 class ChatlogWriteArgs(ToolArgs):
@@ -39,7 +49,7 @@ CHATLOG_WRITE = ToolSpec(
 
 class ChatlogSearchArgs(ToolArgs):
     query: Text
-    k: int | None = Field(None, ge=1, le=MAX_STORE_INT, description="How many results; default 8.")
+    k: ResultCount = None
     conversation_id: Identifier | None = None
     role: ChatRole | None = None
     agent_id: Identifier | None = None

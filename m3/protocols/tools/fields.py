@@ -187,6 +187,7 @@ AsOf = Annotated[Timestamp | None, Field(
 ValidAt = Annotated[Timestamp | None, Field(
     description="Valid time: what held in the world at this time (a fact superseded since answers for its "
                 "own period), as known now or at as_of.")]
+ResultCount = Annotated[int | None, Field(ge=1, le=MAX_STORE_INT, description="How many results; default 8.")]
 Importance = Annotated[float, Field(ge=0.0, le=1.0)]
 MemoryId = Annotated[
     str, Field(min_length=8, max_length=64, description="Full id or a unique prefix of 8+ characters.")

@@ -10,7 +10,6 @@ from m3.errors import ConfirmationRequired
 from m3.protocols.base import ToolArgs, ToolResult, ToolSpec
 from m3.protocols.messages import memory as msg
 from m3.protocols.tools.fields import (
-    MAX_STORE_INT,
     AsOf,
     CallerAgent,
     CallerUser,
@@ -21,6 +20,7 @@ from m3.protocols.tools.fields import (
     MemoryId,
     MemoryType,
     RelationType,
+    ResultCount,
     Scope,
     Text,
     Timestamp,
@@ -98,7 +98,7 @@ MEMORY_WRITE = ToolSpec(
 
 class MemorySearchArgs(ToolArgs):
     query: Text = Field(description="What you are looking for, in natural language or keywords.")
-    k: int | None = Field(None, ge=1, le=MAX_STORE_INT, description="How many results; default 8.")
+    k: ResultCount = None
     type: MemoryType | None = Field(None, description="Only memories of this type.")
     agent_id: Identifier | None = Field(None, description="Only memories owned by this agent.")
     user_id: Identifier | None = Field(None, description="Only memories about this user.")
