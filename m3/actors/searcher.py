@@ -103,11 +103,10 @@ class Searcher(StoreReader):
         terms = fulltext.query_terms(msg.query)
         n = max(self._candidates, k)
         hits = fulltext.memory_hits(self.conn, msg.query, clause, n, selective=narrows(msg.filter))
-        dense, found = self._dense_hits(msg.query, clause, n)
-        wanted = dict.fromkeys([h.id for h in hits] + [i for i, _ in dense])
+        dense = self._dense_hits(msg.query, clause, n)
         # Narrow rows (no content) for ranking; the chosen few are completed below.
         self._rows = loaded = CandidateRows(self.conn)
-        found.update(loaded.fetch([i for i in wanted if i not in found], clause))
+        found = loaded.fetch(list(dict.fromkeys([h.id for h in hits] + [i for i, _ in dense])), clause)
         cands = self._candidates_from(found, hits, [(i, s) for i, s in dense if i in found])
         ranking.fuse(cands, terms, self._weights, msg.filter.as_of or now)
         by_relevance = {c.id: r for r, c in enumerate(sorted(cands, key=lambda c: c.score, reverse=True), 1)}
@@ -117,17 +116,17 @@ class Searcher(StoreReader):
         self._touch([c.id for c in chosen], now)
         return r.MemorySearchResult(count=len(items), items=items, query=msg.query, grade_with="score")
 
-    def _dense_hits(self, query: str, clause: Any, n: int) -> tuple[list[tuple[str, float]], dict[str, Any]]:
-        """The dense leg's filtered top ``n`` and the rows it loaded; sets the query vector when there are vectors."""
+    def _dense_hits(self, query: str, clause: Any, n: int) -> list[tuple[str, float]]:
+        """The dense leg's filtered top ``n``; sets the query vector when there are vectors."""
         self._query_vec = None
         self._follow_active_model()
         if self._embedder is None or not self._dense.ready(self.conn, self._model):
-            return [], {}
+            return []
         try:
             self._query_vec = self._embedder.embed([query])[0]
         except EmbedderUnavailable as exc:
             log.warning("searching by keyword only: %s", exc.message)
-            return [], {}
+            return []
         return self._dense.top(self.conn, self._model, self._query_vec, clause, n)
 
     def _follow_active_model(self) -> None:

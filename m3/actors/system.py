@@ -17,6 +17,7 @@ from m3.embed.base import Embedder
 from m3.embed.factory import close_embedder, create_embedder, model_resolver
 from m3.errors import M3Error
 from m3.protocols.messages.memory import Drain, Flush, SearchWeights
+from m3.retrieval.ranking import SIGNALS
 from m3.retrieval.supersession import SupersessionPolicy
 from m3.store.agents import Liveness
 from m3.store.engine import StoreOptions, migrate, open_engine
@@ -30,14 +31,10 @@ def store_options(config: Config) -> StoreOptions:
 
 
 def search_weights(config: Config) -> SearchWeights:
-    return SearchWeights(
-        dense=config["search.weight_dense"], bm25=config["search.weight_bm25"],
-        title=config["search.weight_title"], importance=config["search.weight_importance"],
-        recency=config["search.weight_recency"], access=config["search.weight_access"],
-        pin=config["search.weight_pin"], recency_half_life_days=config["search.recency_half_life_days"],
-        mmr_lambda=config["search.mmr_lambda"], conversation=config["search.weight_conversation"],
-        conversation_top=config["search.conversation_top"],
-    )
+    """Each signal's ``search.weight_<signal>``, and the other ``search.*`` settings of the ranking."""
+    return SearchWeights(**{name: config[f"search.weight_{name}"] for name in SIGNALS},
+                         **{name: config[f"search.{name}"]
+                            for name in ("recency_half_life_days", "mmr_lambda", "conversation_top")})
 
 
 def interactive(embedder: Embedder | None) -> Embedder | None:
@@ -53,49 +50,41 @@ class ActorSystem:
         self.config = config
         self.options = store_options(config)
         self._owns_backend = embedder is None
-        self._background = background
         self.embedder_backend = embedder or create_embedder(config)
         #: Embedders of other models (the previous one, while the store moves to the configured one).
         self.resolve = model_resolver(config, self.embedder_backend)
         self.ask_timeout: float = config["actors.ask_timeout_s"]
-        self.schema_revision = ""
-        self.writer: ActorHandle
-        self.searcher: ActorHandle
-        self.embedder: ActorHandle
-        self.directory: ActorHandle
-        self.tasks: ActorHandle
-        self.routers: RouterRegistry
         self._started = False
-
-    def start(self) -> ActorSystem:
-        engine = open_engine(self.options, "writer")
-        try:
-            self.schema_revision = migrate(engine)
-        finally:
-            engine.dispose()
-        policy = SupersessionPolicy(threshold=self.config["supersede.threshold"],
-                                    exempt_types=frozenset(self.config["supersede.exempt_types"]))
+        policy = SupersessionPolicy(threshold=config["supersede.threshold"],
+                                    exempt_types=frozenset(config["supersede.exempt_types"]))
         # Handles exist before actors start so that each can address the others.
-        self.writer = ActorHandle("writer", Writer, self.options, max_batch=self.config["writer.max_batch"],
+        self.writer = ActorHandle("writer", Writer, self.options, max_batch=config["writer.max_batch"],
                                   policy=policy, searcher=None, embedder=None)
         self.searcher = ActorHandle("searcher", Searcher, self.options,
                                     embedder=interactive(self.embedder_backend),
                                     resolve=lambda model: interactive(self.resolve(model)),
-                                    weights=search_weights(self.config),
-                                    candidates=self.config["search.candidates"], writer=self.writer,
-                                    default_k=self.config["search.k"], max_k=self.config["limits.max_k"])
+                                    weights=search_weights(config), candidates=config["search.candidates"],
+                                    writer=self.writer, default_k=config["search.k"], max_k=config["limits.max_k"])
         self.embedder = ActorHandle("embedder", EmbedderActor, self.options, embedder=self.embedder_backend,
                                     resolve=self.resolve, writer=self.writer, ask_timeout=self.ask_timeout,
-                                    background=self._background,
-                                    max_batch=self.config["embed.max_batch"],
-                                    backend_name=self.config["embed.backend"])
+                                    background=background, max_batch=config["embed.max_batch"],
+                                    backend_name=config["embed.backend"])
         self.directory = ActorHandle("directory", Directory, self.options, liveness=Liveness(
-            active_s=self.config["agents.active_window_s"], offline_s=self.config["agents.offline_after_s"]))
+            active_s=config["agents.active_window_s"], offline_s=config["agents.offline_after_s"]))
         self.tasks = ActorHandle("tasks", TaskManager, self.options, writer=self.writer)
-        self.routers = RouterRegistry(self.writer, idle_s=self.config["inbox.router_idle_s"])
+        self.routers = RouterRegistry(self.writer, idle_s=config["inbox.router_idle_s"])
         self.writer.rebind(searcher=self.searcher, embedder=self.embedder, on_notified=self.routers.arrived,
                            on_leased=lease_clock(self.tasks))
-        for handle in (self.writer, self.searcher, self.embedder, self.directory, self.tasks):
+        #: In start order; stop goes another way (see stop).
+        self._handles = (self.writer, self.searcher, self.embedder, self.directory, self.tasks)
+
+    def start(self) -> ActorSystem:
+        engine = open_engine(self.options, "writer")
+        try:
+            migrate(engine)
+        finally:
+            engine.dispose()
+        for handle in self._handles:
             handle.start()
         self._started = True
         return self
@@ -137,5 +126,4 @@ class ActorSystem:
             raise interrupted
 
     def statistics(self) -> list[dict[str, Any]]:
-        handles = (self.writer, self.searcher, self.embedder, self.directory, self.tasks)
-        return [h.statistics() for h in handles] + [self.routers.statistics()]
+        return [h.statistics() for h in self._handles] + [self.routers.statistics()]

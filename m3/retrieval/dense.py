@@ -12,7 +12,7 @@
 
 Both return the hits that pass the filters, best first, as (id, cosine),
 and the vectors of the candidates so that MMR and fresh-write scoring work
-alike on both stores.
+alike on both stores; the Searcher loads the rows it ranks.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import Connection, RowMapping, select
+from sqlalchemy import Connection, select
 
 from m3.retrieval.vector_index import VectorIndex
 from m3.store import memories as rows
@@ -37,9 +37,8 @@ class DenseLeg(Protocol):
     def ready(self, conn: Connection, model: str) -> bool:
         """True when ``model`` has stored vectors (refreshing what the leg knows)."""
 
-    def top(self, conn: Connection, model: str, query: Vector, clause: Any, n: int
-            ) -> tuple[Hits, dict[str, RowMapping]]:
-        """The ``n`` best hits passing ``clause``, and any rows it loaded on the way (keyed by id)."""
+    def top(self, conn: Connection, model: str, query: Vector, clause: Any, n: int) -> Hits:
+        """The ``n`` best hits passing ``clause``."""
 
     def vectors(self, conn: Connection, model: str, ids: Sequence[str]) -> dict[str, Vector]:
         """Stored vectors of ``ids`` (those that have one)."""
@@ -65,25 +64,19 @@ class MatrixLeg:
             self.index.add(ids, matrix)
             self.index.last_seq = last
 
-    def top(self, conn: Connection, model: str, query: Vector, clause: Any, n: int
-            ) -> tuple[Hits, dict[str, RowMapping]]:
+    def top(self, conn: Connection, model: str, query: Vector, clause: Any, n: int) -> Hits:
         proposed = self.index.top(query, n * 4)
-        # Which pass the filters: ids only; the Searcher loads the rows it ranks.
         visible = rows.visible_ids(conn, [i for i, _ in proposed], clause)
         hits = [(i, s) for i, s in proposed if i in visible][:n]
         if len(hits) < n and len(proposed) < len(self.index):
             # The filters pruned the global top: rank among the ids they admit.
             allowed = [r[0] for r in conn.execute(select(m.c.id).where(clause).limit(500_000))]
             hits = self.index.top(query, n, allowed)
-        return hits, {}
+        return hits
 
     def vectors(self, conn: Connection, model: str, ids: Sequence[str]) -> dict[str, Vector]:
-        out = {}
-        for memory_id in ids:
-            vec = self.index.vector(memory_id)
-            if vec is not None:
-                out[memory_id] = vec
-        return out
+        found = {memory_id: self.index.vector(memory_id) for memory_id in ids}
+        return {memory_id: vec for memory_id, vec in found.items() if vec is not None}
 
     def forget(self, ids: Iterable[str]) -> None:
         self.index.remove(ids)
@@ -104,8 +97,7 @@ class SqlLeg:
         self._seen = {}
         return has_vectors(conn, model)
 
-    def top(self, conn: Connection, model: str, query: Vector, clause: Any, n: int
-            ) -> tuple[Hits, dict[str, RowMapping]]:
+    def top(self, conn: Connection, model: str, query: Vector, clause: Any, n: int) -> Hits:
         from m3.store.postgres import nearest
 
         dim = int(query.shape[0])
@@ -114,7 +106,7 @@ class SqlLeg:
             # The index gave up before n visible rows (a narrow filter): compare every admitted row.
             found = nearest(conn, model, dim, query, clause, n, exact=True)
         self._seen = {memory_id: vec for memory_id, _, vec in found}
-        return [(memory_id, cosine) for memory_id, cosine, _ in found], {}
+        return [(memory_id, cosine) for memory_id, cosine, _ in found]
 
     def vectors(self, conn: Connection, model: str, ids: Sequence[str]) -> dict[str, Vector]:
         from m3.store.postgres import vectors_by_ids
