@@ -13,6 +13,7 @@ restarts it with backoff and re-delivers the messages still queued.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -24,6 +25,7 @@ import pykka
 
 from m3.errors import M3Error, Timeout, Unavailable
 from m3.protocols.base import Message
+from m3.protocols.messages.memory import Flush
 
 log = logging.getLogger(__name__)
 
@@ -36,28 +38,45 @@ class Reply(Protocol):
     def set_exception(self, exc: BaseException) -> None: ...
 
 
-class ThreadReply:
-    """A reply a plain thread can wait for (CLI helpers, benchmarks, actor-to-actor asks)."""
+class Answer:
+    """A :class:`Reply` that keeps the answer until its waiter, woken by ``_wake``, takes it."""
 
     def __init__(self) -> None:
-        self._done = threading.Event()
         self._value: Any = None
         self._exc: BaseException | None = None
 
     def set_result(self, value: Any) -> None:
         self._value = value
-        self._done.set()
+        self._wake()
 
     def set_exception(self, exc: BaseException) -> None:
         self._exc = exc
-        self._done.set()
+        self._wake()
 
-    def wait(self, timeout: float) -> Any:
-        if not self._done.wait(timeout):
+    def _wake(self) -> None:
+        raise NotImplementedError
+
+    def _taken(self, answered: bool, timeout: float) -> Any:
+        """The value, or the exception raised; :class:`Timeout` if no answer came within ``timeout``."""
+        if not answered:
             raise Timeout(f"no answer within {timeout:g} s")
         if self._exc is not None:
             raise self._exc
         return self._value
+
+
+class ThreadReply(Answer):
+    """A reply a plain thread can wait for (CLI helpers, benchmarks, actor-to-actor asks)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._done = threading.Event()
+
+    def _wake(self) -> None:
+        self._done.set()
+
+    def wait(self, timeout: float) -> Any:
+        return self._taken(self._done.wait(timeout), timeout)
 
 
 @dataclass(frozen=True)
@@ -77,11 +96,8 @@ class ActorStats:
 
 
 class M3Actor(pykka.ThreadingActor):
-    """Base actor: dispatches envelopes by message type to ``handlers()``.
-
-    Subclasses return a mapping from message class to a bound method taking
-    the message and returning the reply value.
-    """
+    """Base actor: dispatches envelopes by message type to ``handlers()`` (message class -> a method taking
+    the message and returning the reply value). Every actor answers :class:`Flush` with True."""
 
     # Daemon threads: a caller that dies without stop() must not hang the process.
     # Committed work is safe regardless; uncommitted work was never acknowledged.
@@ -94,12 +110,12 @@ class M3Actor(pykka.ThreadingActor):
         self._dispatch: dict[type[Message], Callable[[Any], Any]] = {}
 
     def handlers(self) -> dict[type[Message], Callable[[Any], Any]]:
-        raise NotImplementedError
+        return {}
 
     def on_start(self) -> None:
         try:
             self.setup()
-            self._dispatch = self.handlers()
+            self._dispatch = {Flush: lambda _msg: True, **self.handlers()}
         except Exception as exc:
             # pykka does not call on_failure for on_start errors; do it so the handle restarts us.
             self.on_failure(type(exc), exc, exc.__traceback__)
@@ -139,6 +155,11 @@ class M3Actor(pykka.ThreadingActor):
 
     def inbox_empty(self) -> bool:
         return bool(self.actor_inbox.empty())
+
+    def tell_self(self, message: Message) -> None:
+        """Queue ``message`` for this actor, from any thread (its timers); dropped once the actor is gone."""
+        with contextlib.suppress(pykka.ActorDeadError):
+            self.actor_ref.tell(Envelope(message))
 
     def on_failure(self, exception_type: Any, exception_value: Any, traceback: Any) -> None:
         log.error("%s crashed: %r", type(self).__name__, exception_value)

@@ -14,29 +14,20 @@ from typing import Any, TypeVar, overload
 
 import trio
 
+from m3.actors.base import Answer
 from m3.actors.supervisor import ActorHandle
-from m3.errors import Timeout
 from m3.protocols.base import Message, Request
 
 R = TypeVar("R")
 
 
-class TrioReply:
+class TrioReply(Answer):
     """A reply that wakes one trio task. Create it inside the trio run that awaits it."""
 
     def __init__(self) -> None:
+        super().__init__()
         self._token = trio.lowlevel.current_trio_token()
         self._event = trio.Event()
-        self._value: Any = None
-        self._exc: BaseException | None = None
-
-    def set_result(self, value: Any) -> None:
-        self._value = value
-        self._wake()
-
-    def set_exception(self, exc: BaseException) -> None:
-        self._exc = exc
-        self._wake()
 
     def _wake(self) -> None:
         # If the asker's run is over, nobody is waiting any more.
@@ -46,11 +37,7 @@ class TrioReply:
     async def wait(self, timeout: float) -> Any:
         with trio.move_on_after(timeout):
             await self._event.wait()
-        if not self._event.is_set():
-            raise Timeout(f"no answer within {timeout:g} s")
-        if self._exc is not None:
-            raise self._exc
-        return self._value
+        return self._taken(self._event.is_set(), timeout)
 
 
 @overload
@@ -61,9 +48,7 @@ async def ask(handle: ActorHandle, message: Message, timeout: float) -> Any: ...
 
 async def ask(handle: ActorHandle, message: Message, timeout: float) -> Any:
     """Send ``message`` to the actor behind ``handle`` and await its answer (typed ``R`` for a ``Request[R]``)."""
-    reply = TrioReply()
-    handle.tell(message, reply)
-    return await reply.wait(timeout)
+    return await ask_via(lambda reply: handle.tell(message, reply), timeout)
 
 
 async def ask_via(send: Callable[[TrioReply], None], timeout: float) -> Any:

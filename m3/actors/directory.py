@@ -24,7 +24,6 @@ from m3.protocols.messages.coordination import (
     ReadInbox,
     ResolveMemories,
 )
-from m3.protocols.messages.memory import Flush
 from m3.protocols.tools.agents import AgentDetails, AgentListResult, AgentRecord
 from m3.protocols.tools.conflicts import ConflictRecord, ConflictsListResult
 from m3.protocols.tools.inbox import InboxItem, MemoryInboxResult, Notification, NotificationsResult
@@ -43,7 +42,7 @@ class Directory(StoreReader):
         return {
             GetAgent: self.get_agent, ListAgents: self.list_agents, ReadInbox: self.read_inbox,
             PollNotifications: self.poll, LookupToken: self.lookup_token, ListTokens: self.list_tokens,
-            ResolveMemories: self.resolve_memories, ListConflicts: self.list_conflicts, Flush: lambda _msg: True,
+            ResolveMemories: self.resolve_memories, ListConflicts: self.list_conflicts,
         }
 
     def get_agent(self, msg: GetAgent) -> AgentDetails:

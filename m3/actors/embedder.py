@@ -95,8 +95,7 @@ class EmbedderActor(M3Actor):
 
     def setup(self) -> None:
         self._conn = self._owned.open()
-        self._backfill_queued = True
-        self.actor_ref.tell(Envelope(Backfill()))
+        self._queue_backfill()
 
     def release(self) -> None:
         self._conn = None
@@ -112,11 +111,10 @@ class EmbedderActor(M3Actor):
         # calls; between batches, messages that arrived (new memories, questions) are handled first.
         while (self._fresh and len(self._fresh) >= self._max_batch) or (self._pending() and self.inbox_empty()):
             self._embed_next_batch()
-        if not self._backlog and self._paging and not self._fresh and not self._backfill_queued:
+        if not self._backlog and self._paging and not self._fresh:
             # The next page (or the switch of model once none is left) must follow even when other messages
             # (a status question) arrived meanwhile: it queues behind them.
-            self._backfill_queued = True
-            self.actor_ref.tell(Envelope(Backfill()))
+            self._queue_backfill()
 
     def _changing_model(self) -> bool:
         """True while search uses another model than the configured one (the store is being re-embedded)."""
@@ -132,9 +130,15 @@ class EmbedderActor(M3Actor):
 
     # -- backlog and change of model -----------------------------------------------------------
 
+    def _queue_backfill(self) -> None:
+        """Queue a :class:`Backfill` behind the messages waiting, unless one is queued already."""
+        if not self._backfill_queued:
+            self._backfill_queued = True
+            self.tell_self(Backfill())
+
     def _backfill(self, _msg: Backfill) -> None:
         self._backfill_queued = False
-        if self._active is None or self._active != self.model:
+        if self._active != self.model:
             self._sync_models()
         if not self._background:
             self._paging = False
@@ -186,9 +190,7 @@ class EmbedderActor(M3Actor):
             self._backfill_seq = 0
             if self.last_error is None:
                 self._paging = True
-                if not self._backfill_queued:
-                    self._backfill_queued = True
-                    self.actor_ref.tell(Envelope(Backfill()))
+                self._queue_backfill()
             return False
         log.info("re-embedding for %s is complete; search uses it from now on", self.model)
         self._active = self.model

@@ -21,21 +21,17 @@ never sent to a router that is going away.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
-import pykka
-
 from m3.actors.base import Envelope, M3Actor, Reply
 from m3.actors.supervisor import ActorHandle
 from m3.errors import Unavailable
 from m3.protocols.base import Message
 from m3.protocols.messages.coordination import SendHandoff, SendNotification, WaitNotifications
-from m3.protocols.messages.memory import Flush
 
 log = logging.getLogger(__name__)
 
@@ -65,9 +61,6 @@ class Router(M3Actor):
         self._timer: threading.Timer | None = None
         self._timer_due = 0.0
         self._tick = 0
-
-    def handlers(self) -> dict[type[Message], Callable[[Any], Any]]:
-        return {Flush: lambda _msg: True}
 
     def receive(self, env: Envelope) -> None:
         msg = env.message
@@ -113,14 +106,10 @@ class Router(M3Actor):
             self._timer.cancel()
         self._tick += 1
         tick = RouterTick(generation=self._tick)
-        self._timer = threading.Timer(max(0.0, due - time.monotonic()), self._tell_self, args=(tick,))
+        self._timer = threading.Timer(max(0.0, due - time.monotonic()), self.tell_self, args=(tick,))
         self._timer.daemon = True
         self._timer_due = due
         self._timer.start()
-
-    def _tell_self(self, tick: RouterTick) -> None:
-        with contextlib.suppress(pykka.ActorDeadError):
-            self.actor_ref.tell(Envelope(tick))
 
     def _on_tick(self, tick: RouterTick) -> None:
         if tick.generation != self._tick:

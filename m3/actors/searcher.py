@@ -26,7 +26,6 @@ from m3.protocols.base import Message
 from m3.protocols.messages.memory import (
     EmbeddingCounts,
     EmbeddingStats,
-    Flush,
     GetGraph,
     GetHistory,
     GetMemory,
@@ -84,7 +83,7 @@ class Searcher(StoreReader):
         return {
             SearchMemories: self.search, GetMemory: self.get, GetHistory: self.history, GetGraph: self.graph,
             VerifyMemories: self.verify, SearchChat: self.search_chat, EmbeddingStats: self.embedding_stats,
-            MemoriesErased: lambda msg: self._dense.forget(msg.ids), Flush: lambda _msg: True,
+            MemoriesErased: lambda msg: self._dense.forget(msg.ids),
         }
 
     # -- memory search -------------------------------------------------------------------------

@@ -17,21 +17,16 @@ the timer is armed again.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import pykka
-
-from m3.actors.base import Envelope
 from m3.actors.reader import StoreReader
 from m3.actors.supervisor import ActorHandle
 from m3.protocols.base import Message
 from m3.protocols.messages.coordination import ExpireLeases, GetTask, GetTaskTree, ListTasks
-from m3.protocols.messages.memory import Flush
 from m3.protocols.tools.tasks import TaskDetails, TaskListResult, TaskNode, TaskRecord, TaskTreeResult
 from m3.store import tasks as task_rows
 from m3.store.engine import StoreOptions
@@ -60,21 +55,17 @@ def lease_clock(tasks: ActorHandle) -> Callable[[datetime], None]:
 
 
 class _SweepReply:
-    """The Writer's answer to a sweep, turned into a message to the manager."""
+    """The Writer's answer to a sweep (the next lease end), told to the manager as a :class:`LeaseScheduled`."""
 
-    def __init__(self, ref: pykka.ActorRef[Any]):
-        self._ref = ref
+    def __init__(self, tell: Callable[[Message], None]):
+        self._tell = tell
 
-    def _tell(self, at: datetime | None) -> None:
-        with contextlib.suppress(pykka.ActorDeadError):
-            self._ref.tell(Envelope(LeaseScheduled(at=at)))
-
-    def set_result(self, value: Any) -> None:
-        self._tell(value)
+    def set_result(self, value: datetime | None) -> None:
+        self._tell(LeaseScheduled(at=value))
 
     def set_exception(self, exc: BaseException) -> None:
         log.warning("lease sweep failed (%r); trying again in %.0f s", exc, RETRY_SWEEP_S)
-        self._tell(datetime.now(UTC) + timedelta(seconds=RETRY_SWEEP_S))
+        self.set_result(datetime.now(UTC) + timedelta(seconds=RETRY_SWEEP_S))
 
 
 class TaskManager(StoreReader):
@@ -97,14 +88,14 @@ class TaskManager(StoreReader):
         super().release()
 
     def handlers(self) -> dict[type[Message], Callable[[Any], Any]]:
-        return {GetTask: self.get, ListTasks: self.list, GetTaskTree: self.tree, Flush: lambda _msg: True,
-                SweepLeases: self._sweep, LeaseScheduled: lambda msg: self._arm(msg.at)}
+        return {GetTask: self.get, ListTasks: self.list, GetTaskTree: self.tree, SweepLeases: self._sweep,
+                LeaseScheduled: lambda msg: self._arm(msg.at)}
 
     # -- the lease clock -----------------------------------------------------------------------
 
     def _sweep(self, _msg: SweepLeases) -> None:
         self._timer, self._timer_at = None, None
-        self._writer.tell(ExpireLeases(), _SweepReply(self.actor_ref))
+        self._writer.tell(ExpireLeases(), _SweepReply(self.tell_self))
 
     def _arm(self, at: datetime | None) -> None:
         """Make sure a sweep runs soon after ``at`` (keeps an earlier timer)."""
@@ -113,14 +104,10 @@ class TaskManager(StoreReader):
         if self._timer is not None:
             self._timer.cancel()
         delay = max(0.0, (at - datetime.now(UTC)).total_seconds()) + SWEEP_MARGIN_S
-        self._timer = threading.Timer(delay, self._fire)
+        self._timer = threading.Timer(delay, self.tell_self, args=(SweepLeases(),))
         self._timer.daemon = True
         self._timer_at = at
         self._timer.start()
-
-    def _fire(self) -> None:
-        with contextlib.suppress(pykka.ActorDeadError):
-            self.actor_ref.tell(Envelope(SweepLeases()))
 
     # -- reads ---------------------------------------------------------------------------------
 

@@ -110,8 +110,7 @@ class Writer(M3Actor):
         self._owned.close()
 
     def handlers(self) -> dict[type[Message], Callable[[Any], Any]]:
-        return {mem.Flush: lambda _msg: True, mem.ActivateModel: self._activate_model,
-                mem.MarkModelBuilding: self._mark_building}
+        return {mem.ActivateModel: self._activate_model, mem.MarkModelBuilding: self._mark_building}
 
     def _activate_model(self, msg: mem.ActivateModel) -> bool:
         assert self._conn is not None
