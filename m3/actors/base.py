@@ -1,14 +1,10 @@
 """Actor plumbing: envelopes with reply handles, a dispatching base actor, statistics.
 
-Every message travels in an :class:`Envelope` with an optional
-:class:`Reply`. Callers never block on pykka futures: the actor calls
-``reply.set_result`` or ``reply.set_exception`` and the reply wakes its
-waiter (a trio task through its token, or a thread through an event).
-
-Failure policy: an exception while handling a request goes back to the
-caller and the actor carries on. An exception while handling an event (no
-caller) crashes the actor; its :class:`~m3.actors.supervisor.ActorHandle`
-restarts it with backoff and re-delivers the messages still queued.
+Every message travels in an :class:`Envelope` with an optional :class:`Reply`, which the actor answers
+once and which wakes its waiter; nobody blocks on a pykka future. An exception while handling a request
+goes back to the caller and the actor carries on; while handling an event (no caller) it crashes the
+actor, and its :class:`~m3.actors.supervisor.ActorHandle` restarts it with backoff and re-delivers the
+messages still queued.
 """
 
 from __future__ import annotations

@@ -1,27 +1,12 @@
 """The Embedder actor: computes vectors in the background and hands them to the Writer.
 
-Writes never wait for a model: the Writer tells this actor which memories
-are new after it commits them. Texts accumulate while more messages wait in
-the mailbox and are embedded in bounded batches. New memories go first; the
-*backlog* (memories without a vector of the configured model: left by a
-process that stopped before embedding them, or every memory after a change
-of model) is worked through a page at a time between them, so a re-embedding
-of the whole store never delays a new memory by more than one batch.
-
-Change of model: the store records which model search uses (the *active*
-one, :mod:`m3.store.embedding_models`). When the configured model differs,
-this actor fills in the configured model's vectors for every memory, gives
-new memories a vector of the active model too (so search, which keeps using
-the active model meanwhile, still finds them by meaning), and once no
-current memory lacks a vector of the configured model asks the Writer to
-make it active — one transaction, after which search uses it alone.
-
-A memory whose content and title equal another's that already has a vector
-of the model gets a copy of that vector instead of a model call.
-
-Query embeddings do not pass through here: the Searcher calls the (thread
-safe) model directly, so an interactive search never queues behind a
-background batch.
+Writes never wait for a model: the Writer tells this actor which memories it committed. They are
+embedded in bounded batches once the mailbox is drained; the backlog (memories lacking a vector of the
+configured model) is worked through a page at a time between batches, so it never delays a new memory
+by more than one. During a change of model, new memories also get a vector of the active model (search
+keeps using it), and once every memory has one of the configured model the Writer is asked to make it
+active. A memory whose content and title equal one with a vector gets a copy of that vector. Queries
+do not pass through here: the Searcher calls the (thread-safe) model itself. docs/embedder.md.
 """
 
 from __future__ import annotations

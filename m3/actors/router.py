@@ -1,22 +1,11 @@
-"""Inbox routers: one actor per agent, started on demand, stopped when idle.
+"""Inbox routers: one actor per agent, started by its first ``notifications_wait``, stopped when idle.
 
-A router starts with the first ``notifications_wait`` of its agent. While it
-runs it forwards what is sent to its agent (handoffs, notifications) to the
-Writer with the sender's reply, so the sender's answer still means
-"committed" and the agent's traffic stays in order; with no router running,
-sends go straight to the Writer. It holds the replies of
-``notifications_wait`` callers. After
-a commit that notified its agent, the Writer tells the registry, which
-tells the router (if one runs: nobody waits otherwise), and the router
-answers every held reply at once. A held reply is also answered when its
-deadline passes or the router stops, so no caller waits unanswered.
-
-Idle stop: each router keeps at most one ``threading.Timer`` (for its
-earliest waiter deadline or its idle limit, whichever is first). When it
-fires with no waiter held and no message since the idle limit, the router
-asks the registry to retire it; the registry removes it under the same lock
-that every send takes, and only while its mailbox is empty, so a message is
-never sent to a router that is going away.
+While it runs, a router passes handoffs and notifications for its agent to the Writer with the sender's
+reply (in order; the answer still means "committed"; with no router they go straight to the Writer) and
+holds its agent's waits. It answers them all when the Writer reports a commit that notified its agent,
+and each at its deadline or when the router stops, so no caller waits unanswered. One timer per router
+(earliest deadline or idle limit); retiring takes the lock every send takes, and only with an empty
+mailbox, so nothing is sent to a router that is going away (docs/coordination.md, "Actors").
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """The Searcher: every read of memories and the chat log.
 
-It owns a read connection and the dense retrieval leg of its store
-(:mod:`m3.retrieval.dense`): on SQLite an in-memory vector matrix of the active
-model, refreshed before each search from the vectors added since it last
-looked (one indexed query, which also picks up other processes' writes);
-on PostgreSQL the model's HNSW index, queried in SQL with the filters. So a
-search sent after a write's reply sees that write. Each request runs in
-one read transaction: one consistent snapshot, released right after.
+It owns a read connection and its store's dense leg (:mod:`m3.retrieval.dense`), refreshed before each
+search, so a search sent after a write's reply sees that write (other processes' writes too). Each
+request runs in one read transaction: one consistent snapshot, released right after.
 """
 
 from __future__ import annotations

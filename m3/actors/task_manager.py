@@ -1,18 +1,10 @@
 """The task-tree manager: reads of task trees, and the lease clock.
 
-Reads (get, list, tree) are answered from its own read connection. Changes
-are Writer requests, sent there directly: the rules (state machine,
-versions, leases — ``m3.store.task_writes``) are conditional SQL inside the
-Writer's transaction, because a check made here against a snapshot could
-be stale by the time another process commits; and SQLite has one writer,
-so a second write path would bring back "database is locked".
-
-Leases end by themselves — every read and write treats a lapsed lease as
-pending — so the clock only makes the store say so: one timer, armed for
-the earliest lease it knows of (the Writer reports the leases its commits
-set through :func:`lease_clock`; the store tells the first at start), asks
-the Writer to sweep; the sweep answers with the next expiry still ahead and
-the timer is armed again.
+Task changes are Writer requests, sent there directly: their rules are SQL in the Writer's transaction
+(docs/coordination.md, "Actors"). A lapsed lease reads as pending everywhere already; the clock only
+makes the store say so: one timer, armed for the earliest lease end it knows of (from the store at
+start, from the Writer's commits through :func:`lease_clock`, from each sweep's answer), asks the
+Writer to sweep.
 """
 
 from __future__ import annotations

@@ -1,25 +1,11 @@
 """The Writer: the one actor per store that changes it (memories, chat, agents, inboxes, tasks).
 
-Every request it commits has one entry in ``OPERATIONS``: the store function
-that applies it, whether it may be refused part-way, whether consecutive
-ones merge, and the effects it reports (texts to embed, erased memories,
-notified agents, leases set).
-
-Group commit: write requests accumulate while more messages wait in the
-mailbox; when the mailbox is empty (or the batch is full) the batch runs in
-one transaction, and one bad request fails alone:
-
-* a request the Writer may refuse after writing part of it (supersede,
-  update, delete, pin, link: unknown ids, retired memories) runs inside its
-  own savepoint;
-* the others (new memories, vectors, chat, read statistics, coordination
-  changes) run without one; consecutive ones of a kind run as one unit (one
-  duplicate query, one executemany). Should one fail, the transaction rolls
-  back and every request of the batch runs again alone;
-* a batch of one request needs no savepoint: its transaction rolls back.
-
-After the commit the Writer tells the other actors what changed, then
-answers every caller. An answer therefore always means "committed".
+Every request kind it commits has one entry in ``OPERATIONS``: the store function that applies it,
+whether it may be refused part-way, whether consecutive ones merge, and the effects it reports. Group
+commit: requests accumulate while more messages wait (up to ``writer.max_batch``) and run in one
+transaction in which one bad request fails alone (see :meth:`Writer._run`, docs/architecture.md "The
+actors"). After the commit the Writer tells the other actors what changed, then answers every caller:
+an answer always means "committed".
 """
 
 from __future__ import annotations

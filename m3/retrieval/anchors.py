@@ -1,22 +1,12 @@
 """Do two texts agree on their anchors? A deterministic check, pure functions only.
 
-Anchors are the parts of a note that make it *this* fact rather than a
-neighbouring one: numbers (decimals, amounts, percentages), currency
-signs and codes, dates and times, identifiers (``ABC-123``, ``v2.1``,
-e-mail addresses, URLs, anything mixing letters and digits), proper names
-(capitalised words) and quoted strings. Two notes can be near-identical to
-an embedder and still be two facts: ``Customer 4411 ordered 3 laptops`` and
-``Customer 4412 ordered 3 laptops``. Similarity supersession retires a
-memory only when the pair agrees on every anchor (:func:`compare`).
-
-Agreement compares multisets per kind, so the order of anchors in the text
-does not matter ("On 2026-11-02 customer 4411 ordered …" restates the first
-note) but their count does. Numbers compare by value (``1,200.50`` equals
-``1200.5``); names and quoted strings compare case-insensitively; dates and
-times compare as written. A capitalised word that starts a sentence is a
-name only when it is not a common sentence opener and the pair never uses it
-in lower case ("Customer" opening one note and "customer" inside the
-other is the same word).
+Anchors make a note *this* fact rather than a neighbouring one (``Customer 4411 ordered 3 laptops``,
+``Customer 4412 ordered 3 laptops``): numbers, currency signs and codes, dates and times, identifiers
+(``ABC-123``, ``v2.1``, e-mails, URLs, anything mixing letters and digits), capitalised names and quoted
+strings. :func:`compare` compares multisets per kind, so order does not matter but counts do: numbers by
+value (``1,200.50`` equals ``1200.5``), names and quoted strings case-insensitively, dates and times as
+written. A capitalised word opening a sentence is a name only when it is not a common opener and the
+pair never uses it in lower case ("Customer" opening one note, "customer" inside the other).
 """
 
 from __future__ import annotations

@@ -1,20 +1,11 @@
 """The rows of one search's candidates: loaded narrow, completed only where needed.
 
-A search weighs a few hundred candidates and returns k of them. Ranking
-reads small columns (importance, pin, times, access count, title); the
-large ones (content, metadata, source) are needed only by the k results,
-by the few fresh memories whose vector is computed on the spot, and by
-MMR's word overlap for memories without a vector. So candidates are loaded
-with :data:`~m3.store.memories.RANKING_COLUMNS` in one query, and a
-:class:`CandidateRow` gets its other columns when asked:
-
-* explicitly, for the rows the Searcher knows it needs (:meth:`CandidateRows.complete`);
-* implicitly, the first time any row is asked for a column it does not
-  hold: then every row of the search not completed yet is completed in one
-  query, so code reading a large column of every candidate costs one extra
-  query, never one per row.
-
-All of it runs inside the Searcher's read transaction: one snapshot.
+Ranking reads small columns (:data:`~m3.store.memories.RANKING_COLUMNS`, one query for every
+candidate); the large ones (content, metadata, source) only the k results, the fresh memories embedded
+on the spot and MMR's word overlap need. A row gets them when the Searcher asks
+(:meth:`CandidateRows.complete`) or, the first time any row is asked for a column it lacks, every row
+not completed yet gets them in one query: never one query per row. All of it runs inside the
+Searcher's read transaction.
 """
 
 from __future__ import annotations

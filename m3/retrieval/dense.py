@@ -1,18 +1,13 @@
-"""The Searcher's dense (by meaning) retrieval leg, one implementation per store.
+"""The Searcher's dense (by meaning) retrieval leg, one per store (docs/postgres.md for PostgreSQL).
 
-* SQLite: :class:`MatrixLeg` keeps the active model's vectors in an
-  in-memory float32 matrix (brute force, exact), loading what was added
-  since it last looked before each search. Filters are SQL on the ids it
-  proposes; when they prune too much, the top among the ids they admit.
-* PostgreSQL: :class:`SqlLeg` asks the database: the model's HNSW index
-  with the filters in the same SQL statement (iterative scan, strict
-  order), and an exact scan of the filtered rows when the index yields
-  fewer than asked. No vector is held in memory between searches, so any
-  number of processes can search a large store.
+* SQLite, :class:`MatrixLeg`: the active model's vectors in an in-memory float32 matrix (brute force,
+  exact), loading what was added since it last looked before each search; the filters run in SQL on
+  the ids it proposes, and when they prune too much, it ranks among the ids they admit.
+* PostgreSQL, :class:`SqlLeg`: the model's HNSW index with the filters in one statement, and an exact
+  scan of the filtered rows when the index yields fewer than asked; no vectors held between searches.
 
-Both return the hits that pass the filters, best first, as (id, cosine),
-and the vectors of the candidates so that MMR and fresh-write scoring work
-alike on both stores; the Searcher loads the rows it ranks.
+Both return the hits that pass the filters, best first, as (id, cosine), and the candidates' vectors
+(for MMR and fresh-write scoring); the Searcher loads the rows it ranks.
 """
 
 from __future__ import annotations

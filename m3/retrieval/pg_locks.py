@@ -1,27 +1,12 @@
 """Exactly-once write decisions when several processes write one PostgreSQL store at once.
 
-On SQLite one write lock serialises every writer, so the Writer's checks
-("is there an identical current memory?", "which current memory does this
-vector supersede?") see everything committed before them. On PostgreSQL
-each process has its own Writer and transactions overlap; two processes
-storing near-identical memories would each miss the other's uncommitted
-row and both stay current. So, at the start of each write transaction and
-before it writes anything, the Writer takes transaction-scoped advisory
-locks, in ascending key order:
-
-* one per **owner group** (model, type, agent, user) of the vectors the
-  batch stores, for similarity supersession;
-* one per **duplicate key** (content hash, type, agent, user, conversation)
-  of the memories the batch writes, for exact deduplication.
-
-A second transaction touching the same group waits until the first
-commits; under READ COMMITTED its next statement then sees the first's
-rows, so the nearest-neighbour query run inside it (pgvector, with the
-group's filters) finds them and the rule closes the older one. Exactly one
-stays current. Taking every lock before any row lock, in one order, means
-these locks alone cannot deadlock; row-lock deadlocks between unrelated
-updates are retried by the Writer. The HNSW index of a model seen for the
-first time is created in the same preparation step, for the same reason.
+Before it writes anything, each write transaction takes transaction-scoped advisory locks in ascending
+key order: one per owner group (model, type, agent, user) of the vectors it stores, for similarity
+supersession, and one per duplicate key of the memories it writes, for exact deduplication. A second
+transaction on a key waits for the first to commit, then (READ COMMITTED) sees its rows, so exactly one
+memory stays current. Every lock comes before any row lock, in one order, so these cannot deadlock
+(row-lock deadlocks are retried by the Writer). A model's first HNSW index is created in the same step,
+for the same reason. docs/postgres.md, "Many writers".
 """
 
 from __future__ import annotations

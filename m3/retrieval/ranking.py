@@ -1,35 +1,11 @@
 """Score fusion and MMR diversity for memory search (pure functions).
 
-Each candidate gets signals in 0..1. The memory's own signals:
-
-- ``dense``: cosine similarity of query and memory vectors, as it is (0 when
-  the memory has no vector yet, or when the cosine is negative). It is not
-  rescaled per pool: the cosine says how close a match is in absolute terms,
-  and rescaling it by the pool's best measured worse (docs/search.md).
-  Cosines of a pool lie close together (MiniLM: about 0.2-0.7) while the
-  scaled BM25 spans 0-1, so a keyword match sways the order more than the
-  nominal weights suggest; the default weights were measured that way;
-- ``bm25``: BM25 of the content divided by the best BM25 in the candidate
-  pool, so the strongest keyword match scores 1 and a non-match 0;
-- ``title``: share of query terms found in the title;
-- ``importance``, ``recency`` (half-life decay of the valid time), ``access``
-  (log of the read count), ``pin``.
-
-Their weighted mean is the memory's own relevance. Then one signal from its
-neighbours:
-
-- ``conversation``: support from the memory's conversation — the mean of
-  the ``conversation_top`` best own relevances among the pool's memories of
-  the same ``conversation_id`` (a place the conversation lacks counts 0).
-  A conversation that matches the query in several memories lifts each of
-  them above a lone match elsewhere. A memory without a conversation is its
-  own support (the signal equals its own relevance): neither lifted nor
-  lowered.
-
-The fused score is the weighted mean of all signals. A missing signal is 0,
-never the maximum, so nothing outranks a real match for lack of evidence.
-MMR then reorders the pool for diversity; the score returned stays the
-fused relevance.
+Every candidate gets signals in 0..1 (:data:`SIGNALS`); the fused score is their weighted mean. The
+cosine is used as it is, never rescaled per pool; BM25 is divided by the pool's best; a missing signal
+is 0, never the maximum. ``own`` is the mean of the memory's own signals, and the ``conversation`` signal
+the mean of the ``conversation_top`` best ``own`` values of its conversation in the pool (its own value
+without a conversation). MMR reorders the pool; the score returned stays the fused relevance. Each
+signal, and the measurements behind the default weights: docs/search.md.
 """
 
 from __future__ import annotations

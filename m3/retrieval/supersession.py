@@ -1,38 +1,17 @@
 """Similarity supersession, run by the Writer when vectors arrive.
 
-Rule: among current memories of the same type, agent and user whose vectors
-(same model) have cosine above the threshold and whose text differs, the
-most recently recorded one stays current and the others are closed, linked
-by ``supersedes`` -- but only when the two texts agree on their anchors
-(numbers, amounts, dates, identifiers, names, quoted strings:
-:mod:`m3.retrieval.anchors`). A pair above the threshold that disagrees is
-two facts, or a conflict the writer cannot settle from the text: both stay
-current and the pair is recorded in ``conflicts`` (kind ``near_duplicate``,
-at most :data:`MAX_CONFLICTS` per stored vector, the nearest first). Exempt
-types (events, conversation turns) never supersede: repeating something is
-not correcting it.
+Rule (docs/architecture.md, "Similarity supersession"): among current memories of one owner group
+(type, agent, user) whose vectors of one model have a cosine above the threshold and whose texts differ,
+the most recently recorded stays current and each other is closed, linked by ``supersedes``, only when
+the pair agrees on its anchors (:mod:`m3.retrieval.anchors`). A pair that disagrees stays current and is
+recorded as a ``near_duplicate`` conflict, at most :data:`MAX_CONFLICTS` per stored vector, nearest
+first. Exempt types never supersede. The newer memory's author gets a ``superseded`` notification.
 
-Supersession happens after the write answered (when the vector arrives),
-so the agent that wrote the newer memory learns it from a ``superseded``
-notification naming both ids, and both memories' history says why
-(similarity, "anchors agree").
-
-Finding candidates must not cost a scan of every vector per write, so the
-Writer keeps a :class:`CandidateIndex`: the vectors of non-exempt memories,
-grouped by (model, type, agent, user). At the start of each write
-transaction it loads the committed vectors it has not seen (by ``seq``;
-under SQLite's write lock nothing else can commit meanwhile, so this also
-picks up other processes' vectors), and vectors stored in the transaction
-are added directly. It only proposes
-candidates; every candidate above the threshold is re-checked against the
-database (still current? same owner? cosine recomputed from the stored
-vector) inside the Writer's transaction before anything is closed.
-
-On PostgreSQL several processes write at once, so an in-memory index would
-miss what another process stores concurrently: there the Writer uses
-:class:`m3.retrieval.pg_locks.LockedCandidates`, which serialises each owner
-group with an advisory lock and asks pgvector inside the transaction.
-Both implement :class:`Candidates`.
+A :class:`Candidates` only proposes; each candidate is re-checked in the Writer's transaction (still
+current, same owner, cosine of the stored vectors) before anything is closed. SQLite's
+:class:`CandidateIndex` keeps the vectors per owner group in memory and, at the start of each write
+transaction, loads the committed ones it has not seen (under the write lock, so other processes' too).
+PostgreSQL, where processes write at once, uses :class:`m3.retrieval.pg_locks.LockedCandidates`.
 """
 
 from __future__ import annotations
