@@ -56,14 +56,13 @@ class ActorHandle:
             raise RuntimeError(f"the {self.name} actor is already started")
         self._kwargs.update(kwargs)
 
-    def _build(self, stats: ActorStats,
-               on_crash: Callable[[Callable[[], list[Envelope]]], None]) -> pykka.ActorRef[M3Actor]:
+    def _build(self) -> pykka.ActorRef[M3Actor]:
         """Construct and start the actor (pykka builds it in ``start``)."""
-        return self._factory.start(*self._args, stats=stats, on_crash=on_crash, **self._kwargs)
+        return self._factory.start(*self._args, stats=self.stats, on_crash=self._crashed, **self._kwargs)
 
     def start(self) -> ActorHandle:
         with self._lock:
-            self._ref = self._build(self.stats, self._crashed)
+            self._ref = self._build()
         return self
 
     # -- sending -------------------------------------------------------------------------------
@@ -128,9 +127,8 @@ class ActorHandle:
                 return
             self.stats.restarts += 1
             self.stats.started_at = time.monotonic()
-            ref = self._build(self.stats, self._crashed)
-            self._ref = ref
-            self._deliver_buffer(ref)
+            self._ref = self._build()
+            self._deliver_buffer(self._ref)
 
     def _deliver_buffer(self, ref: pykka.ActorRef[M3Actor]) -> None:
         """Hand buffered envelopes to a fresh actor, under the lock so that they go before any told later.
@@ -178,15 +176,11 @@ class ActorHandle:
         ref = self._ref
         return ref is None or ref.actor_stopped.wait(timeout)
 
-    def is_alive(self) -> bool:
-        ref = self._ref
-        return ref is not None and ref.is_alive()
-
     def statistics(self) -> dict[str, Any]:
         ref = self._ref
         alive = ref is not None and ref.is_alive()
         depth = ref.actor_inbox.qsize() if alive else len(self._buffer)  # type: ignore[union-attr]
         return {
-            "actor": self.name, "alive": self.is_alive(), "queue_depth": int(depth),
+            "actor": self.name, "alive": alive, "queue_depth": int(depth),
             "handled": self.stats.handled, "failed": self.stats.failed, "restarts": self.stats.restarts,
         }

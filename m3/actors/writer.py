@@ -285,7 +285,7 @@ def _vectors(tx: Tx, msgs: list[mem.StoreVectors]) -> list[Outcome]:
     done = supersede_similar(tx.conn, mem.StoreVectors.merged(msgs) if len(msgs) > 1 else msgs[0], tx.policy,
                              tx.clock, tx.candidates)
     # The authors of memories it retired are told (notifications committed in this transaction).
-    return [Outcome(effects=Effects(notified=done.notified))] + [Outcome() for _ in msgs[1:]]
+    return [Outcome(effects=Effects(notified=done))] + [Outcome() for _ in msgs[1:]]
 
 
 def _resolve_conflict(tx: Tx, msg: ResolveConflict) -> Outcome:

@@ -26,15 +26,6 @@ from m3.store.schema import memories as m
 NEAR_LIMIT = 32
 
 
-def duplicate_key(content_hash: str, mtype: str, agent: str | None, user: str | None,
-                  conversation: str | None) -> int:
-    return postgres.lock_key("duplicate", content_hash, mtype, agent, user, conversation)
-
-
-def group_key(model: str, mtype: str, agent: str | None, user: str | None) -> int:
-    return postgres.lock_key("group", model, mtype, agent, user)
-
-
 class LockedCandidates:
     """Supersession candidates straight from PostgreSQL, under per-group advisory locks."""
 
@@ -45,14 +36,14 @@ class LockedCandidates:
         keys: list[int] = []
         for msg in batch:
             if isinstance(msg, WriteMemories):
-                keys += [duplicate_key(rows.content_hash(mem.content), mem.type, mem.agent_id, mem.user_id,
-                                       mem.conversation_id) for mem in msg.memories]
+                keys += [postgres.lock_key("duplicate", rows.content_hash(mem.content), mem.type, mem.agent_id,
+                                           mem.user_id, mem.conversation_id) for mem in msg.memories]
         stores = [msg for msg in batch if isinstance(msg, StoreVectors)]
         for model, dim in sorted({(msg.model, msg.dim) for msg in stores}):
             postgres.ensure_hnsw_index(conn, model, dim)
         for msg in stores:
             owners = conn.execute(select(m.c.type, m.c.agent_id, m.c.user_id).where(m.c.id.in_(list(msg.ids))))
-            keys += [group_key(msg.model, t, a, u) for t, a, u in owners if t not in self._exempt]
+            keys += [postgres.lock_key("group", msg.model, t, a, u) for t, a, u in owners if t not in self._exempt]
         postgres.lock_all(conn, keys)
 
     def add(self, model: str, memory_id: str, owner: tuple[str, str | None, str | None], vector: Vector) -> None:

@@ -17,7 +17,7 @@ PostgreSQL, where processes write at once, uses :class:`m3.retrieval.pg_locks.Lo
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
@@ -108,51 +108,34 @@ class CandidateIndex:
         self._group_of[memory_id] = key
 
     def discard(self, memory_id: str) -> None:
-        """Forget a memory that can no longer be superseded (retired or erased)."""
         key = self._group_of.pop(memory_id, None)
         if key is not None:
             self._groups[key].remove([memory_id])
 
     def near(self, conn: Connection, model: str, row: RowMapping, vector: Vector, threshold: float) -> list[str]:
-        """Ids in ``row``'s owner group whose cosine to ``vector`` exceeds ``threshold``, best first."""
         group = self._groups.get((model, row["type"], row["agent_id"], row["user_id"]))
         if group is None:
             return []
         return [i for i, cos in group.top(vector, 32) if cos > threshold and i != row["id"]]
 
 
-@dataclass
-class Outcome:
-    """What one StoreVectors did beyond storing vectors."""
-
-    #: (retired id, winner id) pairs.
-    closed: list[tuple[str, str]] = field(default_factory=list)
-    #: Ids of conflict candidates recorded.
-    conflicts: list[str] = field(default_factory=list)
-    #: Agents that got a ``superseded`` notification.
-    notified: list[str] = field(default_factory=list)
-
-
 def supersede_similar(conn: Connection, msg: StoreVectors, policy: SupersessionPolicy,
-                      clock: Callable[[], datetime], index: Candidates) -> Outcome:
-    """Store the vectors, then apply the rule."""
+                      clock: Callable[[], datetime], index: Candidates) -> list[str]:
+    """Store the vectors, then apply the rule; returns the agents that got a ``superseded`` notification."""
     matrix = np.frombuffer(msg.vectors, dtype="<f4").reshape(len(msg.ids), msg.dim)
     found = rows.decision_rows(conn, msg.ids, msg.model)
     kept = vectors.store(conn, msg.model, msg.dim, msg.ids, matrix, clock(),
                          existing={i: bool(row["has_vector"]) for i, row in found.items()})
     position = {memory_id: i for i, memory_id in enumerate(msg.ids)}
     stored = sorted((found[i] for i in kept), key=lambda r: r["recorded_at"])
-    for row in stored:
-        if row["type"] not in policy.exempt_types and row["retired_at"] is None:
-            index.add(msg.model, row["id"], (row["type"], row["agent_id"], row["user_id"]),
-                      matrix[position[row["id"]]])
-    out = Outcome()
+    eligible = [row for row in stored if row["type"] not in policy.exempt_types and row["retired_at"] is None]
+    for row in eligible:
+        index.add(msg.model, row["id"], (row["type"], row["agent_id"], row["user_id"]), matrix[position[row["id"]]])
+    notified: list[str] = []
     if not msg.supersede:
-        return out
+        return notified
     ops = MemoryWrites(conn, clock)
-    for row in stored:
-        if row["type"] in policy.exempt_types or row["retired_at"] is not None:
-            continue
+    for row in eligible:
         vector = matrix[position[row["id"]]]
         # The owner (type, agent, user) never changes, so candidates come before the row is read again.
         candidates = index.near(conn, msg.model, row, vector, policy.threshold)
@@ -160,14 +143,12 @@ def supersede_similar(conn: Connection, msg: StoreVectors, policy: SupersessionP
             continue
         current = rows.load(conn, row["id"])  # an earlier row of this batch may have retired it
         if current["retired_at"] is None:
-            _apply_rule(conn, ops, current, vector, msg.model, candidates, policy, index, out)
-    for loser, _winner in out.closed:
-        index.discard(loser)
-    return out
+            _apply_rule(conn, ops, current, vector, msg.model, candidates, policy, index, notified)
+    return notified
 
 
 def _apply_rule(conn: Connection, ops: MemoryWrites, row: RowMapping, vector: Vector, model: str,
-                candidate_ids: list[str], policy: SupersessionPolicy, index: Candidates, out: Outcome) -> None:
+                candidate_ids: list[str], policy: SupersessionPolicy, index: Candidates, notified: list[str]) -> None:
     """Re-check the candidates against the database; close the stale side of each pair that agrees on its
     anchors, record the pairs that do not as conflict candidates."""
     where = m.c.id.in_(candidate_ids) & rows.same_owner_clause(row)
@@ -191,37 +172,35 @@ def _apply_rule(conn: Connection, ops: MemoryWrites, row: RowMapping, vector: Ve
         if not agreement.agree:
             if flagged < MAX_CONFLICTS:
                 flagged += 1
-                found = conflict_writes.record_conflict(
+                conflict_writes.record_conflict(
                     conn, older, newer, kind="near_duplicate", reason=agreement.reason(), similarity=cosine,
                     details={"differences": {k: [list(a), list(b)] for k, (a, b) in agreement.differences.items()}},
                     now=ops.clock(), actor=ACTOR)
-                if found is not None:
-                    out.conflicts.append(found)
             continue
-        _retire(conn, ops, older, newer, cosine, out)
+        _retire(conn, ops, older, newer, cosine, index, notified)
         if older is row:
             break  # a newer version already exists: this one was the stale one
 
 
 def _retire(conn: Connection, ops: MemoryWrites, older: RowMapping, newer: RowMapping, cosine: float,
-            out: Outcome) -> bool:
-    """Close ``older`` in favour of ``newer``, say why in both histories and tell newer's author."""
+            index: Candidates, notified: list[str]) -> None:
+    """Close ``older`` in favour of ``newer`` (no longer a candidate), say why in both histories and tell
+    newer's author."""
     now = ops.clock()
     why = f"similar (cosine {cosine}) and the anchors agree"
     if not ops.close_superseded(older, newer["id"], now, valid_to=newer["valid_from"], actor=ACTOR, reason=why,
                                 how="similarity", cosine=cosine):
-        return False
+        return
     rows.record_events(conn, [rows.event(newer["id"], "supersedes", ACTOR, now, old=older["id"], how="similarity",
                                          reason=why, cosine=cosine)])
-    out.closed.append((older["id"], newer["id"]))
+    index.discard(older["id"])
     author = _author(conn, newer["id"])
     if author is not None and not author.startswith("m3:"):
         inbox_writes.notify(conn, to_agent=author, kind="superseded", now=now, from_agent=ACTOR, ref_id=newer["id"],
                      message=f"memory {newer['id']} superseded {older['id']}: {why}",
                      data={"memory_id": newer["id"], "superseded": older["id"], "cosine": cosine,
                            "reason": why})
-        out.notified.append(author)
-    return True
+        notified.append(author)
 
 
 def _author(conn: Connection, memory_id: str) -> str | None:
