@@ -20,7 +20,8 @@ import numpy as np
 import numpy.typing as npt
 from sqlalchemy import Connection
 
-from m3.actors.base import Envelope, M3Actor
+from m3.actors.base import Envelope
+from m3.actors.reader import ConnectionOwner
 from m3.actors.supervisor import ActorHandle
 from m3.embed.base import Embedder
 from m3.errors import EmbedderUnavailable
@@ -36,7 +37,7 @@ from m3.protocols.messages.memory import (
     StoreVectors,
 )
 from m3.store import embedding_models, vectors
-from m3.store.engine import OwnedConnection, StoreOptions
+from m3.store.engine import StoreOptions
 
 log = logging.getLogger(__name__)
 
@@ -47,11 +48,11 @@ class Backfill(Message):
     """Queue the next page of memories without a vector of the configured model."""
 
 
-class EmbedderActor(M3Actor):
+class EmbedderActor(ConnectionOwner):
     def __init__(self, options: StoreOptions, *, embedder: Embedder, writer: ActorHandle, max_batch: int,
                  backend_name: str, resolve: Resolver | None = None, ask_timeout: float = 30.0,
                  background: bool = True, **base: Any):
-        super().__init__(**base)
+        super().__init__(options, **base)
         self._embedder = embedder
         self._resolve = resolve or (lambda model: embedder if model == embedder.model_id else None)
         self._writer = writer
@@ -67,8 +68,6 @@ class EmbedderActor(M3Actor):
         self._paging = True  # more backlog pages may follow
         self._backfill_queued = False  # a Backfill message waits in the mailbox
         self._active: str | None = None  # the model search uses, as last read from the store
-        self._owned = OwnedConnection(options, "reader")
-        self._conn: Connection | None = None
         self._unsynced = False  # vectors were told to the Writer since it last confirmed a commit
         self.last_error: str | None = None
         self.embedded = 0  # vectors of the configured model computed (or reused) by this actor
@@ -79,12 +78,8 @@ class EmbedderActor(M3Actor):
         return self._embedder.model_id
 
     def setup(self) -> None:
-        self._conn = self._owned.open()
+        super().setup()
         self._queue_backfill()
-
-    def release(self) -> None:
-        self._conn = None
-        self._owned.close()
 
     def handlers(self) -> dict[type[Message], Callable[[Any], Any]]:
         return {MemoriesWritten: self._enqueue, Backfill: self._backfill, Flush: self._flush,
@@ -289,6 +284,5 @@ class EmbedderActor(M3Actor):
     @contextmanager
     def _db(self) -> Iterator[Connection]:
         """A read transaction on the actor's connection."""
-        assert self._conn is not None
-        with self._conn.begin():
-            yield self._conn
+        with self.conn.begin():
+            yield self.conn

@@ -1,9 +1,8 @@
-"""Actors that read the store through one connection of their own.
+"""Actors that own one store connection: opened when the actor starts, closed when it stops.
 
-The Searcher, the Directory and the TaskManager each own a read connection:
-opened when the actor starts, closed when it stops, and every request is
-answered inside one read transaction (one consistent snapshot, released
-right after).
+The Writer holds the write connection; the Embedder a read connection it opens transactions on itself;
+the Searcher, the Directory and the TaskManager (:class:`StoreReader`) answer every request inside one
+read transaction (one consistent snapshot, released right after).
 """
 
 from __future__ import annotations
@@ -14,14 +13,15 @@ from sqlalchemy import Connection
 
 from m3.actors.base import M3Actor
 from m3.protocols.base import Message
-from m3.store.engine import OwnedConnection, StoreOptions
+from m3.store.engine import OwnedConnection, Role, StoreOptions
 
 
-class StoreReader(M3Actor):
+class ConnectionOwner(M3Actor):
+    role: Role = "reader"
+
     def __init__(self, options: StoreOptions, **base: Any):
         super().__init__(**base)
-        self._options = options
-        self._owned = OwnedConnection(options, "reader")
+        self._owned = OwnedConnection(options, self.role)
 
     def setup(self) -> None:
         self._owned.open()
@@ -29,10 +29,12 @@ class StoreReader(M3Actor):
     def release(self) -> None:
         self._owned.close()
 
-    def handle(self, message: Message) -> Any:
-        with self.conn.begin():
-            return super().handle(message)
-
     @property
     def conn(self) -> Connection:
         return self._owned.conn
+
+
+class StoreReader(ConnectionOwner):
+    def handle(self, message: Message) -> Any:
+        with self.conn.begin():
+            return super().handle(message)

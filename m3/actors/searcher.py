@@ -69,7 +69,8 @@ class Searcher(StoreReader):
         self._weights = weights
         self._candidates = candidates
         self._writer = writer
-        self._dense: DenseLeg = leg_for(dialect_for(options.url))
+        self._dialect = dialect_for(options.url)
+        self._dense: DenseLeg = leg_for(self._dialect)
         #: The current search's query vector; set per request by _dense_hits.
         self._query_vec: Any = None
         #: The current search's candidate rows; set per request by search.
@@ -135,7 +136,7 @@ class Searcher(StoreReader):
             return
         log.info("search switches from %s to %s vectors", self._model, active)
         self._model = active
-        self._dense = leg_for(dialect_for(self._options.url))
+        self._dense = leg_for(self._dialect)
         self._embedder = self._resolve(active)
         if self._embedder is None:
             log.warning("no embedder for %s in this process: searching by keyword until it is available", active)

@@ -19,7 +19,8 @@ from typing import Any
 from sqlalchemy import Connection
 from sqlalchemy.exc import OperationalError
 
-from m3.actors.base import Envelope, M3Actor, Reply
+from m3.actors.base import Envelope, Reply
+from m3.actors.reader import ConnectionOwner
 from m3.actors.supervisor import ActorHandle
 from m3.errors import M3Error
 from m3.protocols.base import Message
@@ -35,7 +36,7 @@ from m3.store import memories as rows
 from m3.store.clock import Clock
 from m3.store.conflicts import ConflictFilter
 from m3.store.dialect import dialect_for
-from m3.store.engine import OwnedConnection, StoreOptions, write_errors
+from m3.store.engine import StoreOptions, write_errors
 from m3.store.filters import isolation_clause
 from m3.store.memory_writes import MemoryWrites
 from m3.store.task_writes import TaskWrites
@@ -69,12 +70,14 @@ class Outcome:
     effects: Effects = field(default_factory=Effects)
 
 
-class Writer(M3Actor):
+class Writer(ConnectionOwner):
+    role = "writer"
+
     def __init__(self, options: StoreOptions, *, max_batch: int, policy: SupersessionPolicy,
                  searcher: ActorHandle | None, embedder: ActorHandle | None,
                  on_notified: Callable[[tuple[str, ...]], None] | None = None,
                  on_leased: Callable[[datetime], None] | None = None, **base: Any):
-        super().__init__(**base)
+        super().__init__(options, **base)
         self._max_batch = max(1, max_batch)
         self._policy = policy
         self._searcher = searcher
@@ -82,35 +85,24 @@ class Writer(M3Actor):
         self._on_notified = on_notified
         self._on_leased = on_leased
         self._pending: list[Envelope] = []
-        self._owned = OwnedConnection(options, "writer")
-        self._conn: Connection | None = None
         self._clock = Clock()
         self._dialect = dialect_for(options.url)
         self._candidates = candidates_for(self._dialect, policy.exempt_types)
-
-    def setup(self) -> None:
-        self._conn = self._owned.open()
-
-    def release(self) -> None:
-        self._conn = None
-        self._owned.close()
 
     def handlers(self) -> dict[type[Message], Callable[[Any], Any]]:
         return {mem.ActivateModel: self._activate_model, mem.MarkModelBuilding: self._mark_building}
 
     def _activate_model(self, msg: mem.ActivateModel) -> bool:
-        assert self._conn is not None
-        with self._conn.begin():
-            done = embedding_models.activate(self._conn, msg.model, msg.dim, self._clock(),
+        with self.conn.begin():
+            done = embedding_models.activate(self.conn, msg.model, msg.dim, self._clock(),
                                              require_complete=msg.require_complete)
         if done:
             log.info("search now uses the vectors of %s", msg.model)
         return done
 
     def _mark_building(self, msg: mem.MarkModelBuilding) -> None:
-        assert self._conn is not None
-        with self._conn.begin():
-            embedding_models.mark_building(self._conn, msg.model, msg.dim, self._clock())
+        with self.conn.begin():
+            embedding_models.mark_building(self.conn, msg.model, msg.dim, self._clock())
 
     # -- group commit --------------------------------------------------------------------------
 
@@ -161,8 +153,7 @@ class Writer(M3Actor):
         raise AssertionError("unreachable")
 
     def _run(self, batch: list[Envelope]) -> tuple[list[Any], Effects]:
-        conn = self._conn
-        assert conn is not None
+        conn = self.conn
         if len(batch) == 1:
             return self._run_one(conn, batch[0])
         outcomes: list[Any] = [None] * len(batch)
