@@ -62,8 +62,9 @@ class EmbedderActor(ConnectionOwner):
         self._background = background
         self._max_batch = max(1, max_batch)
         self._backend_name = backend_name
-        self._fresh: dict[str, str] = {}  # id -> text of new memories, insertion ordered
-        self._backlog: dict[str, tuple[str, bool]] = {}  # id -> (text, run supersession)
+        # id -> (text, run supersession), insertion ordered: new memories (always True), then the backlog.
+        self._fresh: dict[str, tuple[str, bool]] = {}
+        self._backlog: dict[str, tuple[str, bool]] = {}
         self._backfill_seq = 0  # memories up to this seq were already looked at by the backfill
         self._paging = True  # more backlog pages may follow
         self._backfill_queued = False  # a Backfill message waits in the mailbox
@@ -105,7 +106,7 @@ class EmbedderActor(ConnectionOwner):
 
     def _enqueue(self, msg: MemoriesWritten) -> None:
         for memory_id, text in zip(msg.ids, msg.texts, strict=True):
-            self._fresh[memory_id] = text
+            self._fresh[memory_id] = (text, True)
             self._backlog.pop(memory_id, None)
 
     # -- backlog and change of model -----------------------------------------------------------
@@ -208,15 +209,11 @@ class EmbedderActor(ConnectionOwner):
 
     def _embed_next_batch(self) -> None:
         fresh = bool(self._fresh)
-        if fresh:
-            ids = list(self._fresh)[: self._max_batch]
-            texts = [self._fresh.pop(i) for i in ids]
-            supersede = [True] * len(ids)
-        else:
-            ids = list(self._backlog)[: self._max_batch]
-            queued = [self._backlog.pop(i) for i in ids]
-            texts = [text for text, _ in queued]
-            supersede = [flag for _, flag in queued]
+        queue = self._fresh if fresh else self._backlog
+        ids = list(queue)[: self._max_batch]
+        queued = [queue.pop(i) for i in ids]
+        texts = [text for text, _ in queued]
+        supersede = [flag for _, flag in queued]
         try:
             matrix = self._vectors(ids, texts)
         except EmbedderUnavailable as exc:
@@ -238,17 +235,11 @@ class EmbedderActor(ConnectionOwner):
         """Vectors of the configured model: copies of stored ones for identical memories, the rest computed."""
         with self._db() as conn:
             known = vectors.reusable(conn, self.model, ids)
-        todo = [i for i, memory_id in enumerate(ids) if memory_id not in known]
-        computed = self._embedder.embed([texts[i] for i in todo]) if todo else None
-        dim = computed.shape[1] if computed is not None else len(next(iter(known.values())))
-        matrix = np.empty((len(ids), dim), dtype=np.float32)
-        for i, memory_id in enumerate(ids):
-            if memory_id in known:
-                matrix[i] = known[memory_id]
-        if computed is not None:
-            matrix[todo] = computed
+        todo = [text for memory_id, text in zip(ids, texts, strict=True) if memory_id not in known]
+        computed: Iterator[npt.NDArray[np.float32]] = iter(self._embedder.embed(todo) if todo else [])
         self.reused += len(ids) - len(todo)
-        return matrix
+        return np.stack([known[memory_id] if memory_id in known else next(computed) for memory_id in ids]
+                        ).astype(np.float32, copy=False)
 
     def _embed_for_search(self, ids: list[str], texts: list[str]) -> bool:
         """During a change of model, give new memories a vector of the model search still uses."""

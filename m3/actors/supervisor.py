@@ -164,10 +164,7 @@ class ActorHandle:
             self._fail_buffer()
         if ref is not None and ref.is_alive():
             try:
-                if block:
-                    ref.stop(block=True, timeout=timeout)
-                else:
-                    ref.stop(block=False)
+                ref.stop(block=block, timeout=timeout)  # pykka waits only when blocking
             except (pykka.ActorDeadError, pykka.Timeout):
                 log.warning("the %s actor did not stop within %.0f s", self.name, timeout)
 

@@ -290,10 +290,12 @@ def _touch(tx: Tx, msg: mem.TouchMemories) -> Outcome:
     return Outcome()
 
 
-def _at_now(change: Callable[[Connection, Any, datetime], Any], *, notifies: bool = False) -> Operation:
+def _at_now(change: Callable[[Connection, Any, datetime], Any], *, notifies: bool = False,
+            refusable: bool = False) -> Operation:
     """The operation ``change(conn, msg, now)``; with ``notifies``, it notifies ``msg.to_agent``."""
     return Operation(lambda tx, msg: Outcome(change(tx.conn, msg, tx.clock()),
-                                             Effects(notified=[msg.to_agent] if notifies else [])))
+                                             Effects(notified=[msg.to_agent] if notifies else [])),
+                     refusable=refusable)
 
 
 def _task(change: Callable[[TaskWrites, Any], Any]) -> Operation:
@@ -317,9 +319,8 @@ OPERATIONS: dict[type[Message], Operation] = {
                             mergeable=lambda a, b: (a.model, a.dim, a.supersede) == (b.model, b.dim, b.supersede)),
     mem.TouchMemories: Operation(_touch),
     mem.WriteChat: _at_now(chat_writes.append),
-    mem.ShareMemory: Operation(lambda tx, msg: Outcome(grant_writes.apply(tx.conn, msg, tx.clock())), refusable=True),
-    mem.UnshareMemory: Operation(lambda tx, msg: Outcome(grant_writes.apply(tx.conn, msg, tx.clock())),
-                                 refusable=True),
+    mem.ShareMemory: _at_now(grant_writes.apply, refusable=True),
+    mem.UnshareMemory: _at_now(grant_writes.apply, refusable=True),
     co.RegisterAgent: _at_now(agent_writes.register), co.AgentHeartbeat: _at_now(agent_writes.heartbeat),
     co.AgentOffline: _at_now(agent_writes.offline), co.CreateToken: _at_now(agent_writes.create_token),
     co.RevokeTokens: _at_now(agent_writes.revoke_tokens),

@@ -60,10 +60,8 @@ class Agreement:
 
     def reason(self) -> str:
         """One line naming the anchors that differ, e.g. ``number: 4411 vs 4412``; empty when they agree."""
-        parts = []
-        for kind, (only_a, only_b) in sorted(self.differences.items()):
-            parts.append(f"{kind}: {', '.join(only_a) or '-'} vs {', '.join(only_b) or '-'}")
-        return "; ".join(parts)
+        return "; ".join(f"{kind}: {', '.join(only_a) or '-'} vs {', '.join(only_b) or '-'}"
+                         for kind, (only_a, only_b) in sorted(self.differences.items()))
 
 
 def compare(a: str, b: str) -> Agreement:

@@ -47,12 +47,9 @@ class VectorIndex:
     def _append_row(self, memory_id: str) -> int:
         row = len(self._ids)
         if row >= self._mat.shape[0]:
-            capacity = max(1024, 2 * self._mat.shape[0])
-            grown = np.zeros((capacity, self.dim), dtype=np.float32)
-            grown[: self._mat.shape[0]] = self._mat
-            alive = np.zeros(capacity, dtype=bool)
-            alive[: self._alive.shape[0]] = self._alive
-            self._mat, self._alive = grown, alive
+            extra = max(1024, 2 * row) - row  # zero rows, not alive
+            self._mat = np.pad(self._mat, ((0, extra), (0, 0)))
+            self._alive = np.pad(self._alive, (0, extra))
         self._ids.append(memory_id)
         self._row[memory_id] = row
         return row
