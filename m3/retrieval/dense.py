@@ -113,8 +113,7 @@ class SqlLeg:
         return out
 
     def forget(self, ids: Iterable[str]) -> None:
-        for memory_id in ids:
-            self._seen.pop(memory_id, None)
+        return None  # it holds the vectors of the search being answered only
 
     def size(self) -> int | None:
         return None

@@ -43,6 +43,8 @@ GroupKey = tuple[str, str, str | None, str | None]  # model, type, agent, user
 #: Most conflict candidates recorded for one stored vector: templated notes (one per customer, say) are
 #: all near each other, and a pair per neighbour would bury the useful ones.
 MAX_CONFLICTS = 3
+#: Committed vectors the candidate index loads per query.
+LOAD_PAGE = 20_000
 ACTOR = "m3:supersession"
 
 
@@ -86,21 +88,17 @@ class CandidateIndex:
         self._last_seq: dict[str, int] = {}
 
     def prepare(self, conn: Connection, batch: Sequence[Message]) -> None:
-        # Nothing is written yet in this transaction: the index loads committed data only.
+        # Nothing is written yet in this transaction: the committed vectors not seen yet are loaded, no others.
         for model in {msg.model for msg in batch if isinstance(msg, StoreVectors)}:
-            self.refresh(conn, model)
-
-    def refresh(self, conn: Connection, model: str, page: int = 20_000) -> None:
-        """Load committed vectors of ``model`` not seen yet. Call before writing in the transaction."""
-        while True:
-            found = conn.execute(_COMMITTED_AFTER, {"model": model, "after": self._last_seq.get(model, 0),
-                                                    "page": page}).all()
-            for seq, memory_id, vector, mtype, agent, user in found:
-                self._last_seq[model] = int(seq)
-                if mtype not in self._exempt:
-                    self.add(model, memory_id, (mtype, agent, user), vector)
-            if len(found) < page:
-                return
+            while True:
+                found = conn.execute(_COMMITTED_AFTER, {"model": model, "after": self._last_seq.get(model, 0),
+                                                        "page": LOAD_PAGE}).all()
+                for seq, memory_id, vector, mtype, agent, user in found:
+                    self._last_seq[model] = int(seq)
+                    if mtype not in self._exempt:
+                        self.add(model, memory_id, (mtype, agent, user), vector)
+                if len(found) < LOAD_PAGE:
+                    break
 
     def add(self, model: str, memory_id: str, owner: tuple[str, str | None, str | None], vector: Vector) -> None:
         key = (model, *owner)
