@@ -50,11 +50,10 @@ class Backfill(Message):
 
 class EmbedderActor(ConnectionOwner):
     def __init__(self, options: StoreOptions, *, embedder: Embedder, writer: ActorHandle, max_batch: int,
-                 backend_name: str, resolve: Resolver | None = None, ask_timeout: float = 30.0,
-                 background: bool = True, **base: Any):
+                 backend_name: str, resolve: Resolver, ask_timeout: float, background: bool, **base: Any):
         super().__init__(options, **base)
         self._embedder = embedder
-        self._resolve = resolve or (lambda model: embedder if model == embedder.model_id else None)
+        self._resolve = resolve
         self._writer = writer
         self._ask_timeout = ask_timeout
         # Long-running processes work through the store's backlog (memories lacking a vector, a change of
