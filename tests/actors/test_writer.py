@@ -254,8 +254,8 @@ class LosesOneRace(Writer):
     def _run(self, batch: list[Any]) -> Any:
         self.attempts.append(len(batch))
         if len(self.attempts) == 1:
-            with self._conn.begin():  # type: ignore[union-attr]
-                self._apply_unit(self._conn, [batch[0].message])  # type: ignore[arg-type]
+            with self.conn.begin():
+                self._apply_unit(self.conn, [batch[0].message])
                 raise OperationalError("COMMIT", {}, DeadlockDetected())
         return super()._run(batch)
 
