@@ -1,9 +1,7 @@
 """The trio ↔ actor bridge: send a message, await the answer without blocking trio.
 
-The reply object remembers the trio token of the task that asked. The actor
-thread stores the answer and schedules ``event.set`` on the trio loop with
-``run_sync_soon``; the task awaits the event under a deadline. No pykka
-future is ever awaited and no thread is parked for the caller.
+The actor thread wakes the asking task through its trio token (``run_sync_soon(event.set)``); the task
+awaits the event under a deadline. No pykka future is awaited and no thread is parked for the caller.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
-"""The Directory: reads of agents, inboxes, notifications and tokens.
+"""The Directory: reads of agents, inboxes, notifications, tokens and conflicts.
 
-It owns one read connection and answers each request in its own read
-transaction, so a read sent after a write's reply sees that write. Kept
-apart from the Searcher so that token checks and inbox polls of a busy
-fleet never queue behind a search that is embedding its query.
+Each request runs in its own read transaction, so a read sent after a write's reply sees that write.
+Apart from the Searcher, so that token checks and inbox polls never queue behind a search.
 """
 
 from __future__ import annotations

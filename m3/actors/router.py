@@ -38,8 +38,7 @@ Retire = Callable[[Callable[[], bool]], bool]
 
 
 class Router(M3Actor):
-    def __init__(self, agent_id: str, *, writer: ActorHandle, idle_s: float, retire: Retire | None = None,
-                 **base: Any):
+    def __init__(self, agent_id: str, *, writer: ActorHandle, idle_s: float, retire: Retire, **base: Any):
         super().__init__(**base)
         self.agent_id = agent_id
         self._writer = writer
@@ -107,7 +106,7 @@ class Router(M3Actor):
         now = time.monotonic()
         self._prune(now)
         idle = not self._waiters and now - self._last_activity >= self._idle_s
-        if idle and self._retire is not None and self._retire(self.inbox_empty):
+        if idle and self._retire(self.inbox_empty):
             return
         self._arm()
 

@@ -1,10 +1,8 @@
-"""Supervision: a stable handle per actor that restarts it with backoff.
+"""Supervision: a stable handle per actor that restarts it with backoff (a timer, not a sleep).
 
-Callers hold an :class:`ActorHandle`, never a raw actor reference. When the
-actor crashes, the handle starts a fresh one after a backoff delay (a
-timer, not a sleep) and re-delivers the messages that were still queued;
-messages told meanwhile are buffered. A request whose caller is waiting is
-never dropped silently: it is re-delivered or answered with an error.
+Callers hold an :class:`ActorHandle`, never a raw actor reference. The messages still queued when the
+actor crashed are re-delivered to the fresh one and those told meanwhile are buffered; a request whose
+caller waits is never dropped silently: it is re-delivered or answered with an error.
 """
 
 from __future__ import annotations

@@ -75,7 +75,7 @@ class ActorSystem:
         self.routers = RouterRegistry(self.writer, idle_s=config["inbox.router_idle_s"])
         self.writer.rebind(searcher=self.searcher, embedder=self.embedder, on_notified=self.routers.arrived,
                            on_leased=lease_clock(self.tasks))
-        #: In start order; stop goes another way (see stop).
+        #: In start order; they stop in reverse, the Writer last.
         self._handles = (self.writer, self.searcher, self.embedder, self.directory, self.tasks)
 
     def start(self) -> ActorSystem:
@@ -114,11 +114,8 @@ class ActorSystem:
         # Routers forward to the Writer and the task manager asks it to sweep: stop them first, so it
         # commits what they sent.
         self.routers.stop()
-        self.tasks.stop()
-        self.directory.stop()
-        self.embedder.stop()
-        self.searcher.stop()
-        self.writer.stop()
+        for handle in reversed(self._handles):
+            handle.stop()
         self.resolve.close()
         if self._owns_backend:
             close_embedder(self.embedder_backend)
