@@ -11,6 +11,7 @@ mailbox, so nothing is sent to a router that is going away (docs/coordination.md
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -72,16 +73,12 @@ class Router(M3Actor):
 
     # -- waiters -------------------------------------------------------------------------------
 
-    def _wake(self, arrived: bool) -> None:
-        waiters, self._waiters = self._waiters, []
-        for reply, _deadline in waiters:
-            reply.set_result(arrived)
-
-    def _prune(self, now: float) -> None:
-        due = [w for w in self._waiters if w[1] <= now]
-        self._waiters = [w for w in self._waiters if w[1] > now]
+    def _wake(self, arrived: bool, by: float = math.inf) -> None:
+        """Answer ``arrived`` to the waiters whose deadline is ``by`` or earlier (every one by default)."""
+        due = [w for w in self._waiters if w[1] <= by]
+        self._waiters = [w for w in self._waiters if w[1] > by]
         for reply, _deadline in due:
-            reply.set_result(False)
+            reply.set_result(arrived)
 
     # -- the one timer -------------------------------------------------------------------------
 
@@ -104,7 +101,7 @@ class Router(M3Actor):
             return  # a timer that was replaced
         self._timer = None
         now = time.monotonic()
-        self._prune(now)
+        self._wake(False, by=now)
         idle = not self._waiters and now - self._last_activity >= self._idle_s
         if idle and self._retire(self.inbox_empty):
             return

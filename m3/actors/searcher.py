@@ -36,7 +36,7 @@ from m3.protocols.tools import chatlog as chat
 from m3.protocols.tools import memory as r
 from m3.retrieval import ranking
 from m3.retrieval.candidate_rows import CandidateRows
-from m3.retrieval.dense import DenseLeg
+from m3.retrieval.dense import DenseLeg, Vector
 from m3.retrieval.per_dialect import leg_for
 from m3.store import embedding_models, fulltext, vectors, visibility
 from m3.store import memories as rows
@@ -71,10 +71,6 @@ class Searcher(StoreReader):
         self._writer = writer
         self._dialect = dialect_for(options.url)
         self._dense: DenseLeg = leg_for(self._dialect)
-        #: The current search's query vector; set per request by _dense_hits.
-        self._query_vec: Any = None
-        #: The current search's candidate rows; set per request by search.
-        self._rows: CandidateRows | None = None
 
     def handlers(self) -> dict[type[Message], Callable[[Any], Any]]:
         return {
@@ -99,11 +95,11 @@ class Searcher(StoreReader):
         terms = fulltext.query_terms(msg.query)
         n = max(self._candidates, k)
         hits = fulltext.memory_hits(self.conn, msg.query, clause, n, selective=narrows(msg.filter))
-        dense = self._dense_hits(msg.query, clause, n)
+        dense, query_vec = self._dense_hits(msg.query, clause, n)
         # Narrow rows (no content) for ranking; the chosen few are completed below.
-        self._rows = loaded = CandidateRows(self.conn)
+        loaded = CandidateRows(self.conn)
         found = loaded.fetch(list(dict.fromkeys([h.id for h in hits] + [i for i, _ in dense])), clause)
-        cands = self._candidates_from(found, hits, [(i, s) for i, s in dense if i in found])
+        cands = self._candidates_from(found, hits, [(i, s) for i, s in dense if i in found], query_vec, loaded)
         ranking.fuse(cands, terms, self._weights, msg.filter.as_of or now)
         by_relevance = {c.id: r for r, c in enumerate(sorted(cands, key=lambda c: c.score, reverse=True), 1)}
         chosen = ranking.mmr(cands, k, self._weights.mmr_lambda)
@@ -112,18 +108,17 @@ class Searcher(StoreReader):
         self._touch([c.id for c in chosen], now)
         return r.MemorySearchResult(count=len(items), items=items, query=msg.query, grade_with="score")
 
-    def _dense_hits(self, query: str, clause: Any, n: int) -> list[tuple[str, float]]:
-        """The dense leg's filtered top ``n``; sets the query vector when there are vectors."""
-        self._query_vec = None
+    def _dense_hits(self, query: str, clause: Any, n: int) -> tuple[list[tuple[str, float]], Vector | None]:
+        """The dense leg's filtered top ``n`` and the query vector (None when there are no vectors to compare)."""
         self._follow_active_model()
         if self._embedder is None or not self._dense.ready(self.conn, self._model):
-            return []
+            return [], None
         try:
-            self._query_vec = self._embedder.embed([query])[0]
+            query_vec = self._embedder.embed([query])[0]
         except EmbedderUnavailable as exc:
             log.warning("searching by keyword only: %s", exc.message)
-            return []
-        return self._dense.top(self.conn, self._model, self._query_vec, clause, n)
+            return [], None
+        return self._dense.top(self.conn, self._model, query_vec, clause, n), query_vec
 
     def _follow_active_model(self) -> None:
         """Use the model the store says search uses; on a change, drop the dense leg and start the new model's.
@@ -141,8 +136,8 @@ class Searcher(StoreReader):
         if self._embedder is None:
             log.warning("no embedder for %s in this process: searching by keyword until it is available", active)
 
-    def _candidates_from(self, found: dict[str, Any], hits: list[fulltext.KeywordHit],
-                         dense: list[tuple[str, float]]) -> list[ranking.Candidate]:
+    def _candidates_from(self, found: dict[str, Any], hits: list[fulltext.KeywordHit], dense: list[tuple[str, float]],
+                         query_vec: Vector | None, loaded: CandidateRows) -> list[ranking.Candidate]:
         cands: dict[str, ranking.Candidate] = {}
         for h in hits:
             if h.id in found:
@@ -150,26 +145,25 @@ class Searcher(StoreReader):
         for memory_id, cosine in dense:
             c = cands.setdefault(memory_id, ranking.Candidate(id=memory_id, row=found[memory_id]))
             c.cosine = cosine
-        if self._query_vec is not None:
+        if query_vec is not None:
             stored = self._dense.vectors(self.conn, self._model, list(cands))
             for c in cands.values():
                 c.vector = stored.get(c.id)
                 if c.cosine is None and c.vector is not None:
-                    c.cosine = float(c.vector @ self._query_vec)
-            self._embed_pending([c for c in cands.values() if c.vector is None])
+                    c.cosine = float(c.vector @ query_vec)
+            self._embed_pending([c for c in cands.values() if c.vector is None], query_vec, loaded)
         return list(cands.values())
 
-    def _embed_pending(self, pending: list[ranking.Candidate]) -> None:
+    def _embed_pending(self, pending: list[ranking.Candidate], query_vec: Vector, loaded: CandidateRows) -> None:
         """Compute the vectors still on their way (fresh writes) for the best keyword matches.
 
         Without this a memory written a moment ago scores 0 on meaning and sinks below older,
         merely related memories until the Embedder catches up: read-your-writes in name only.
         """
         pending = sorted(pending, key=lambda c: c.bm25, reverse=True)[:PENDING_EMBED_MAX]
-        if not pending or self._query_vec is None or self._embedder is None:
+        if not pending or self._embedder is None:
             return
-        if self._rows is not None:
-            self._rows.complete([c.id for c in pending])
+        loaded.complete([c.id for c in pending])
         try:
             matrix = self._embedder.embed([vectors.embed_text(c.row["title"], c.row["content"]) for c in pending])
         except EmbedderUnavailable as exc:
@@ -177,7 +171,7 @@ class Searcher(StoreReader):
             return
         for c, vec in zip(pending, matrix, strict=True):
             c.vector = vec
-            c.cosine = float(vec @ self._query_vec)
+            c.cosine = float(vec @ query_vec)
 
     def _item(self, c: ranking.Candidate, explain: bool, rank: int, relevance_rank: int) -> r.SearchItem:
         explanation = None
