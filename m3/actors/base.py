@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 import pykka
 
-from m3.errors import M3Error, Timeout, Unavailable
+from m3.errors import M3Error, Timeout
 from m3.protocols.base import Message
 from m3.protocols.messages.memory import Flush
 
@@ -99,7 +99,7 @@ class M3Actor(pykka.ThreadingActor):
     # Committed work is safe regardless; uncommitted work was never acknowledged.
     use_daemon_thread = True
 
-    def __init__(self, stats: ActorStats, on_crash: Callable[[Callable[[], list[Envelope]]], None] | None = None):
+    def __init__(self, stats: ActorStats, on_crash: Callable[[Callable[[], list[Envelope]]], None]):
         super().__init__()
         self.stats = stats
         self._on_crash = on_crash
@@ -167,13 +167,8 @@ class M3Actor(pykka.ThreadingActor):
             self.release()
         except Exception:  # a failed clean-up must not also cost the restart
             log.exception("%s could not release its resources", type(self).__name__)
-        if self._on_crash is not None:
-            # The handle drains the inbox under its lock, so no message can slip in after the drain.
-            self._on_crash(self._drain_inbox)
-        else:
-            for env in self._drain_inbox():
-                if env.reply is not None:
-                    env.reply.set_exception(Unavailable(f"{type(self).__name__} crashed"))
+        # The handle drains the inbox under its lock, so no message can slip in after the drain.
+        self._on_crash(self._drain_inbox)
 
     def _drain_inbox(self) -> list[Envelope]:
         """The envelopes still queued, in order; the inbox is left empty."""
