@@ -17,9 +17,9 @@ Matrix = npt.NDArray[np.float32]
 
 
 class VectorIndex:
-    def __init__(self, dim: int = 0):
-        self.dim = dim
-        self._mat: Matrix = np.zeros((0, dim), dtype=np.float32)
+    def __init__(self) -> None:
+        self.dim = 0  # set by the first vectors added
+        self._mat: Matrix = np.zeros((0, 0), dtype=np.float32)
         self._alive = np.zeros(0, dtype=bool)
         self._ids: list[str] = []
         self._row: dict[str, int] = {}
