@@ -8,7 +8,7 @@ thread shares nothing mutable.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationInfo, model_validator
@@ -99,7 +99,6 @@ class ToolSpec:
     startup: bool = False
     #: Does not change any state (MCP readOnlyHint).
     read_only: bool = False
-    examples: tuple[str, ...] = field(default=())
     #: The request the gateway sends for this tool; its reply type must be ``result``. None: a handler runs it.
     message: type[Request[Any]] | None = None
     #: The actor the request goes to: ``"writer"``, ``"searcher"``, ``"embedder"``, ``"directory"``, ``"tasks"``.
