@@ -210,16 +210,11 @@ class Config:
             origins[s.key] = "env"
         return Config(values, origins, self.home, self.file)
 
-    def rows(self, *, reveal_secrets: bool = False) -> list[dict[str, Any]]:
-        """Every setting as ``{key, value, origin, env, description}`` in declaration order; secrets hidden."""
-        out = []
-        for s in SETTINGS:
-            value = self._values[s.key]
-            if s.secret and value and not reveal_secrets:
-                value = "<set, hidden>"
-            out.append({"key": s.key, "value": value, "origin": self._origins[s.key],
-                        "env": s.env_var, "description": s.description})
-        return out
+    def rows(self) -> list[dict[str, Any]]:
+        """Every setting as ``{key, value, origin, env}`` in declaration order; a secret that is set shows as
+        ``<set, hidden>``, never its value."""
+        return [{"key": s.key, "value": "<set, hidden>" if s.secret and self._values[s.key] else self._values[s.key],
+                 "origin": self._origins[s.key], "env": s.env_var} for s in SETTINGS]
 
 
 def _read_file(path: Path) -> dict[str, Any]:

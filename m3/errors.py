@@ -135,10 +135,9 @@ class EmbedderUnavailable(Unavailable):
 
 class Interrupted(M3Error):
     code = "interrupted"
-    http_status = 503  # stopped by a signal before it finished: the same call can succeed when run again
     default_hint = ("The command was stopped (Ctrl-C or a signal) before it finished; what it had not committed "
                     "was not stored. Run it again.")
-    http_status = 503  # the process is stopping: the call may succeed when retried
+    http_status = 503  # stopped by a signal before it finished: the same call can succeed when run again
 
 
 class StoreError(M3Error):

@@ -78,16 +78,10 @@ class ToolResult(BaseModel):
 
 @dataclass(frozen=True)
 class ToolSpec:
-    """The single declaration of a tool.
-
-    The MCP tool, the CLI command ``m3 <domain> <name>``, ``m3_call``, the HTTP
-    route and the generated docs all derive from this one object. A tool that
-    sends one request to one actor also names that request (``message``) and
-    the actor (``actor``, an attribute of the actor system such as
-    ``"writer"``): the gateway then builds the request from the arguments
-    and answers with the actor's reply, with no handler (see
-    :mod:`m3.gateway.registry` for how the request is built).
-    """
+    """The single declaration of a tool, from which its MCP tool, CLI command ``m3 <domain> <name>``, ``m3_call``
+    route, HTTP route and docs derive. A tool that sends one request to one actor names both (``message``,
+    ``actor``) and has no handler: the gateway builds the request from the arguments (:mod:`m3.gateway.registry`)
+    and answers with the actor's reply."""
 
     name: str
     domain: str
@@ -101,7 +95,7 @@ class ToolSpec:
     read_only: bool = False
     #: The request the gateway sends for this tool; its reply type must be ``result``. None: a handler runs it.
     message: type[Request[Any]] | None = None
-    #: The actor the request goes to: ``"writer"``, ``"searcher"``, ``"embedder"``, ``"directory"``, ``"tasks"``.
+    #: The actor the request goes to, one of :data:`ACTORS`.
     actor: str = ""
 
     @property
