@@ -231,12 +231,8 @@ class AddressInUse(ConfigError):
 
 
 def all_error_classes() -> list[type[M3Error]]:
-    """Every error class, base first; used to generate docs/errors.md."""
-    seen: list[type[M3Error]] = []
-    stack: list[type[M3Error]] = [M3Error]
-    while stack:
-        cls = stack.pop(0)
-        if cls not in seen:
-            seen.append(cls)
-            stack.extend(cls.__subclasses__())
-    return seen
+    """Every error class, breadth-first from the base; used to generate docs/errors.md."""
+    classes: list[type[M3Error]] = [M3Error]
+    for cls in classes:  # the list grows while it is walked: each class's subclasses join its end
+        classes.extend(sub for sub in cls.__subclasses__() if sub not in classes)
+    return classes

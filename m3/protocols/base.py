@@ -106,5 +106,4 @@ class ToolSpec:
     @property
     def short_name(self) -> str:
         """The CLI alias without the domain prefix: ``memory_write`` -> ``write``."""
-        prefix = self.domain + "_"
-        return self.name[len(prefix):] if self.name.startswith(prefix) else self.name
+        return self.name.removeprefix(self.domain + "_")
