@@ -8,6 +8,7 @@ store records the id and the dimension next to every vector.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -16,8 +17,6 @@ import numpy as np
 import numpy.typing as npt
 
 from m3.errors import InvalidArgument
-
-__all__ = ["Embedder", "check_texts", "file_sha256", "length_batches", "unit_rows"]
 
 
 @runtime_checkable
@@ -129,9 +128,7 @@ def unit_rows(matrix: npt.NDArray[np.floating]) -> npt.NDArray[np.float32]:
     """``matrix`` as C-contiguous float32 with L2-normalised rows; an all-zero row stays zero."""
     out = np.ascontiguousarray(matrix, dtype=np.float32)
     norms = np.linalg.norm(out, axis=1, keepdims=True)
-    unit: npt.NDArray[np.float32] = np.ascontiguousarray(out / np.maximum(norms, np.float32(1e-12)),
-                                                         dtype=np.float32)
-    return unit
+    return np.ascontiguousarray(out / np.maximum(norms, np.float32(1e-12)), dtype=np.float32)
 
 
 def file_sha256(path: Path) -> str:
@@ -141,3 +138,10 @@ def file_sha256(path: Path) -> str:
         while chunk := f.read(1 << 20):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on: the affinity mask where there is one (containers and taskset limit it)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)

@@ -16,7 +16,6 @@ hidden state over the attention mask, L2 normalisation.
 from __future__ import annotations
 
 import importlib.util
-import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,13 +25,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from m3.embed.base import check_texts, file_sha256, length_batches, unit_rows
+from m3.embed.base import check_texts, file_sha256, length_batches, unit_rows, usable_cpus
 from m3.errors import EmbedderUnavailable, InvalidArgument
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
-
-__all__ = ["DIM", "MODEL_ID", "MODEL_SHA256", "TOKENIZER_SHA256", "MiniLMEmbedder", "max_tokens_of", "model_id_for"]
 
 MODEL_ID = "all-MiniLM-L6-v2-int8"
 DIM = 384
@@ -58,11 +55,6 @@ CHARS_PER_TOKEN_BUDGET = 100
 
 #: The truncation the model was trained at; :data:`MODEL_ID` without a suffix means this one.
 DEFAULT_MAX_TOKENS = 256
-
-
-def model_id_for(max_tokens: int) -> str:
-    """The model id of MiniLM truncating at ``max_tokens``."""
-    return MODEL_ID if max_tokens == DEFAULT_MAX_TOKENS else f"{MODEL_ID}@{max_tokens}"
 
 
 def max_tokens_of(model_id: str) -> int | None:
@@ -138,7 +130,7 @@ class MiniLMEmbedder:
         model_path: Path | None = None,
         tokenizer_path: Path | None = None,
     ) -> None:
-        self._threads = _default_threads() if threads is None else _check_int("threads", threads, 1, 1024)
+        self._threads = usable_cpus() if threads is None else _check_int("threads", threads, 1, 1024)
         self._max_tokens = _check_int("max_tokens", max_tokens, 2, MAX_POSITIONS)
         self._max_batch = _check_int("max_batch", max_batch, 1, 4096)
         self._max_batch_tokens = _check_int("max_batch_tokens", max_batch_tokens, 1, 1 << 20)
@@ -153,17 +145,12 @@ class MiniLMEmbedder:
 
         Truncation is part of the identity: texts longer than the limit get different vectors.
         """
-        return model_id_for(self._max_tokens)
+        return MODEL_ID if self._max_tokens == DEFAULT_MAX_TOKENS else f"{MODEL_ID}@{self._max_tokens}"
 
     @property
     def dim(self) -> int:
         """384."""
         return DIM
-
-    @property
-    def threads(self) -> int:
-        """onnxruntime intra-op threads this instance uses."""
-        return self._threads
 
     @property
     def loaded(self) -> bool:
@@ -186,12 +173,7 @@ class MiniLMEmbedder:
         self._get_runtime()
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        """Embed ``texts``; see :meth:`m3.embed.base.Embedder.embed` for the contract.
-
-        Raises:
-            InvalidArgument: ``texts`` is a bare ``str`` or holds a non-string.
-            EmbedderUnavailable: as for :meth:`load`.
-        """
+        """See :meth:`m3.embed.base.Embedder.embed`; raises :class:`EmbedderUnavailable` as :meth:`load`."""
         check_texts(texts)
         out = np.zeros((len(texts), DIM), dtype=np.float32)
         if not texts:
@@ -242,19 +224,10 @@ def _mean_pool(hidden: npt.NDArray[np.float32], mask: npt.NDArray[np.int64]) -> 
     return pooled
 
 
-
-
 def _check_int(name: str, value: int, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise InvalidArgument(f"{name} must be an integer from {low} to {high}, got {value!r}")
     return value
-
-
-def _default_threads() -> int:
-    # The affinity mask, not os.cpu_count(): containers and taskset limit it.
-    if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return max(1, os.cpu_count() or 1)
 
 
 # ---------------------------------------------------------------- locating files
@@ -315,7 +288,6 @@ def _verify_sha256(path: Path, expected: str, distribution: str) -> None:
         hint=hint,
         details={"path": str(path), "expected_sha256": expected, "actual_sha256": actual},
     )
-
 
 
 # ---------------------------------------------------------------- loading
