@@ -1,15 +1,10 @@
-"""Running many callers' embedding requests on one model: two priorities, one worker.
+"""Running many callers' embedding requests on one model (``m3 embedder serve``): two priorities, one worker.
 
-Used by ``m3 embedder serve``. A request is *interactive* (a query someone is
-waiting for) or *background* (a batch of new or re-embedded memories). The
-worker always takes interactive work first, and several small interactive
-requests that wait together share one model call. Background requests are
-cut into chunks of at most ``max_batch`` texts, queued one after the other,
-so an interactive request never waits for more than the chunk already
-running, however large the background request.
-
-Per-client counters (requests, texts, by priority, errors) show who uses the
-server.
+The worker always takes *interactive* work (a query someone waits for) first,
+and several small interactive requests that wait together share one model call.
+*Background* requests are cut into chunks of at most ``max_batch`` texts,
+queued one after the other, so an interactive request never waits for more
+than the chunk already running. Per-client counters show who uses the server.
 """
 
 from __future__ import annotations
@@ -26,12 +21,10 @@ import numpy as np
 import numpy.typing as npt
 
 from m3.embed.base import Embedder
-
-__all__ = ["PRIORITIES", "ClientStats", "Scheduler"]
+from m3.embed.http import PRIORITIES
 
 log = logging.getLogger(__name__)
 
-PRIORITIES = ("interactive", "background")
 Matrix = npt.NDArray[np.float32]
 Done = Callable[[Matrix | None, BaseException | None], None]
 
@@ -134,10 +127,8 @@ class Scheduler:
             stats.texts += len(request.texts)
             setattr(stats, priority, getattr(stats, priority) + 1)
             stats.last_seen = time.time()
-            if self._stopping:
-                stopping = True
-            else:
-                stopping = False
+            stopping = self._stopping
+            if not stopping:
                 self._queues[priority].extend(chunks)
                 self._cond.notify()
         if stopping:
