@@ -182,9 +182,6 @@ class BgeM3Embedder(LocalBgeM3):
         super().__init__(folder, model_id)
         self._threads = threads
 
-    def __repr__(self) -> str:
-        return f"BgeM3Embedder({str(self._folder)!r}, model_id={self._model_id!r})"
-
     def _load(self) -> Any:
         problems = check_files(self._folder, self._model_id)
         if problems:

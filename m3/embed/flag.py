@@ -66,9 +66,6 @@ class FlagEmbeddingEmbedder(LocalBgeM3):
     def __init__(self, folder: Path) -> None:
         super().__init__(folder, "bge-m3")
 
-    def __repr__(self) -> str:
-        return f"FlagEmbeddingEmbedder({str(self._folder)!r})"
-
     def _load(self) -> Any:
         missing = missing_files(self._folder)
         if missing:

@@ -114,9 +114,6 @@ class HttpEmbedder:
         """True once the endpoint has answered (the model lives in the server)."""
         return self._dim is not None
 
-    def __repr__(self) -> str:
-        return f"HttpEmbedder({self._base!r}, model={self._model!r})"
-
     def with_priority(self, priority: str) -> HttpEmbedder:
         """A sibling that sends ``priority``, sharing this one's connections and learnt dimension."""
         sibling = copy.copy(self)

@@ -152,12 +152,6 @@ class MiniLMEmbedder:
         """True once the model is in memory (after the first embed or :meth:`load`)."""
         return self._runtime is not None
 
-    def __repr__(self) -> str:
-        return (
-            f"MiniLMEmbedder(threads={self._threads}, max_tokens={self._max_tokens}, "
-            f"max_batch={self._max_batch}, max_batch_tokens={self._max_batch_tokens})"
-        )
-
     def load(self) -> None:
         """Verify and load the model now instead of on the first :meth:`embed`.
 

@@ -74,9 +74,6 @@ class SharedServerEmbedder:
         """True once either route has produced vectors or the local model is in memory."""
         return bool(getattr(self._local, "loaded", False)) or self._route.by_server > 0
 
-    def __repr__(self) -> str:
-        return f"SharedServerEmbedder({self._remote.url!r}, fallback={self._local!r})"
-
     def close(self) -> None:
         """Close the connections to the server (shared with siblings)."""
         self._remote.close()
