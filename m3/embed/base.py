@@ -62,16 +62,14 @@ def length_batches(
     lengths: Sequence[int] | None = None,
     max_padded: int | None = None,
 ) -> Iterator[list[int]]:
-    """Group the indices of ``texts`` into batches of similar length.
+    """Group the indices of ``texts`` into batches of similar length, at most ``max_batch`` each.
 
     Padding a batch to its longest member wastes work on every shorter
     member, so indices are ordered by length (longest first, ties in input
-    order) and cut into groups of at most ``max_batch``. Every index appears
-    in exactly one group; callers scatter results back by index.
+    order). Every index appears in exactly one group; callers scatter
+    results back by index.
 
     Args:
-        texts: The texts to batch.
-        max_batch: Largest group size, at least 1.
         lengths: Length of each text in the unit the backend pads in (token
             counts, typically); defaults to character counts.
         max_padded: If given, a group also stops growing before

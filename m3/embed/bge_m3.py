@@ -4,19 +4,13 @@
 model through ``bge-m3-lite`` (onnxruntime, no torch), and
 :class:`~m3.embed.flag.FlagEmbeddingEmbedder` through FlagEmbedding (torch).
 
-bge-m3-lite's weights are never downloaded here. They live in one folder
-(``embed.model_dir``, by default ``<M3_HOME>/models/bge-m3``) that ``m3 embedder
-fetch-model bge-m3`` fills, or that a user fills by hand with the files
-bge-m3-lite pins (names, sizes and SHA-256 come from ``bge_m3_lite.hub``, so the
-check below and the library agree). Before loading, the folder is checked file
-by file; anything missing or wrong is reported by name and left untouched
-(bge-m3-lite would delete a wrong file and try to download it), and bge-m3-lite
-runs with ``BGE_M3_LITE_OFFLINE=1`` so that it cannot reach the network either.
-
-Two model ids: ``bge-m3`` (the fused fp32 graph; the same vectors as
-FlagEmbedding's ``BGEM3FlagModel``) and ``bge-m3-int8`` (the quantised
-backbone, 4x smaller; dense cosine about 0.999 to fp32, stored under its own
-id all the same).
+Loading never downloads (``m3 embedder fetch-model`` does, when asked; see
+docs/embedder.md for the folder and the two model ids). The folder is checked
+file by file against what bge-m3-lite pins (``bge_m3_lite.hub``, so the check
+and the library agree); anything missing or wrong is reported by name and left
+untouched (bge-m3-lite would delete a wrong file and try to download it), and
+bge-m3-lite runs with ``BGE_M3_LITE_OFFLINE=1`` so that it cannot reach the
+network either.
 """
 
 from __future__ import annotations
@@ -165,11 +159,11 @@ def _check_one(path: Path, remote: Any) -> str | None:
 
 
 class BgeM3Embedder(LocalBgeM3):
-    """BGE-M3 dense vectors from a local folder (see the module docstring), on onnxruntime.
+    """BGE-M3 dense vectors from the model files in ``folder``, on onnxruntime.
 
     Args:
-        folder: Where the model files are.
-        model_id: ``bge-m3`` or ``bge-m3-int8``.
+        model_id: ``bge-m3`` (the fused fp32 graph; FlagEmbedding's vectors) or ``bge-m3-int8`` (the
+            quantised backbone, 4x smaller; dense cosine about 0.999 to fp32, stored under its own id).
         threads: onnxruntime intra-op threads (None: bge-m3-lite's choice).
 
     Raises:

@@ -128,7 +128,6 @@ class HttpEmbedder:
         """Embed ``texts`` through the endpoint; see :meth:`m3.embed.base.Embedder.embed`.
 
         Raises:
-            InvalidArgument: ``texts`` is a bare ``str`` or holds a non-string.
             EmbedderUnavailable: the endpoint cannot be reached, refuses the request (with its own
                 message), or answers something that is not ``len(texts)`` finite vectors of one width.
         """

@@ -84,8 +84,7 @@ class MiniLMEmbedder:
     Construction is cheap and never fails on missing files; the tokenizer and
     the ONNX session load on the first :meth:`embed` (or :meth:`load`), once,
     under a lock. Before loading, both files are checked against their pinned
-    sha256; a check that passed is remembered for the process, keyed by the
-    file's identity, size and times, so further instances do not hash again.
+    sha256 (once per process and version of the file: :func:`_verify_sha256`).
 
     Thread safety: one instance may be used from any number of threads.
     ``InferenceSession.run`` is thread-safe, and the tokenizer is configured
