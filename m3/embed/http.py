@@ -135,8 +135,7 @@ class HttpEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         parts = [self._post(list(texts[i : i + self._max_batch])) for i in range(0, len(texts), self._max_batch)]
-        matrix = parts[0] if len(parts) == 1 else np.vstack(parts)
-        return unit_rows(matrix)
+        return unit_rows(np.vstack(parts))
 
     # ---------------------------------------------------------------- internals
 

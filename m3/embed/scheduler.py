@@ -50,22 +50,24 @@ class _Request:
     failed: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def finish_chunk(self, start: int, matrix: Matrix | None, error: BaseException | None) -> None:
+    def finish_chunk(self, start: int, matrix: Matrix) -> None:
         with self.lock:
             if self.failed:
                 return
-            if error is None and matrix is not None:
-                if self.out is None:
-                    self.out = np.empty((len(self.texts), matrix.shape[1]), dtype=np.float32)
-                self.out[start : start + len(matrix)] = matrix
-                self.remaining -= 1
-                if self.remaining:
-                    return
-                result, failure = self.out, None
-            else:
-                self.failed = True
-                result, failure = None, error or RuntimeError("the embedder returned nothing")
-        self.done(result, failure)
+            if self.out is None:
+                self.out = np.empty((len(self.texts), matrix.shape[1]), dtype=np.float32)
+            self.out[start : start + len(matrix)] = matrix
+            self.remaining -= 1
+            if self.remaining:
+                return
+        self.done(self.out, None)
+
+    def fail(self, error: BaseException) -> None:
+        with self.lock:
+            if self.failed:
+                return
+            self.failed = True
+        self.done(None, error)
 
 
 @dataclass
@@ -110,7 +112,7 @@ class Scheduler:
                 q.clear()
             self._cond.notify_all()
         for chunk in left:
-            chunk.request.finish_chunk(chunk.start, None, RuntimeError("the embed server is stopping"))
+            chunk.request.fail(RuntimeError("the embed server is stopping"))
         self._thread.join(timeout)
 
     def submit(self, texts: Sequence[str], priority: str, client: str, done: Done) -> None:
@@ -181,11 +183,11 @@ class Scheduler:
         except Exception as exc:  # every caller gets the error; the worker carries on
             log.error("embedding %d texts failed: %s", len(texts), exc)
             for chunk in batch:
-                chunk.request.finish_chunk(chunk.start, None, exc)
+                chunk.request.fail(exc)
             return
         with self._cond:
             self._calls += 1
         offset = 0
         for chunk in batch:
-            chunk.request.finish_chunk(chunk.start, matrix[offset : offset + len(chunk.texts)], None)
+            chunk.request.finish_chunk(chunk.start, matrix[offset : offset + len(chunk.texts)])
             offset += len(chunk.texts)

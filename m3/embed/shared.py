@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from m3.embed.base import Embedder, check_texts
+from m3.embed.base import Embedder
 from m3.embed.http import HttpEmbedder
 from m3.errors import EmbedderUnavailable
 
@@ -97,8 +97,7 @@ class SharedServerEmbedder:
             InvalidArgument: as :meth:`Embedder.embed`.
             EmbedderUnavailable: the server failed and the local model cannot run either.
         """
-        check_texts(texts)
-        if texts and self._server_due():
+        if texts and self._server_due():  # either route refuses bad input (InvalidArgument) before any work
             try:
                 matrix = self._remote.embed(texts)
                 if matrix.shape[1] != self._local.dim:
