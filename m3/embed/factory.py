@@ -74,10 +74,9 @@ def local_embedder_for(config: Config, model: str, backend: str | None = None) -
     from m3.embed import bge_m3, minilm
 
     threads = config["embed.threads"] or max(1, usable_cpus() - 1)  # a core left to the rest of m3
-    max_batch = config["embed.max_batch"]
     max_tokens = minilm.max_tokens_of(model)
     if max_tokens is not None and backend in (None, "minilm"):
-        return minilm.MiniLMEmbedder(threads=threads, max_tokens=max_tokens, max_batch=max_batch)
+        return minilm.MiniLMEmbedder(threads=threads, max_tokens=max_tokens, max_batch=config["embed.max_batch"])
     if model in bge_m3.MODELS and backend in (None, "bge-m3"):
         return bge_m3.BgeM3Embedder(model_dir(config, "bge-m3"), model, threads=threads)
     if model == "bge-m3" and backend == "flagembedding":

@@ -43,10 +43,7 @@ def base_url(url: str) -> str:
     if parts.scheme not in {"http", "https"} or not parts.netloc:
         raise ConfigError(f"embed.url {url!r} is not an http(s) URL",
                           hint="Give the endpoint's base URL, e.g. http://127.0.0.1:8082/v1.")
-    path = parts.path.rstrip("/")
-    path = path.removesuffix("/embeddings")
-    if not path:
-        path = "/v1"
+    path = parts.path.rstrip("/").removesuffix("/embeddings") or "/v1"
     return f"{parts.scheme}://{parts.netloc}{path}"
 
 
