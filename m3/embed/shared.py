@@ -1,7 +1,8 @@
 """The shared embed server (``m3 embedder serve``) with the in-process model as fallback.
 
 While the server does not answer, the same model runs in process, so no write
-and no search waits for it to come back (docs/embedder.md, "Fallback"). Both
+and no search waits for it to come back (docs/embedder.md, "Fallback"); it is
+asked again after ``retry_s``, and each change of route is logged once. Both
 routes produce the same model's vectors: the server is asked for the local
 model's id and refuses any other (it answers 404 for a model it does not
 serve), so vectors from either route are stored under one model id.
