@@ -107,14 +107,6 @@ class FileProblem:
     reason: str
 
 
-def _hub() -> Any:
-    try:
-        from bge_m3_lite import hub
-    except ImportError as exc:
-        raise EmbedderUnavailable("the 'bge-m3-lite' package is not installed", hint=INSTALL_HINT) from exc
-    return hub
-
-
 def required_files(model_id: str) -> tuple[Any, ...]:
     """bge-m3-lite's ``RemoteFile`` entries that ``model_id`` loads (tokenizer, heads, backbone).
 
@@ -122,7 +114,10 @@ def required_files(model_id: str) -> tuple[Any, ...]:
         EmbedderUnavailable: bge-m3-lite is not installed.
         ValueError: ``model_id`` is not one of :data:`MODELS`.
     """
-    hub = _hub()
+    try:
+        from bge_m3_lite import hub
+    except ImportError as exc:
+        raise EmbedderUnavailable("the 'bge-m3-lite' package is not installed", hint=INSTALL_HINT) from exc
     common = hub.TOKENIZER_FILES + hub.HEAD_FILES
     if model_id == "bge-m3":
         return tuple(common + hub.MODEL_FILES + hub.FUSED_FILES)

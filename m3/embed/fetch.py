@@ -56,7 +56,7 @@ def fetch_model(model: str, folder: Path, *, progress: TextIO | None = None) -> 
     bar.close()
     present = [r.name for r in bge_m3.required_files(model) if r.name not in done]
     return {"model": model, "dir": str(folder), "downloaded": done, "present": present,
-            "bytes": bar.total if todo else 0}
+            "bytes": bar.total}
 
 
 class _Mismatch(Exception):
