@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from benchmarks.cache import CachingEmbedder
 from benchmarks.progress import Progress
-from m3.embed.cache import CachingEmbedder
 from m3.embed.minilm import MiniLMEmbedder
 
 

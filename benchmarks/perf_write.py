@@ -20,13 +20,13 @@ from typing import Any
 
 import trio
 
+from benchmarks.cache import CachingEmbedder
 from benchmarks.data import default_data_dir, load_locomo, load_longmemeval
 from benchmarks.embedding import cached_embedder, default_cache_path, describe, prewarm
 from benchmarks.ingest import STORES, store_system
 from benchmarks.latency import percentiles_ms, ratio
 from benchmarks.report import RunDir, rows_text
 from benchmarks.retrieval import int_list
-from m3.embed.cache import CachingEmbedder
 from m3.gateway.registry import default_registry
 from m3.gateway.service import CallContext, Service
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from m3.embed.cache import CachingEmbedder, text_key
+from benchmarks.cache import CachingEmbedder, text_key
 
 
 class PrecomputedEmbedder:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from benchmarks.cache import CachingEmbedder
 from benchmarks.data import Haystack, Question, Turn, default_data_dir
 from benchmarks.embedding import cached_embedder, default_cache_path, describe, prewarm
 from benchmarks.ingest import fresh_system, ingest
@@ -23,7 +24,6 @@ from benchmarks.metrics import HitTable, first_hit_rank
 from benchmarks.modes import ALL_MODES, MODE_OVERRIDES, SearchModes
 from benchmarks.progress import Progress
 from benchmarks.report import RunDir, hit_table_text
-from m3.embed.cache import CachingEmbedder
 
 T = TypeVar("T")
 

@@ -1,7 +1,7 @@
 """Fill the embedding cache with every text a retrieval benchmark will embed.
 
 ``python -m benchmarks.warm_cache [--sets locomo,oracle,s]`` embeds (through
-:class:`m3.embed.cache.CachingEmbedder`) the questions first, then the turns,
+:class:`benchmarks.cache.CachingEmbedder`) the questions first, then the turns,
 small sets first and LongMemEval_S haystack by haystack, so that runs with
 ``--limit`` find their texts early. Safe to run beside a benchmark: both
 share the cache file. Run it under ``nice`` on a shared machine.
@@ -13,10 +13,10 @@ import argparse
 from collections.abc import Iterator
 from pathlib import Path
 
+from benchmarks.cache import text_key
 from benchmarks.data import Haystack, default_data_dir, load_locomo, load_longmemeval
 from benchmarks.embedding import cached_embedder, default_cache_path
 from benchmarks.progress import Progress
-from m3.embed.cache import text_key
 
 
 def texts_of(sets: list[str], data_dir: Path) -> Iterator[str]:

@@ -1,21 +1,9 @@
-"""Configuration: one TOML file plus ``M3_*`` environment variables.
+"""Configuration: one TOML file, an owner-only secrets file and ``M3_*`` environment variables.
 
-Every setting is declared once in :data:`SETTINGS` with its type, default
-and description. A value comes from, in rising precedence: the default,
-``m3_config.toml`` in the config root, the environment. :class:`Config`
-remembers where each value came from so that ``m3 config show --origin``
-can say it.
-
-Secret settings (``store.url``) may also come from ``secrets.toml`` beside
-the config file, an owner-only (0600) file written by ``m3 config
-set-secret``; it ranks above the config file and below the environment,
-and is refused if others can read it. Secret values are never printed.
-
-Roots: ``M3_HOME`` (default ``~/.m3``) holds three roots, ``engine``
-(databases), ``config`` (``m3_config.toml``) and ``logs``. ``paths.engine``
-and ``paths.logs`` may be set in the file; the config root itself can only
-be moved by the environment (``M3_PATHS_CONFIG`` or ``M3_HOME``), because
-it is where the file is looked for.
+Every setting is declared once in :data:`SETTINGS` with its type, default and description. A value comes
+from, in rising precedence: the default, ``m3_config.toml`` in the config root, ``secrets.toml`` beside it
+(secret settings only; refused if others can read it), the environment. :class:`Config` remembers each
+value's origin for ``m3 config show --origin``. The roots and the files are described in docs/config.md.
 """
 
 from __future__ import annotations
@@ -191,12 +179,9 @@ class Config:
         self.home = home
         self.file = file
 
-    def get(self, key: str) -> Any:
+    def __getitem__(self, key: str) -> Any:
         setting(key)
         return self._values[key]
-
-    def __getitem__(self, key: str) -> Any:
-        return self.get(key)
 
     def origin(self, key: str) -> Origin:
         setting(key)
@@ -209,10 +194,6 @@ class Config:
     @property
     def logs_root(self) -> Path:
         return Path(self._values["paths.logs"]).expanduser() if self._values["paths.logs"] else self.home / "logs"
-
-    @property
-    def config_root(self) -> Path:
-        return self.file.parent
 
     @property
     def store_url(self) -> str:
@@ -229,16 +210,11 @@ class Config:
             origins[s.key] = "env"
         return Config(values, origins, self.home, self.file)
 
-    def rows(self, *, reveal_secrets: bool = False) -> list[dict[str, Any]]:
-        """Every setting as ``{key, value, origin, env, description}`` in declaration order."""
-        out = []
-        for s in SETTINGS:
-            value = self._values[s.key]
-            if s.secret and value and not reveal_secrets:
-                value = "<set, hidden>"
-            out.append({"key": s.key, "value": value, "origin": self._origins[s.key],
-                        "env": s.env_var, "description": s.description})
-        return out
+    def rows(self) -> list[dict[str, Any]]:
+        """Every setting as ``{key, value, origin, env}`` in declaration order; a secret that is set shows as
+        ``<set, hidden>``, never its value."""
+        return [{"key": s.key, "value": "<set, hidden>" if s.secret and self._values[s.key] else self._values[s.key],
+                 "origin": self._origins[s.key], "env": s.env_var} for s in SETTINGS]
 
 
 def _read_file(path: Path) -> dict[str, Any]:
@@ -268,10 +244,7 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
     values: dict[str, Any] = {}
     origins: dict[str, Origin] = {}
     for key in from_file:
-        s = setting(key)
-        if s.key == "paths.config":
-            raise ConfigError("paths.config cannot be set in the file that it locates",
-                              hint="Set M3_PATHS_CONFIG or M3_HOME in the environment instead.")
+        _file_setting(key)
     secrets = read_secrets(file.parent)
     for s in SETTINGS:
         if s.env_var in env:
@@ -286,6 +259,15 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
     return Config(values, origins, home_dir(env), file)
 
 
+def _file_setting(key: str) -> Setting:
+    """The declaration of ``key``, which the config file may set: any but paths.config, which locates the file."""
+    s = setting(key)
+    if s.key == "paths.config":
+        raise ConfigError("paths.config cannot be set in the file that it locates",
+                          hint="Set M3_PATHS_CONFIG or M3_HOME in the environment instead.")
+    return s
+
+
 def _make_private_dirs(path: Path) -> None:
     """Create ``path`` and its missing parents (M3_HOME among them) 0700, as every folder m3 makes."""
     for folder in reversed([path, *path.parents]):
@@ -293,27 +275,40 @@ def _make_private_dirs(path: Path) -> None:
             folder.mkdir(mode=0o700, exist_ok=True)  # exist_ok: another process may race us
 
 
+def _put(doc: Any, key: str, value: Any) -> Any:
+    """``doc`` (a tomlkit document) with ``key = value`` under its ``[section]``, which is added if missing."""
+    import tomlkit
+
+    section, name = key.split(".", 1)
+    if section not in doc:
+        doc[section] = tomlkit.table()
+    doc[section][name] = value
+    return doc
+
+
+def _replace_file(path: Path, text: str, mode: int) -> None:
+    """Replace ``path`` with ``text`` atomically and durably; the new file has ``mode`` (less the umask) from its
+    first byte, so a 0600 file is never readable by others, not even briefly."""
+    _make_private_dirs(path.parent)
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp.unlink(missing_ok=True)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
 def set_in_file(config: Config, key: str, raw: str) -> Any:
     """Write ``key = raw`` into the config file, keeping its comments; return the parsed value."""
     import tomlkit
 
-    s = setting(key)
-    if s.key == "paths.config":
-        raise ConfigError("paths.config cannot be set in the file that it locates",
-                          hint="Set M3_PATHS_CONFIG or M3_HOME in the environment instead.")
+    s = _file_setting(key)
     value = parse_value(s, raw)
     path = config.file
     doc = tomlkit.parse(path.read_text(encoding="utf-8")) if path.exists() else tomlkit.document()
-    section, name = s.key.split(".", 1)
-    table = doc.get(section)
-    if table is None:
-        table = tomlkit.table()
-        doc[section] = table
-    table[name] = value
-    _make_private_dirs(path.parent)
-    tmp = path.with_suffix(".toml.tmp")
-    tmp.write_text(tomlkit.dumps(doc), encoding="utf-8")
-    os.replace(tmp, path)
+    _replace_file(path, tomlkit.dumps(_put(doc, s.key, value)), 0o666)
     return value
 
 
@@ -322,13 +317,9 @@ def set_in_file(config: Config, key: str, raw: str) -> Any:
 SECRETS_FILE_NAME = "secrets.toml"
 
 
-def secrets_file(config_dir: Path) -> Path:
-    return config_dir / SECRETS_FILE_NAME
-
-
 def read_secrets(config_dir: Path) -> dict[str, Any]:
     """The secret settings stored beside the config file; refused when group or others may read the file."""
-    path = secrets_file(config_dir)
+    path = config_dir / SECRETS_FILE_NAME
     try:
         mode = path.stat().st_mode
     except FileNotFoundError:
@@ -352,25 +343,14 @@ def set_secret(config: Config, key: str, raw: str | None) -> Path:
     if not s.secret:
         raise ConfigError(f"{key} is not a secret setting",
                           hint="Use `m3 config set` for it; secrets are settings such as store.url.")
-    path = secrets_file(config.config_root)
-    current = read_secrets(config.config_root)
+    current = read_secrets(config.file.parent)
     if raw is None:
         current.pop(s.key, None)
     else:
         current[s.key] = parse_value(s, raw)
     doc = tomlkit.document()
     for full_key, value in current.items():
-        section, name = full_key.split(".", 1)
-        if section not in doc:
-            doc[section] = tomlkit.table()
-        doc[section][name] = value
-    _make_private_dirs(path.parent)
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    tmp.unlink(missing_ok=True)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # never readable by others, not even briefly
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(tomlkit.dumps(doc))
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+        _put(doc, full_key, value)
+    path = config.file.parent / SECRETS_FILE_NAME
+    _replace_file(path, tomlkit.dumps(doc), 0o600)
     return path

@@ -135,10 +135,9 @@ class EmbedderUnavailable(Unavailable):
 
 class Interrupted(M3Error):
     code = "interrupted"
-    http_status = 503  # stopped by a signal before it finished: the same call can succeed when run again
     default_hint = ("The command was stopped (Ctrl-C or a signal) before it finished; what it had not committed "
                     "was not stored. Run it again.")
-    http_status = 503  # the process is stopping: the call may succeed when retried
+    http_status = 503  # stopped by a signal before it finished: the same call can succeed when run again
 
 
 class StoreError(M3Error):
@@ -232,12 +231,8 @@ class AddressInUse(ConfigError):
 
 
 def all_error_classes() -> list[type[M3Error]]:
-    """Every error class, base first; used to generate docs/errors.md."""
-    seen: list[type[M3Error]] = []
-    stack: list[type[M3Error]] = [M3Error]
-    while stack:
-        cls = stack.pop(0)
-        if cls not in seen:
-            seen.append(cls)
-            stack.extend(cls.__subclasses__())
-    return seen
+    """Every error class, breadth-first from the base; used to generate docs/errors.md."""
+    classes: list[type[M3Error]] = [M3Error]
+    for cls in classes:  # the list grows while it is walked: each class's subclasses join its end
+        classes.extend(sub for sub in cls.__subclasses__() if sub not in classes)
+    return classes

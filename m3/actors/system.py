@@ -14,7 +14,7 @@ from m3.actors.task_manager import TaskManager, lease_clock
 from m3.actors.writer import Writer
 from m3.config import Config
 from m3.embed.base import Embedder
-from m3.embed.factory import close_embedder, create_embedder, model_resolver
+from m3.embed.factory import ModelResolver, close_embedder, create_embedder
 from m3.errors import M3Error
 from m3.protocols.messages.memory import Drain, Flush, SearchWeights
 from m3.retrieval.ranking import SIGNALS
@@ -52,7 +52,7 @@ class ActorSystem:
         self._owns_backend = embedder is None
         self.embedder_backend = embedder or create_embedder(config)
         #: Embedders of other models (the previous one, while the store moves to the configured one).
-        self.resolve = model_resolver(config, self.embedder_backend)
+        self.resolve = ModelResolver(config, self.embedder_backend)
         self.ask_timeout: float = config["actors.ask_timeout_s"]
         self._started = False
         policy = SupersessionPolicy(threshold=config["supersede.threshold"],

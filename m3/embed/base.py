@@ -8,6 +8,7 @@ store records the id and the dimension next to every vector.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -16,8 +17,6 @@ import numpy as np
 import numpy.typing as npt
 
 from m3.errors import InvalidArgument
-
-__all__ = ["Embedder", "check_texts", "file_sha256", "length_batches", "unit_rows"]
 
 
 @runtime_checkable
@@ -63,16 +62,14 @@ def length_batches(
     lengths: Sequence[int] | None = None,
     max_padded: int | None = None,
 ) -> Iterator[list[int]]:
-    """Group the indices of ``texts`` into batches of similar length.
+    """Group the indices of ``texts`` into batches of similar length, at most ``max_batch`` each.
 
     Padding a batch to its longest member wastes work on every shorter
     member, so indices are ordered by length (longest first, ties in input
-    order) and cut into groups of at most ``max_batch``. Every index appears
-    in exactly one group; callers scatter results back by index.
+    order). Every index appears in exactly one group; callers scatter
+    results back by index.
 
     Args:
-        texts: The texts to batch.
-        max_batch: Largest group size, at least 1.
         lengths: Length of each text in the unit the backend pads in (token
             counts, typically); defaults to character counts.
         max_padded: If given, a group also stops growing before
@@ -129,9 +126,7 @@ def unit_rows(matrix: npt.NDArray[np.floating]) -> npt.NDArray[np.float32]:
     """``matrix`` as C-contiguous float32 with L2-normalised rows; an all-zero row stays zero."""
     out = np.ascontiguousarray(matrix, dtype=np.float32)
     norms = np.linalg.norm(out, axis=1, keepdims=True)
-    unit: npt.NDArray[np.float32] = np.ascontiguousarray(out / np.maximum(norms, np.float32(1e-12)),
-                                                         dtype=np.float32)
-    return unit
+    return np.ascontiguousarray(out / np.maximum(norms, np.float32(1e-12)), dtype=np.float32)
 
 
 def file_sha256(path: Path) -> str:
@@ -141,3 +136,10 @@ def file_sha256(path: Path) -> str:
         while chunk := f.read(1 << 20):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on: the affinity mask where there is one (containers and taskset limit it)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)

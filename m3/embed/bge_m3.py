@@ -1,37 +1,102 @@
-"""BGE-M3 (1024 dims) in process through ``bge-m3-lite`` (onnxruntime, no torch).
+"""BGE-M3 (1024 dims, dense vectors only) in process, from a local folder.
 
-The weights are never downloaded here. They live in one folder (``embed.model_dir``,
-by default ``<M3_HOME>/models/bge-m3``) that ``m3 embedder fetch-model bge-m3``
-fills, or that a user fills by hand with the files bge-m3-lite pins (names,
-sizes and SHA-256 come from ``bge_m3_lite.hub``, so the check below and the
-library agree). Before loading, the folder is checked file by file; anything
-missing or wrong is reported by name and left untouched (bge-m3-lite would
-delete a wrong file and try to download it), and bge-m3-lite runs with
-``BGE_M3_LITE_OFFLINE=1`` so that it cannot reach the network either.
+:class:`LocalBgeM3` is what both loaders share; :class:`BgeM3Embedder` runs the
+model through ``bge-m3-lite`` (onnxruntime, no torch), and
+:class:`~m3.embed.flag.FlagEmbeddingEmbedder` through FlagEmbedding (torch).
 
-Two model ids: ``bge-m3`` (the fused fp32 graph; the same vectors as
-FlagEmbedding's ``BGEM3FlagModel``) and ``bge-m3-int8`` (the quantised
-backbone, 4x smaller; dense cosine about 0.999 to fp32, stored under its own
-id all the same). Only the dense vectors are used.
+Loading never downloads (``m3 embedder fetch-model`` does, when asked; see
+docs/embedder.md for the folder and the two model ids). The folder is checked
+file by file against what bge-m3-lite pins (``bge_m3_lite.hub``, so the check
+and the library agree); anything missing or wrong is reported by name and left
+untouched (bge-m3-lite would delete a wrong file and try to download it), and
+bge-m3-lite runs with ``BGE_M3_LITE_OFFLINE=1`` so that it cannot reach the
+network either.
 """
 
 from __future__ import annotations
 
 import os
+import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from m3.embed.base import file_sha256
-from m3.embed.local_bge import DIM, LocalBgeM3
+import numpy as np
+import numpy.typing as npt
+
+from m3.embed.base import check_texts, file_sha256, unit_rows
 from m3.errors import EmbedderUnavailable
 
-__all__ = ["DIM", "MODELS", "BgeM3Embedder", "FileProblem", "check_files", "required_files"]
-
+DIM = 1024
 MODELS = ("bge-m3", "bge-m3-int8")
+#: Texts per forward pass.
+MAX_BATCH = 12
+#: Truncation in tokens: BGE-M3 accepts 8192; 512 keeps CPU cost bounded, as FlagEmbedding's default does.
+MAX_TOKENS = 512
 #: Files smaller than this are compared by SHA-256, larger ones by size (as bge-m3-lite does on load).
 HASH_LIMIT = 64 << 20
 INSTALL_HINT = 'Install bge-m3-lite: pip install "bge-m3-lite>=0.6.2,<0.7" (a dependency of m3-memory).'
+
+
+class LocalBgeM3:
+    """BGE-M3 loaded from ``folder`` on first use; subclasses say how (:meth:`_load`).
+
+    Construction touches no file. The model is loaded once, under a lock, on
+    the first :meth:`embed` or :meth:`load`. Thread safety: one instance may be
+    used from any number of threads; model calls are serialised under the same
+    lock (one call already uses every core, and neither backend documents its
+    model as thread-safe).
+    """
+
+    def __init__(self, folder: Path, model_id: str) -> None:
+        self._folder = Path(folder).expanduser()
+        self._model_id = model_id
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    @property
+    def dim(self) -> int:
+        return DIM
+
+    @property
+    def folder(self) -> Path:
+        return self._folder
+
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    def load(self) -> None:
+        """Check the folder and load the model now instead of on the first :meth:`embed`.
+
+        Raises:
+            EmbedderUnavailable: the folder is incomplete (every missing or wrong
+                file named in ``details.files``), the backend is not installed, or
+                loading fails.
+        """
+        with self._lock:
+            if self._model is None:
+                self._model = self._load()
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Dense BGE-M3 vectors; see :meth:`m3.embed.base.Embedder.embed`."""
+        check_texts(texts)
+        if not texts:
+            return np.zeros((0, DIM), dtype=np.float32)
+        self.load()
+        with self._lock:
+            out = self._model.encode(list(texts), batch_size=MAX_BATCH, max_length=MAX_TOKENS,
+                                     return_dense=True, return_sparse=False, return_colbert_vecs=False)
+        return unit_rows(np.asarray(out["dense_vecs"], dtype=np.float32))
+
+    def _load(self) -> Any:
+        """Check the folder and build the model; called once, under the lock."""
+        raise NotImplementedError
 
 
 @dataclass(frozen=True)
@@ -40,18 +105,6 @@ class FileProblem:
 
     name: str
     reason: str
-    expected_size: int
-
-    def describe(self) -> str:
-        return f"{self.name} ({self.reason})"
-
-
-def _hub() -> Any:
-    try:
-        from bge_m3_lite import hub
-    except ImportError as exc:
-        raise EmbedderUnavailable("the 'bge-m3-lite' package is not installed", hint=INSTALL_HINT) from exc
-    return hub
 
 
 def required_files(model_id: str) -> tuple[Any, ...]:
@@ -61,7 +114,10 @@ def required_files(model_id: str) -> tuple[Any, ...]:
         EmbedderUnavailable: bge-m3-lite is not installed.
         ValueError: ``model_id`` is not one of :data:`MODELS`.
     """
-    hub = _hub()
+    try:
+        from bge_m3_lite import hub
+    except ImportError as exc:
+        raise EmbedderUnavailable("the 'bge-m3-lite' package is not installed", hint=INSTALL_HINT) from exc
     common = hub.TOKENIZER_FILES + hub.HEAD_FILES
     if model_id == "bge-m3":
         return tuple(common + hub.MODEL_FILES + hub.FUSED_FILES)
@@ -79,7 +135,7 @@ def check_files(folder: Path, model_id: str) -> list[FileProblem]:
     for remote in required_files(model_id):
         problem = _check_one(folder / remote.name, remote)
         if problem is not None:
-            problems.append(FileProblem(remote.name, problem, int(remote.size)))
+            problems.append(FileProblem(remote.name, problem))
     return problems
 
 
@@ -98,47 +154,29 @@ def _check_one(path: Path, remote: Any) -> str | None:
 
 
 class BgeM3Embedder(LocalBgeM3):
-    """BGE-M3 dense vectors from a local folder, on onnxruntime.
-
-    Construction is cheap and touches no file; the folder is checked and the
-    model loaded on the first :meth:`embed` (or :meth:`load`), once, under a lock.
+    """BGE-M3 dense vectors from the model files in ``folder``, on onnxruntime.
 
     Args:
-        folder: Where the model files are (see the module docstring).
-        model_id: ``bge-m3`` or ``bge-m3-int8``.
+        model_id: ``bge-m3`` (the fused fp32 graph; FlagEmbedding's vectors) or ``bge-m3-int8`` (the
+            quantised backbone, 4x smaller; dense cosine about 0.999 to fp32, stored under its own id).
         threads: onnxruntime intra-op threads (None: bge-m3-lite's choice).
-        max_batch: Most texts per forward pass.
-        max_tokens: Truncation (BGE-M3 accepts up to 8192; 512 keeps CPU cost bounded, as FlagEmbedding's
-            default does).
-
-    Thread safety: one instance may be used from any number of threads; model calls are serialised
-    (bge-m3-lite's embedder is not documented as thread-safe, and one call already uses every thread).
 
     Raises:
         ValueError: ``model_id`` is not one of :data:`MODELS`.
     """
 
-    def __init__(self, folder: Path, model_id: str = "bge-m3", *, threads: int | None = None,
-                 max_batch: int = 12, max_tokens: int = 512) -> None:
+    def __init__(self, folder: Path, model_id: str = "bge-m3", *, threads: int | None = None) -> None:
         if model_id not in MODELS:
             raise ValueError(f"not a bge-m3 model id: {model_id!r} (expected one of {MODELS})")
-        super().__init__(folder, max_batch=max_batch, max_tokens=max_tokens)
-        self._model_id = model_id
+        super().__init__(folder, model_id)
         self._threads = threads
-
-    @property
-    def model_id(self) -> str:
-        return self._model_id
-
-    def __repr__(self) -> str:
-        return f"BgeM3Embedder({str(self._folder)!r}, model_id={self._model_id!r})"
 
     def _load(self) -> Any:
         problems = check_files(self._folder, self._model_id)
         if problems:
             raise EmbedderUnavailable(
                 f"the {self._model_id} model files are not complete in {self._folder}: "
-                + ", ".join(p.describe() for p in problems),
+                + ", ".join(f"{p.name} ({p.reason})" for p in problems),
                 hint=f"Run `m3 embedder fetch-model {self._model_id}` (needs internet), or copy the files into "
                      f"{self._folder}, or point embed.model_dir at a folder holding them.",
                 details={"dir": str(self._folder), "files": [p.name for p in problems]},

@@ -1,17 +1,8 @@
-"""Choosing the embedding backend from the configuration.
-
-=================  ============================================  =========================
-``embed.backend``  model ids (``embed.model``; empty = first)     runs
-=================  ============================================  =========================
-``minilm``         ``all-MiniLM-L6-v2-int8``, ``…@<max_tokens>``  in process, offline
-``bge-m3``         ``bge-m3``, ``bge-m3-int8``                   in process (bge-m3-lite)
-``flagembedding``  ``bge-m3``                                    in process (torch extra)
-``http``           whatever the endpoint serves (required)       at ``embed.url``
-=================  ============================================  =========================
+"""Choosing the embedding backend from the configuration (``embed.backend``, ``embed.model``).
 
 With an in-process backend and ``embed.url`` set, the process embeds through
 that shared server (``m3 embedder serve``) and falls back to the in-process
-model when it does not answer.
+model when it does not answer. docs/embedder.md describes the backends.
 """
 
 from __future__ import annotations
@@ -23,23 +14,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from m3.config import Config
-from m3.embed.base import Embedder
+from m3.embed.base import Embedder, usable_cpus
 from m3.errors import ConfigError
 
 if TYPE_CHECKING:
     from m3.embed.http import HttpEmbedder
 
-BACKENDS = ("minilm", "bge-m3", "flagembedding", "http")
-LOCAL_BACKENDS = ("minilm", "bge-m3", "flagembedding")
-
-
-def default_threads() -> int:
-    """One less than the CPUs this process may use, at least one."""
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cpus = os.cpu_count() or 1
-    return max(1, cpus - 1)
+#: The model ids each backend computes (MiniLM: any truncation), its default first; http: whatever
+#: the endpoint serves, named in ``embed.model``.
+MODELS: dict[str, tuple[str, ...]] = {
+    "minilm": ("all-MiniLM-L6-v2-int8", "all-MiniLM-L6-v2-int8@<2..512>"),
+    "bge-m3": ("bge-m3", "bge-m3-int8"),
+    "flagembedding": ("bge-m3",),
+    "http": (),
+}
 
 
 def model_dir(config: Config, backend: str) -> Path:
@@ -60,24 +48,24 @@ def configured_model(config: Config) -> str:
     if backend == "http":
         raise ConfigError("embed.backend is http but embed.model is empty",
                           hint="Set embed.model to the name the endpoint serves (see its /v1/models).")
-    return {"minilm": "all-MiniLM-L6-v2-int8", "bge-m3": "bge-m3", "flagembedding": "bge-m3"}[backend]
+    return MODELS[backend][0]
 
 
-def create_local_embedder(config: Config, model: str | None = None) -> Embedder:
-    """The configured in-process backend for ``model`` (default: the configured model); it loads lazily.
+def create_local_embedder(config: Config) -> Embedder:
+    """The configured in-process backend for the configured model; it loads lazily.
 
     Raises:
-        ConfigError: the backend is unknown or http, or it cannot compute ``model``.
+        ConfigError: the backend is unknown or http, or it cannot compute the model.
     """
     backend = _backend(config)
     if backend == "http":
         raise ConfigError("embed.backend http computes nothing in process",
                           hint="Set embed.backend to minilm, bge-m3 or flagembedding for an in-process model.")
-    model = model or configured_model(config)
+    model = configured_model(config)
     built = local_embedder_for(config, model, backend)
     if built is None:
         raise ConfigError(f"embed.backend {backend} cannot compute the model {model!r}",
-                          hint=f"Use one of {_models_of(backend)} with {backend}, or another embed.backend.")
+                          hint=f"Use one of {list(MODELS[backend])} with {backend}, or another embed.backend.")
     return built
 
 
@@ -85,11 +73,10 @@ def local_embedder_for(config: Config, model: str, backend: str | None = None) -
     """An in-process embedder computing ``model`` (with ``backend`` if given), or None if m3 has none."""
     from m3.embed import bge_m3, minilm
 
-    threads = config["embed.threads"] or default_threads()
-    max_batch = config["embed.max_batch"]
+    threads = config["embed.threads"] or max(1, usable_cpus() - 1)  # a core left to the rest of m3
     max_tokens = minilm.max_tokens_of(model)
     if max_tokens is not None and backend in (None, "minilm"):
-        return minilm.MiniLMEmbedder(threads=threads, max_tokens=max_tokens, max_batch=max_batch)
+        return minilm.MiniLMEmbedder(threads=threads, max_tokens=max_tokens, max_batch=config["embed.max_batch"])
     if model in bge_m3.MODELS and backend in (None, "bge-m3"):
         return bge_m3.BgeM3Embedder(model_dir(config, "bge-m3"), model, threads=threads)
     if model == "bge-m3" and backend == "flagembedding":
@@ -162,11 +149,6 @@ class ModelResolver:
             self._owned.clear()
 
 
-def model_resolver(config: Config, configured: Embedder) -> ModelResolver:
-    """A :class:`ModelResolver` for ``config``."""
-    return ModelResolver(config, configured)
-
-
 def close_embedder(embedder: Embedder) -> None:
     """Release what an embedder holds open (an HTTP connection pool), if it has anything to release."""
     close: Callable[[], None] | None = getattr(embedder, "close", None)
@@ -176,11 +158,6 @@ def close_embedder(embedder: Embedder) -> None:
 
 def _backend(config: Config) -> str:
     backend: str = config["embed.backend"]
-    if backend not in BACKENDS:
-        raise ConfigError(f"unknown embedding backend {backend!r}", hint=f"Use one of {list(BACKENDS)}.")
+    if backend not in MODELS:
+        raise ConfigError(f"unknown embedding backend {backend!r}", hint=f"Use one of {list(MODELS)}.")
     return backend
-
-
-def _models_of(backend: str) -> list[str]:
-    return {"minilm": ["all-MiniLM-L6-v2-int8", "all-MiniLM-L6-v2-int8@<2..512>"],
-            "bge-m3": ["bge-m3", "bge-m3-int8"], "flagembedding": ["bge-m3"]}.get(backend, [])

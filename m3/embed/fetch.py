@@ -1,12 +1,9 @@
-"""Downloading a model's files into its folder: ``m3 embedder fetch-model``.
+"""Downloading a model's files into its folder: ``m3 embedder fetch-model``, the only place m3 downloads weights.
 
-The only place m3 downloads weights, and only when asked. Files, sizes,
-SHA-256 digests and URLs are bge-m3-lite's pinned ones (a fixed Hugging Face
-revision plus its release assets; ``HF_ENDPOINT`` selects a mirror). Each
-file is streamed to ``<name>.part`` (an interrupted download resumes from
-there), checked for size and digest, then renamed into place, so the folder
-never holds a file that looks complete but is not. Files already complete
-are skipped. Progress goes to a text stream (stderr for the CLI).
+Files, sizes, SHA-256 digests and URLs are bge-m3-lite's pinned ones. Each file
+is streamed to ``<name>.part`` (an interrupted download resumes from there),
+checked for size and digest, then renamed into place, so the folder never holds
+a file that looks complete but is not. Files already complete are skipped.
 """
 
 from __future__ import annotations
@@ -22,9 +19,6 @@ from m3.embed import bge_m3
 from m3.embed.base import file_sha256
 from m3.errors import DownloadFailed, InvalidArgument
 
-__all__ = ["FETCHABLE", "fetch_model"]
-
-FETCHABLE = bge_m3.MODELS
 CONNECT_TIMEOUT_S = 10.0
 READ_TIMEOUT_S = 60.0
 CHUNK = 1 << 20
@@ -34,13 +28,13 @@ def fetch_model(model: str, folder: Path, *, progress: TextIO | None = None) -> 
     """Download what ``folder`` lacks of ``model``; return ``{model, dir, downloaded, present, bytes}``.
 
     Raises:
-        InvalidArgument: ``model`` is not one of :data:`FETCHABLE`.
+        InvalidArgument: ``model`` is not one of :data:`m3.embed.bge_m3.MODELS`.
         EmbedderUnavailable: bge-m3-lite is not installed.
         DownloadFailed: the network or the server failed, or a file arrived with the wrong size or
             digest; ``details.files`` lists what is still missing. What was fetched so far is kept.
     """
-    if model not in FETCHABLE:
-        raise InvalidArgument(f"m3 cannot fetch {model!r}", hint=f"Fetchable models: {', '.join(FETCHABLE)}.")
+    if model not in bge_m3.MODELS:
+        raise InvalidArgument(f"m3 cannot fetch {model!r}", hint=f"Fetchable models: {', '.join(bge_m3.MODELS)}.")
     from bge_m3_lite import hub
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -62,7 +56,7 @@ def fetch_model(model: str, folder: Path, *, progress: TextIO | None = None) -> 
     bar.close()
     present = [r.name for r in bge_m3.required_files(model) if r.name not in done]
     return {"model": model, "dir": str(folder), "downloaded": done, "present": present,
-            "bytes": bar.total if todo else 0}
+            "bytes": bar.total}
 
 
 class _Mismatch(Exception):

@@ -1,15 +1,11 @@
-"""BGE-M3 through FlagEmbedding (torch; GPUs), an optional extra.
+"""BGE-M3 through FlagEmbedding (torch; GPUs), the optional extra ``m3-memory[flagembedding]``.
 
-``pip install "m3-memory[flagembedding]"`` brings FlagEmbedding with
-``transformers<5`` (FlagEmbedding 1.4.2 does not import with transformers 5)
-and torch. The model is loaded from a local folder only (a Hugging Face
-snapshot of BAAI/bge-m3; ``embed.model_dir``), with the hub switched off.
-That folder must hold ``colbert_linear.pt`` and ``sparse_linear.pt`` besides
-the transformer: without them FlagEmbedding silently starts the sparse and
-ColBERT heads from random weights, so their absence is refused here.
-
-The dense vectors equal bge-m3-lite's fp32 ones, so both store them under the
-model id ``bge-m3`` and a store can move between the two without re-embedding.
+The model is loaded from a local folder only (a Hugging Face snapshot of
+BAAI/bge-m3; ``embed.model_dir``), with the hub switched off. That folder must
+hold ``colbert_linear.pt`` and ``sparse_linear.pt`` besides the transformer:
+without them FlagEmbedding silently starts the sparse and ColBERT heads from
+random weights, so their absence is refused here. The dense vectors equal
+bge-m3-lite's fp32 ones, so both store them under the model id ``bge-m3``.
 """
 
 from __future__ import annotations
@@ -18,12 +14,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from m3.embed.local_bge import DIM, LocalBgeM3
+from m3.embed.bge_m3 import LocalBgeM3
 from m3.errors import EmbedderUnavailable
 
-__all__ = ["DIM", "MODEL_ID", "FlagEmbeddingEmbedder", "missing_files"]
-
-MODEL_ID = "bge-m3"
 INSTALL_HINT = 'Install the optional extra: pip install "m3-memory[flagembedding]" (brings torch and transformers<5).'
 
 #: Every entry must be present; a tuple means any one of its names will do.
@@ -53,7 +46,7 @@ def _import_flag_model() -> Any:
     except ImportError as exc:
         raise EmbedderUnavailable("the 'transformers' package is not installed", hint=INSTALL_HINT) from exc
     major = int(str(transformers.__version__).split(".", 1)[0])
-    if major >= 5:
+    if major >= 5:  # FlagEmbedding 1.4.2 does not import with transformers 5
         raise EmbedderUnavailable(f"FlagEmbedding does not work with transformers {transformers.__version__}",
                                   hint='pip install "transformers<5"')
     try:
@@ -64,33 +57,14 @@ def _import_flag_model() -> Any:
 
 
 class FlagEmbeddingEmbedder(LocalBgeM3):
-    """BGE-M3 dense vectors computed by FlagEmbedding from a local folder.
+    """BGE-M3 dense vectors (fp32) computed by FlagEmbedding from ``folder``, a local snapshot of BAAI/bge-m3.
 
-    Construction touches nothing; the folder is checked, then FlagEmbedding
-    imported and the model loaded on the first :meth:`embed` (or :meth:`load`).
-
-    Args:
-        folder: A local snapshot of BAAI/bge-m3 (see :data:`REQUIRED`).
-        use_fp16: Half precision (GPU); vectors then differ slightly from fp32.
-        max_batch: Texts per forward pass.
-        max_tokens: Truncation in tokens.
-        devices: Passed to ``BGEM3FlagModel`` (e.g. ``"cuda:0"``); None lets it choose.
-
-    Thread safety: model calls are serialised under a lock.
+    The folder is checked (:data:`REQUIRED`), then FlagEmbedding imported and the model loaded, on the first
+    :meth:`embed` (or :meth:`load`).
     """
 
-    def __init__(self, folder: Path, *, use_fp16: bool = False, max_batch: int = 12, max_tokens: int = 512,
-                 devices: str | None = None) -> None:
-        super().__init__(folder, max_batch=max_batch, max_tokens=max_tokens)
-        self._use_fp16 = use_fp16
-        self._devices = devices
-
-    @property
-    def model_id(self) -> str:
-        return MODEL_ID
-
-    def __repr__(self) -> str:
-        return f"FlagEmbeddingEmbedder({str(self._folder)!r})"
+    def __init__(self, folder: Path) -> None:
+        super().__init__(folder, "bge-m3")
 
     def _load(self) -> Any:
         missing = missing_files(self._folder)
@@ -105,11 +79,8 @@ class FlagEmbeddingEmbedder(LocalBgeM3):
         # A local folder needs no hub; these make sure a missing piece fails instead of downloading.
         os.environ["HF_HUB_OFFLINE"] = "1"
         os.environ["TRANSFORMERS_OFFLINE"] = "1"
-        kwargs: dict[str, Any] = {"use_fp16": self._use_fp16}
-        if self._devices:
-            kwargs["devices"] = self._devices
         try:
-            return flag_model(str(self._folder), **kwargs)
+            return flag_model(str(self._folder), use_fp16=False)  # its default is fp16; fp32 matches bge-m3-lite
         except Exception as exc:  # torch and transformers raise many unrelated classes
             raise EmbedderUnavailable(f"FlagEmbedding could not load {self._folder}: {exc}",
                                       hint="Check the folder is a complete BAAI/bge-m3 snapshot.",

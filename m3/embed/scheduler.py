@@ -1,15 +1,10 @@
-"""Running many callers' embedding requests on one model: two priorities, one worker.
+"""Running many callers' embedding requests on one model (``m3 embedder serve``): two priorities, one worker.
 
-Used by ``m3 embedder serve``. A request is *interactive* (a query someone is
-waiting for) or *background* (a batch of new or re-embedded memories). The
-worker always takes interactive work first, and several small interactive
-requests that wait together share one model call. Background requests are
-cut into chunks of at most ``max_batch`` texts, queued one after the other,
-so an interactive request never waits for more than the chunk already
-running, however large the background request.
-
-Per-client counters (requests, texts, by priority, errors) show who uses the
-server.
+The worker always takes *interactive* work (a query someone waits for) first,
+and several small interactive requests that wait together share one model call.
+*Background* requests are cut into chunks of at most ``max_batch`` texts,
+queued one after the other, so an interactive request never waits for more
+than the chunk already running. Per-client counters show who uses the server.
 """
 
 from __future__ import annotations
@@ -26,12 +21,10 @@ import numpy as np
 import numpy.typing as npt
 
 from m3.embed.base import Embedder
-
-__all__ = ["PRIORITIES", "ClientStats", "Scheduler"]
+from m3.embed.http import PRIORITIES
 
 log = logging.getLogger(__name__)
 
-PRIORITIES = ("interactive", "background")
 Matrix = npt.NDArray[np.float32]
 Done = Callable[[Matrix | None, BaseException | None], None]
 
@@ -57,22 +50,24 @@ class _Request:
     failed: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def finish_chunk(self, start: int, matrix: Matrix | None, error: BaseException | None) -> None:
+    def finish_chunk(self, start: int, matrix: Matrix) -> None:
         with self.lock:
             if self.failed:
                 return
-            if error is None and matrix is not None:
-                if self.out is None:
-                    self.out = np.empty((len(self.texts), matrix.shape[1]), dtype=np.float32)
-                self.out[start : start + len(matrix)] = matrix
-                self.remaining -= 1
-                if self.remaining:
-                    return
-                result, failure = self.out, None
-            else:
-                self.failed = True
-                result, failure = None, error or RuntimeError("the embedder returned nothing")
-        self.done(result, failure)
+            if self.out is None:
+                self.out = np.empty((len(self.texts), matrix.shape[1]), dtype=np.float32)
+            self.out[start : start + len(matrix)] = matrix
+            self.remaining -= 1
+            if self.remaining:
+                return
+        self.done(self.out, None)
+
+    def fail(self, error: BaseException) -> None:
+        with self.lock:
+            if self.failed:
+                return
+            self.failed = True
+        self.done(None, error)
 
 
 @dataclass
@@ -117,7 +112,7 @@ class Scheduler:
                 q.clear()
             self._cond.notify_all()
         for chunk in left:
-            chunk.request.finish_chunk(chunk.start, None, RuntimeError("the embed server is stopping"))
+            chunk.request.fail(RuntimeError("the embed server is stopping"))
         self._thread.join(timeout)
 
     def submit(self, texts: Sequence[str], priority: str, client: str, done: Done) -> None:
@@ -134,10 +129,8 @@ class Scheduler:
             stats.texts += len(request.texts)
             setattr(stats, priority, getattr(stats, priority) + 1)
             stats.last_seen = time.time()
-            if self._stopping:
-                stopping = True
-            else:
-                stopping = False
+            stopping = self._stopping
+            if not stopping:
                 self._queues[priority].extend(chunks)
                 self._cond.notify()
         if stopping:
@@ -190,11 +183,11 @@ class Scheduler:
         except Exception as exc:  # every caller gets the error; the worker carries on
             log.error("embedding %d texts failed: %s", len(texts), exc)
             for chunk in batch:
-                chunk.request.finish_chunk(chunk.start, None, exc)
+                chunk.request.fail(exc)
             return
         with self._cond:
             self._calls += 1
         offset = 0
         for chunk in batch:
-            chunk.request.finish_chunk(chunk.start, matrix[offset : offset + len(chunk.texts)], None)
+            chunk.request.finish_chunk(chunk.start, matrix[offset : offset + len(chunk.texts)])
             offset += len(chunk.texts)

@@ -1,16 +1,11 @@
-"""The shared embed server with the in-process model as fallback.
+"""The shared embed server (``m3 embedder serve``) with the in-process model as fallback.
 
-Every m3 process on a machine can embed through one ``m3 embedder serve``,
-so one copy of the model sits in memory. :class:`SharedServerEmbedder` asks
-that server while it answers; when it does not (stopped, killed, restarting,
-serving another model) the same model runs in process, so no write and no
-search ever waits for the server to come back. The server is asked again
-after ``retry_s``. Each change of route is logged once.
-
-Both routes produce the same model's vectors: the server is asked for the
-local model's id and refuses any other (``m3 embedder serve`` answers 404
-for a model it does not serve), so vectors from either route are stored
-under one model id and compared with each other.
+While the server does not answer, the same model runs in process, so no write
+and no search waits for it to come back (docs/embedder.md, "Fallback"); it is
+asked again after ``retry_s``, and each change of route is logged once. Both
+routes produce the same model's vectors: the server is asked for the local
+model's id and refuses any other (it answers 404 for a model it does not
+serve), so vectors from either route are stored under one model id.
 """
 
 from __future__ import annotations
@@ -25,11 +20,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from m3.embed.base import Embedder, check_texts
+from m3.embed.base import Embedder
 from m3.embed.http import HttpEmbedder
 from m3.errors import EmbedderUnavailable
-
-__all__ = ["SharedServerEmbedder"]
 
 log = logging.getLogger(__name__)
 
@@ -82,17 +75,6 @@ class SharedServerEmbedder:
         """True once either route has produced vectors or the local model is in memory."""
         return bool(getattr(self._local, "loaded", False)) or self._route.by_server > 0
 
-    @property
-    def url(self) -> str:
-        return self._remote.url
-
-    @property
-    def local(self) -> Embedder:
-        return self._local
-
-    def __repr__(self) -> str:
-        return f"SharedServerEmbedder({self._remote.url!r}, fallback={self._local!r})"
-
     def close(self) -> None:
         """Close the connections to the server (shared with siblings)."""
         self._remote.close()
@@ -116,8 +98,7 @@ class SharedServerEmbedder:
             InvalidArgument: as :meth:`Embedder.embed`.
             EmbedderUnavailable: the server failed and the local model cannot run either.
         """
-        check_texts(texts)
-        if texts and self._server_due():
+        if texts and self._server_due():  # either route refuses bad input (InvalidArgument) before any work
             try:
                 matrix = self._remote.embed(texts)
                 if matrix.shape[1] != self._local.dim:

@@ -48,8 +48,8 @@ from m3 import __version__
 from m3.config import Config
 from m3.embed.base import Embedder
 from m3.embed.factory import create_local_embedder
-from m3.embed.http import CLIENT_HEADER, PRIORITY_HEADER
-from m3.embed.scheduler import PRIORITIES, Scheduler
+from m3.embed.http import CLIENT_HEADER, PRIORITIES, PRIORITY_HEADER
+from m3.embed.scheduler import Scheduler
 from m3.errors import Unavailable
 
 log = logging.getLogger(__name__)

@@ -8,7 +8,7 @@ thread shares nothing mutable.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationInfo, model_validator
@@ -78,16 +78,10 @@ class ToolResult(BaseModel):
 
 @dataclass(frozen=True)
 class ToolSpec:
-    """The single declaration of a tool.
-
-    The MCP tool, the CLI command ``m3 <domain> <name>``, ``m3_call``, the HTTP
-    route and the generated docs all derive from this one object. A tool that
-    sends one request to one actor also names that request (``message``) and
-    the actor (``actor``, an attribute of the actor system such as
-    ``"writer"``): the gateway then builds the request from the arguments
-    and answers with the actor's reply, with no handler (see
-    :mod:`m3.gateway.registry` for how the request is built).
-    """
+    """The single declaration of a tool, from which its MCP tool, CLI command ``m3 <domain> <name>``, ``m3_call``
+    route, HTTP route and docs derive. A tool that sends one request to one actor names both (``message``,
+    ``actor``) and has no handler: the gateway builds the request from the arguments (:mod:`m3.gateway.registry`)
+    and answers with the actor's reply."""
 
     name: str
     domain: str
@@ -99,10 +93,9 @@ class ToolSpec:
     startup: bool = False
     #: Does not change any state (MCP readOnlyHint).
     read_only: bool = False
-    examples: tuple[str, ...] = field(default=())
     #: The request the gateway sends for this tool; its reply type must be ``result``. None: a handler runs it.
     message: type[Request[Any]] | None = None
-    #: The actor the request goes to: ``"writer"``, ``"searcher"``, ``"embedder"``, ``"directory"``, ``"tasks"``.
+    #: The actor the request goes to, one of :data:`ACTORS`.
     actor: str = ""
 
     @property
@@ -113,5 +106,4 @@ class ToolSpec:
     @property
     def short_name(self) -> str:
         """The CLI alias without the domain prefix: ``memory_write`` -> ``write``."""
-        prefix = self.domain + "_"
-        return self.name[len(prefix):] if self.name.startswith(prefix) else self.name
+        return self.name.removeprefix(self.domain + "_")

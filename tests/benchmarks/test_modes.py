@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from sqlalchemy import text
 
+from benchmarks.cache import CachingEmbedder
 from benchmarks.data import load_locomo
 from benchmarks.ingest import fresh_system, ingest
 from benchmarks.modes import SearchModes
-from m3.embed.cache import CachingEmbedder
 from m3.store.engine import open_engine
 from m3.store.fulltext import fts5_match, query_terms
 from tests.benchmarks.synthetic import write_dev_data

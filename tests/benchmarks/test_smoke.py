@@ -19,11 +19,11 @@ import numpy.typing as npt
 import pytest
 
 from benchmarks import perf_search, perf_search_ab, perf_search_stores, perf_write
+from benchmarks.cache import CachingEmbedder
 from benchmarks.data import Haystack, default_data_dir, load_locomo, load_longmemeval
 from benchmarks.precomputed import synthetic_vector
 from benchmarks.retrieval import run_benchmark
 from benchmarks.summarize import table_from_log
-from m3.embed.cache import CachingEmbedder
 from tests.benchmarks.synthetic import write_dev_data
 
 SHARED = default_data_dir()

@@ -16,8 +16,8 @@ import httpx2
 import pytest
 from openapi_spec_validator import validate
 
+from devtools import docs
 from m3.errors import all_error_classes
-from m3.gateway import docs
 from m3.gateway.registry import default_registry
 from m3.gateway.service import Service
 from m3.protocols.messages.coordination import RevokeTokens

@@ -13,8 +13,8 @@ import pytest
 import trio
 from mcp import Client
 
+from devtools import docs
 from m3.errors import M3Error
-from m3.gateway import docs
 from m3.gateway.cli import build_parser, flag_dest
 from m3.gateway.commands import ADMIN_COMMANDS
 from m3.gateway.mcp_server import build_server, local_identity

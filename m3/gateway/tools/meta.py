@@ -29,7 +29,7 @@ async def m3_index(svc: Service, a: p.M3IndexArgs, ctx: CallContext) -> p.M3Inde
     ])
 
 
-async def tools_list_domains(svc: Service, a: p.ToolsListDomainsArgs, ctx: CallContext) -> p.ToolsListDomainsResult:
+async def tools_list_domains(svc: Service, a: p.NoArgs, ctx: CallContext) -> p.ToolsListDomainsResult:
     return p.ToolsListDomainsResult(domains=[
         p.DomainEntry(domain=name, tools=[t.spec.name for t in tools])
         for name, tools in svc.registry.domains().items()
@@ -46,7 +46,7 @@ async def tools_load_domain(svc: Service, a: p.ToolsLoadDomainArgs, ctx: CallCon
     return p.ToolsLoadDomainResult(domain=a.domain, registered=registered)
 
 
-async def embedder_status(svc: Service, a: p.EmbedderStatusArgs, ctx: CallContext) -> p.EmbedderStatusResult:
+async def embedder_status(svc: Service, a: p.NoArgs, ctx: CallContext) -> p.EmbedderStatusResult:
     info = await svc.ask(svc.system.embedder, EmbedderInfo())
     stats = await svc.ask(svc.system.searcher, EmbeddingStats(model=info["model"]))
     backend = svc.system.embedder_backend

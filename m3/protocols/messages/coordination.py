@@ -1,12 +1,8 @@
 """Messages of the coordination actors: agents and tokens, inboxes and notifications, task trees.
 
-Changes are Writer requests (one Writer per store: SQLite has one writer,
-so a second write path would bring back "database is locked"); the rules
-they enforce — recipients exist, task state machine, versions, leases — are
-SQL predicates evaluated inside the Writer's transaction. Reads go to the
-Directory (agents, inboxes, notifications, tokens) and the TaskManager
-(tasks). Requests expect one reply. Messages only one actor uses (its
-timers, its wake-ups) are defined in that actor's module.
+Changes are Writer requests, their rules (recipients exist, task state machine, versions, leases) SQL
+predicates in its transaction (docs/coordination.md says why); reads go to the Directory (agents, inboxes,
+notifications, tokens) and the TaskManager (tasks). Messages only one actor uses are in that actor's module.
 """
 
 from __future__ import annotations

@@ -146,8 +146,6 @@ class ShareMemory(Request["sharing.MemoryShareResult"]):
 
 
 class UnshareMemory(ShareMemory):
-    """memory_unshare: a :class:`ShareMemory` that takes access away."""
-
     share: bool = False
 
 

@@ -12,5 +12,3 @@ from m3.protocols.tools.tasks import TASK_TOOLS
 
 ALL_TOOLS: tuple[ToolSpec, ...] = (MEMORY_TOOLS + CHATLOG_TOOLS + META_TOOLS + INBOX_TOOLS + AGENT_TOOLS
                                    + NOTIFICATION_TOOLS + TASK_TOOLS + CONFLICT_TOOLS + SHARING_TOOLS)
-
-__all__ = ["ALL_TOOLS"]

@@ -56,7 +56,7 @@ AGENT_REGISTER = ToolSpec(
 
 
 class ActingAgentArgs(ToolArgs):
-    """Arguments of a tool about the acting agent only (heartbeat, offline)."""
+    """Arguments of a tool about the acting agent only (heartbeat, offline, notifications_ack_all)."""
 
     agent_id: ActingAgent = None
 

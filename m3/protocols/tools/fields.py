@@ -29,21 +29,13 @@ Scope = Literal["agent", "user", "org"]
 ChatRole = Literal["user", "assistant", "system", "tool"]
 
 
-def _check_memory_type(value: str) -> str:
-    if value not in MEMORY_TYPES:
-        raise PydanticCustomError(
-            "unknown_memory_type", "unknown memory type {value}", {"value": value, "allowed": list(MEMORY_TYPES)}
-        )
-    return value
-
-
-def _check_relation_type(value: str) -> str:
-    if value not in RELATION_TYPES:
-        raise PydanticCustomError(
-            "invalid_argument", "unknown relationship type {value}",
-            {"value": value, "allowed": list(RELATION_TYPES)},
-        )
-    return value
+def _one_of(allowed: tuple[str, ...], code: str, what: str) -> Any:
+    """A check that refuses a value not in ``allowed`` with ``code``, listing ``allowed`` in the details."""
+    def check(value: str) -> str:
+        if value not in allowed:
+            raise PydanticCustomError(code, f"unknown {what} {{value}}", {"value": value, "allowed": list(allowed)})
+        return value
+    return check
 
 
 def _check_text(value: str) -> str:
@@ -162,12 +154,10 @@ def format_time(dt: datetime) -> str:
     return dt.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
-MemoryType = Annotated[
-    str, AfterValidator(_check_memory_type), WithJsonSchema({"type": "string", "enum": list(MEMORY_TYPES)})
-]
-RelationType = Annotated[
-    str, AfterValidator(_check_relation_type), WithJsonSchema({"type": "string", "enum": list(RELATION_TYPES)})
-]
+MemoryType = Annotated[str, AfterValidator(_one_of(MEMORY_TYPES, "unknown_memory_type", "memory type")),
+                       WithJsonSchema({"type": "string", "enum": list(MEMORY_TYPES)})]
+RelationType = Annotated[str, AfterValidator(_one_of(RELATION_TYPES, "invalid_argument", "relationship type")),
+                         WithJsonSchema({"type": "string", "enum": list(RELATION_TYPES)})]
 Text = Annotated[str, Field(min_length=1), AfterValidator(_check_text),
                  AfterValidator(_check_chars("limits.max_text_chars"))]
 """Non-blank free text of at most ``limits.max_text_chars`` characters (queries, tasks, messages)."""

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from m3.protocols.base import ToolArgs, ToolResult, ToolSpec
 from m3.protocols.messages import coordination as msg
-from m3.protocols.tools.agents import ACTING_AGENT, ActingAgent
+from m3.protocols.tools.agents import ACTING_AGENT, ActingAgent, ActingAgentArgs
 from m3.protocols.tools.fields import Identifier, JsonObject, MemoryId, Text, Timestamp
 
 MAX_CONTEXT = 50
@@ -183,12 +183,8 @@ NOTIFICATIONS_ACK = ToolSpec(
 )
 
 
-class NotificationsAckAllArgs(ToolArgs):
-    agent_id: ActingAgent = None
-
-
 NOTIFICATIONS_ACK_ALL = ToolSpec(
-    name="notifications_ack_all", domain="notifications", args=NotificationsAckAllArgs,
+    name="notifications_ack_all", domain="notifications", args=ActingAgentArgs,
     result=NotificationsAckResult, message=msg.AckNotifications, actor="writer",
     description="Acknowledge every pending notification of this agent at once, e.g. after catching up.",
 )

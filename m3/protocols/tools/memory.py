@@ -55,8 +55,6 @@ class MemoryRecord(ToolResult):
     superseded_by: str | None
 
 
-# --- memory_write -------------------------------------------------------------------------------
-
 class MemoryWriteArgs(ToolArgs):
     content: Content = Field(description="The memory, stored exactly as given.")
     type: MemoryType = Field("note", description="What kind of memory this is.")
@@ -93,8 +91,6 @@ MEMORY_WRITE = ToolSpec(
     ),
 )
 
-
-# --- memory_search ------------------------------------------------------------------------------
 
 class MemorySearchArgs(ToolArgs):
     query: Text = Field(description="What you are looking for, in natural language or keywords.")
@@ -147,8 +143,6 @@ MEMORY_SEARCH = ToolSpec(
 )
 
 
-# --- memory_get ---------------------------------------------------------------------------------
-
 class MemoryGetArgs(ToolArgs):
     id: MemoryId
     as_of: AsOf = None
@@ -165,8 +159,6 @@ MEMORY_GET = ToolSpec(
     ),
 )
 
-
-# --- memory_supersede ---------------------------------------------------------------------------
 
 class MemorySupersedeArgs(ToolArgs):
     id: MemoryId = Field(description="The memory that is no longer true.")
@@ -197,8 +189,6 @@ MEMORY_SUPERSEDE = ToolSpec(
 )
 
 
-# --- memory_update ------------------------------------------------------------------------------
-
 class MemoryUpdateArgs(ToolArgs):
     id: MemoryId
     content: Content | None = None
@@ -226,8 +216,6 @@ MEMORY_UPDATE = ToolSpec(
     ),
 )
 
-
-# --- memory_delete ------------------------------------------------------------------------------
 
 class MemoryDeleteArgs(ToolArgs):
     id: MemoryId
@@ -257,8 +245,6 @@ MEMORY_DELETE = ToolSpec(
 )
 
 
-# --- memory_restore -----------------------------------------------------------------------------
-
 class MemoryRestoreArgs(ToolArgs):
     id: MemoryId = Field(description="A superseded or soft-deleted memory.")
     reason: str | None = Field(None, max_length=1000, description="Why it holds again; kept in history.")
@@ -279,8 +265,6 @@ MEMORY_RESTORE = ToolSpec(
     ),
 )
 
-
-# --- pin / unpin --------------------------------------------------------------------------------
 
 class MemoryPinArgs(ToolArgs):
     id: MemoryId
@@ -303,14 +287,6 @@ MEMORY_UNPIN = ToolSpec(
 )
 
 
-# --- history / link / graph / verify ------------------------------------------------------------
-
-class MemoryHistoryArgs(ToolArgs):
-    id: MemoryId
-    as_of: AsOf = None
-    valid_at: ValidAt = None
-
-
 class HistoryEvent(ToolResult):
     memory_id: str
     event: str
@@ -326,7 +302,7 @@ class MemoryHistoryResult(ToolResult):
 
 
 MEMORY_HISTORY = ToolSpec(
-    name="memory_history", domain="memory", args=MemoryHistoryArgs, result=MemoryHistoryResult, read_only=True,
+    name="memory_history", domain="memory", args=MemoryGetArgs, result=MemoryHistoryResult, read_only=True,
     message=msg.GetHistory, actor="searcher",
     description=(
         "Show everything that happened to a memory: creation, updates with previous values, pins, supersession "

@@ -51,8 +51,8 @@ M3_INDEX = ToolSpec(
 )
 
 
-class ToolsListDomainsArgs(ToolArgs):
-    pass
+class NoArgs(ToolArgs):
+    """Arguments of a tool that takes none."""
 
 
 class DomainEntry(ToolResult):
@@ -65,7 +65,7 @@ class ToolsListDomainsResult(ToolResult):
 
 
 TOOLS_LIST_DOMAINS = ToolSpec(
-    name="tools_list_domains", domain="tools", args=ToolsListDomainsArgs, result=ToolsListDomainsResult,
+    name="tools_list_domains", domain="tools", args=NoArgs, result=ToolsListDomainsResult,
     read_only=True,
     description="List the tool domains (memory, chatlog, tools, embedder …) and the tools in each.",
 )
@@ -89,10 +89,6 @@ TOOLS_LOAD_DOMAIN = ToolSpec(
 )
 
 
-class EmbedderStatusArgs(ToolArgs):
-    pass
-
-
 class EmbedderStatusResult(ToolResult):
     backend: str
     model: str = Field(description="The configured model: new vectors are computed with it.")
@@ -111,7 +107,7 @@ class EmbedderStatusResult(ToolResult):
 
 
 EMBEDDER_STATUS = ToolSpec(
-    name="embedder_status", domain="embedder", args=EmbedderStatusArgs, result=EmbedderStatusResult,
+    name="embedder_status", domain="embedder", args=NoArgs, result=EmbedderStatusResult,
     read_only=True,
     description=(
         "Show the embedding backend and model, the model search uses, how many memories have vectors of each "

@@ -12,8 +12,8 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
+from benchmarks.cache import CachingEmbedder, text_key
 from m3.embed import Embedder, MiniLMEmbedder
-from m3.embed.cache import CachingEmbedder, text_key
 from m3.errors import EmbedderUnavailable, InvalidArgument
 
 TEXTS = [

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from m3.gateway import docs
+from devtools import docs
 
 GENERATED = docs.render_all()
 
