@@ -22,8 +22,6 @@ from m3.errors import NotFound
 from m3.store.schema import agent_tokens as tk
 from m3.store.schema import agents as a
 
-STATUSES = ("active", "idle", "offline")
-
 
 @dataclass(frozen=True)
 class Liveness:

@@ -17,7 +17,6 @@ from m3.store.filters import private_rows_clause
 from m3.store.schema import conflicts as c
 
 KINDS = ("near_duplicate", "contradiction")
-STATUSES = ("open", "resolved")
 
 
 @dataclass(frozen=True)

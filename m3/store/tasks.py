@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, RowMapping, and_, case, func, not_, null, or_, select, true
+from sqlalchemy import ColumnElement, Connection, RowMapping, and_, case, func, null, or_, select, true
 
 from m3.errors import AmbiguousId, NotFound
 from m3.protocols.messages.coordination import TaskFilter
@@ -23,7 +23,6 @@ from m3.store.schema import memories as m
 from m3.store.schema import task_events as ev
 from m3.store.schema import tasks as t
 
-STATES = ("pending", "in_progress", "blocked", "completed", "failed", "cancelled")
 TERMINAL = frozenset({"completed", "cancelled"})
 #: Legal state changes. failed → pending is a retry; completed and cancelled are final.
 TRANSITIONS: dict[str, frozenset[str]] = {
@@ -34,7 +33,6 @@ TRANSITIONS: dict[str, frozenset[str]] = {
     "completed": frozenset(),
     "cancelled": frozenset(),
 }
-MAX_TREE_DEPTH = 10
 FULL_ID = 36
 
 
@@ -54,23 +52,10 @@ def held_by_other_clause(actor: str | None, now: datetime) -> ColumnElement[bool
     return and_(t.c.state == "in_progress", t.c.lease_expires_at.is_not(None), t.c.lease_expires_at > now, holder)
 
 
-def free_for_clause(actor: str | None, now: datetime) -> ColumnElement[bool]:
-    """Tasks ``actor`` may change: not under another agent's valid lease."""
-    return not_(held_by_other_clause(actor, now))
-
-
 def held_by_other(row: RowMapping | dict[str, Any], actor: str | None, now: datetime) -> bool:
     """:func:`held_by_other_clause` for one row, in Python (the two agree)."""
     lease = row["lease_expires_at"]
     return bool(row["state"] == "in_progress" and lease is not None and lease > now and row["owner"] != actor)
-
-
-def effective_state(now: datetime) -> Any:
-    return case((lapsed_clause(now), "pending"), else_=t.c.state)
-
-
-def effective_owner(now: datetime) -> Any:
-    return case((lapsed_clause(now), null()), else_=t.c.owner)
 
 
 def claimable_clause(agent_id: str, now: datetime) -> ColumnElement[bool]:
@@ -85,10 +70,11 @@ def filter_clauses(flt: TaskFilter, now: datetime) -> list[ColumnElement[bool]]:
     clauses: list[ColumnElement[bool]] = []
     if not flt.include_deleted:
         clauses.append(t.c.deleted_at.is_(None))
+    # The effective state and owner: a lapsed lease reads as pending and unowned.
     if flt.state is not None:
-        clauses.append(effective_state(now) == flt.state)
+        clauses.append(case((lapsed_clause(now), "pending"), else_=t.c.state) == flt.state)
     if flt.owner is not None:
-        clauses.append(effective_owner(now) == flt.owner)
+        clauses.append(case((lapsed_clause(now), null()), else_=t.c.owner) == flt.owner)
     for name in ("kind", "creator", "parent_id"):
         value = getattr(flt, name)
         if value is not None:
@@ -113,6 +99,10 @@ def record(row: RowMapping, now: datetime) -> dict[str, Any]:
     return out
 
 
+def not_found(ref: str) -> NotFound:
+    return NotFound(f"no task with id {ref!r}", hint="task_list shows the tasks and their ids.")
+
+
 def resolve(conn: Connection, ref: str) -> str:
     """The full id of a task from its id or a unique prefix of 8+ characters.
 
@@ -123,7 +113,7 @@ def resolve(conn: Connection, ref: str) -> str:
         return ref
     found = [r[0] for r in conn.execute(select(t.c.id).where(t.c.id.startswith(ref, autoescape=True)).limit(3))]
     if len(ref) < 8 or not found:
-        raise NotFound(f"no task with id {ref!r}", hint="task_list shows the tasks and their ids.")
+        raise not_found(ref)
     if len(found) > 1:
         raise AmbiguousId(f"prefix {ref!r} matches several tasks", details={"candidates": found})
     return str(found[0])
@@ -133,7 +123,7 @@ def existing(conn: Connection, ref: str) -> str:
     """The full id of an existing task from its id or a unique prefix; NotFound otherwise."""
     task_id = resolve(conn, ref)
     if conn.execute(select(t.c.id).where(t.c.id == task_id)).first() is None:
-        raise NotFound(f"no task with id {ref!r}", hint="task_list shows the tasks and their ids.")
+        raise not_found(ref)
     return task_id
 
 
@@ -141,7 +131,7 @@ def get(conn: Connection, ref: str, now: datetime, visible: ColumnElement[bool])
     task_id = resolve(conn, ref)
     row = conn.execute(_select(visible).where(t.c.id == task_id)).mappings().first()
     if row is None:
-        raise NotFound(f"no task with id {ref!r}", hint="task_list shows the tasks and their ids.")
+        raise not_found(ref)
     return record(row, now)
 
 
