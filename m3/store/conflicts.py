@@ -58,15 +58,11 @@ def list_conflicts(conn: Connection, flt: ConflictFilter) -> list[dict[str, Any]
 
 def get_conflict(conn: Connection, conflict_id: str, flt: ConflictFilter | None = None) -> dict[str, Any]:
     """One conflict by id, if ``flt`` (isolation only; its other fields are ignored) lets its reader see it."""
-    row = find(conn, conflict_id, flt)
+    where = visible_clause(flt) if flt is not None else true()
+    row = conn.execute(select(c).where(c.c.id == conflict_id, where)).mappings().first()
     if row is None:
         raise NotFound(f"no conflict with id {conflict_id!r}", hint="conflicts_list shows the open conflicts.")
     return _public(row)
-
-
-def find(conn: Connection, conflict_id: str, flt: ConflictFilter | None = None) -> RowMapping | None:
-    where = visible_clause(flt) if flt is not None else true()
-    return conn.execute(select(c).where(c.c.id == conflict_id, where)).mappings().first()
 
 
 def pair_exists(conn: Connection, memory_a: str, memory_b: str, kind: str) -> bool:

@@ -43,6 +43,9 @@ from sqlalchemy.types import DateTime, TypeEngine
 from m3.errors import ConfigError, ExtraNotInstalled, StoreError
 from m3.store.dialect import Dialect
 from m3.store.fulltext import MAX_TERMS, KeywordHit, ranked
+from m3.store.memories import chunks
+from m3.store.schema import memories as m
+from m3.store.schema import memory_embeddings as e
 from m3.store.types import VectorType, pg_vector_of
 
 if TYPE_CHECKING:
@@ -328,8 +331,6 @@ def nearest(conn: Connection, model: str, dim: int, query: Matrix, where: Any, l
     ``exact`` the distance expression does not match the index and every
     matching row is compared.
     """
-    from m3.store.schema import memories as m
-    from m3.store.schema import memory_embeddings as e
     vec = cast(e.c.vector, pg_vector_of(dim))
     q = bindparam("q", np.asarray(query, dtype=np.float32), type_=VectorType())
     distance = (e.c.vector if exact else vec).op("<=>", return_type=Float())(q).label("distance")
@@ -346,20 +347,14 @@ def nearest(conn: Connection, model: str, dim: int, query: Matrix, where: Any, l
 
 def vectors_by_ids(conn: Connection, model: str, ids: Sequence[str]) -> dict[str, Matrix]:
     """Stored vectors of ``model`` for ``ids`` (absent ids are left out)."""
-    from m3.store.schema import memory_embeddings as e
-
     out: dict[str, Matrix] = {}
-    for start in range(0, len(ids), 500):
-        chunk = list(ids[start:start + 500])
-        for memory_id, vector in conn.execute(
-                select(e.c.memory_id, e.c.vector).where(e.c.model == model, e.c.memory_id.in_(chunk))):
-            out[memory_id] = vector
+    for chunk in chunks(ids):
+        query = select(e.c.memory_id, e.c.vector).where(e.c.model == model, e.c.memory_id.in_(chunk))
+        out.update((memory_id, vector) for memory_id, vector in conn.execute(query))
     return out
 
 
 def has_vectors(conn: Connection, model: str) -> bool:
-    from m3.store.schema import memory_embeddings as e
-
     return conn.execute(select(e.c.seq).where(e.c.model == model).limit(1)).first() is not None
 
 
