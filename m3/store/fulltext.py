@@ -1,19 +1,8 @@
 """Keyword retrieval: safe query terms and BM25 candidates; each dialect module has its statements.
 
-User text never reaches a full-text query language directly, and a query
-never becomes an implicit AND of every word:
-
-* SQLite (FTS5): the text is cut into word tokens, stop-words are dropped,
-  and each remaining token is quoted and OR-ed. So ``gpt-4o``, ``a/b``,
-  quotes, ``*`` and ``field:value`` are words, never syntax.
-* PostgreSQL: the text goes through the same ``to_tsvector('english', …)``
-  as the documents, so it is cut, stemmed and stripped of stop-words exactly
-  like them (``gpt-4o`` gives ``gpt-4o | gpt | 4o``; a file name, host or
-  version stays one token, as in the documents). Each lexeme is quoted and
-  the OR of them is cast to ``tsquery``, which cannot fail to parse; a text
-  without lexemes matches nothing. The score is ``ts_rank`` divided by
-  1 + log(document length) (flag 1): more occurrences, more distinct query
-  words and a shorter document each score higher, as with BM25.
+User text never reaches a full-text query language directly, and a query never becomes an implicit AND of
+every word: on SQLite (FTS5) its word tokens, without stop-words, are quoted and OR-ed, so ``gpt-4o``, ``a/b``,
+quotes, ``*`` and ``field:value`` are words, never syntax; PostgreSQL's rules are in docs/postgres.md.
 """
 
 from __future__ import annotations

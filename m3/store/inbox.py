@@ -1,11 +1,8 @@
-"""Inboxes (handoffs) and notifications.
+"""Inboxes (handoffs) and notifications: rows and reads (the changes are in ``inbox_writes``).
 
-A handoff is an inbox row for the receiver plus one ``handoff`` link per
-context memory (``inbox_links``), and a notification of kind ``handoff``
-that points at it. Acknowledging the handoff acknowledges that
-notification too. Context memories are read back through the reader's
-isolation clause, in SQL, so a link never reveals a memory its reader may
-not see. Rows and reads here; the changes are in ``inbox_writes``.
+A handoff is an inbox row for the receiver, one ``handoff`` link per context memory (``inbox_links``) and a
+notification of kind ``handoff`` pointing at it (docs/coordination.md). Context memories are read back
+through the reader's isolation clause, in SQL, so a link never reveals a memory its reader may not see.
 """
 
 from __future__ import annotations

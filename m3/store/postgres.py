@@ -1,26 +1,8 @@
 """PostgreSQL specifics: its Dialect (engines, tsvector search, types, errors), HNSW per model, locks, databases.
 
-The PostgreSQL driver (psycopg 3) and pgvector come with the ``[postgres]``
-extra and are imported only when a PostgreSQL store is opened.
-
-* **Vectors** travel in pgvector's binary format: every connection gets
-  ``pgvector.psycopg.register_vector`` (numpy arrays are sent binary), and
-  reads select ``vector_send(vector)`` (see :mod:`m3.store.types`), so no
-  vector is ever formatted or parsed as text.
-* **HNSW per model.** ``memory_embeddings.vector`` has no dimension (one
-  table holds several models), so each model gets a partial expression
-  index ``USING hnsw ((vector::vector(<dim>)) vector_cosine_ops) WHERE
-  model = '<model>' AND dim = <dim>``, created by the Writer before it
-  stores that model's first vectors. Nearest-neighbour queries repeat the
-  same cast and predicate with the model inlined as a literal, so the
-  planner can prove the partial index applies.
-* ``hnsw.iterative_scan = strict_order`` on every connection: a filtered
-  HNSW query keeps scanning until it has LIMIT visible rows (otherwise
-  filters, retired rows and other sessions' uncommitted rows make it
-  return fewer), in exact distance order.
-* **Advisory locks** (``pg_advisory_xact_lock``) make decisions that span
-  several processes exactly-once; keys are 64-bit hashes of a namespace and
-  the parts.
+The driver (psycopg 3) and pgvector come with the ``[postgres]`` extra and are imported only when a PostgreSQL
+store is opened. How the store uses binary vectors, one partial HNSW index per model, iterative scans and
+advisory locks is in docs/postgres.md.
 """
 
 from __future__ import annotations
@@ -30,7 +12,7 @@ import logging
 import re
 import urllib.parse
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -69,7 +51,42 @@ class PostgresDialect(Dialect):
     time_type: TypeEngine[Any] = DateTime(timezone=True)
 
     def engine(self, options: StoreOptions, role: Role) -> Engine:
-        return postgres_engine(options.url, role, options.busy_timeout_ms)
+        """An engine for one actor: UTC sessions, vectors registered, HNSW iterative scans.
+
+        Readers run each request in one REPEATABLE READ snapshot (as on SQLite);
+        writers stay READ COMMITTED, wait at most ``store.busy_timeout_ms`` for a lock
+        held by another connection, and see other processes' commits statement
+        by statement (which exactly-once supersession relies on).
+        """
+        parsed = make_url(options.url)
+        if parsed.drivername != "postgresql+psycopg":
+            raise ConfigError(f"unsupported PostgreSQL driver {parsed.drivername!r}",
+                              hint="Use a postgresql+psycopg:// URL (psycopg 3, installed by the [postgres] extra).")
+        _require_driver()
+        settings = ["SET TIME ZONE 'UTC'", "SET hnsw.iterative_scan = strict_order"]
+        if role == "writer":
+            settings.append(f"SET lock_timeout = {int(options.busy_timeout_ms)}")
+        pool: dict[str, Any] = {"pool_size": 2, "max_overflow": 2, "pool_pre_ping": True,
+                                "connect_args": {"application_name": f"m3 {role}"}}
+        if role == "reader":
+            pool["isolation_level"] = "REPEATABLE READ"
+        engine = create_engine(parsed, **pool)
+
+        @event.listens_for(engine, "connect")
+        def _on_connect(dbapi_conn: Any, record: Any) -> None:
+            with dbapi_conn.cursor() as cur:
+                for statement in settings:
+                    cur.execute(statement)
+            dbapi_conn.commit()  # a SET inside a transaction that is later rolled back would be undone
+            record.info[_VECTOR_REGISTERED] = _register_vector(dbapi_conn)
+
+        @event.listens_for(engine, "checkout")
+        def _on_checkout(dbapi_conn: Any, record: Any, _proxy: Any) -> None:
+            # A connection opened before the first migration created the extension learns the type now.
+            if not record.info.get(_VECTOR_REGISTERED, True):
+                record.info[_VECTOR_REGISTERED] = _register_vector(dbapi_conn)
+
+        return engine
 
     def lock_migrations(self, conn: Connection) -> None:
         conn.execute(text("SELECT pg_advisory_xact_lock(7283711)"))
@@ -140,47 +157,6 @@ def pg_tsquery(conn: Connection, query: str) -> str | None:
     """The tsquery a PostgreSQL store searches for ``query``, as text; None when it has no lexeme."""
     found = conn.execute(text(f"SELECT CAST(({_OR_TSQUERY}) AS text)"), {"text": clean_query(query)}).scalar()
     return None if found is None else str(found)
-
-
-# -- engines ---------------------------------------------------------------------------------------
-
-def postgres_engine(url: str, role: Literal["writer", "reader"], lock_timeout_ms: int) -> Engine:
-    """An engine for one actor: UTC sessions, vectors registered, HNSW iterative scans.
-
-    Readers run each request in one REPEATABLE READ snapshot (as on SQLite);
-    writers stay READ COMMITTED, wait at most ``lock_timeout_ms`` for a lock
-    held by another connection, and see other processes' commits statement
-    by statement (which exactly-once supersession relies on).
-    """
-    parsed = make_url(url)
-    if parsed.drivername != "postgresql+psycopg":
-        raise ConfigError(f"unsupported PostgreSQL driver {parsed.drivername!r}",
-                          hint="Use a postgresql+psycopg:// URL (psycopg 3, installed by the [postgres] extra).")
-    _require_driver()
-    settings = ["SET TIME ZONE 'UTC'", "SET hnsw.iterative_scan = strict_order"]
-    if role == "writer":
-        settings.append(f"SET lock_timeout = {int(lock_timeout_ms)}")
-    options: dict[str, Any] = {"pool_size": 2, "max_overflow": 2, "pool_pre_ping": True,
-                               "connect_args": {"application_name": f"m3 {role}"}}
-    if role == "reader":
-        options["isolation_level"] = "REPEATABLE READ"
-    engine = create_engine(parsed, **options)
-
-    @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_conn: Any, record: Any) -> None:
-        with dbapi_conn.cursor() as cur:
-            for statement in settings:
-                cur.execute(statement)
-        dbapi_conn.commit()  # a SET inside a transaction that is later rolled back would be undone
-        record.info[_VECTOR_REGISTERED] = _register_vector(dbapi_conn)
-
-    @event.listens_for(engine, "checkout")
-    def _on_checkout(dbapi_conn: Any, record: Any, _proxy: Any) -> None:
-        # A connection opened before the first migration created the extension learns the type now.
-        if not record.info.get(_VECTOR_REGISTERED, True):
-            record.info[_VECTOR_REGISTERED] = _register_vector(dbapi_conn)
-
-    return engine
 
 
 def _require_driver() -> None:

@@ -1,14 +1,9 @@
-"""The rules of shared task trees, as conditional writes inside the Writer's transaction.
+"""The rules of shared task trees, as conditional writes inside the Writer's transaction (docs/coordination.md).
 
-Every change is ``UPDATE … WHERE id = :id AND version = :read AND state =
-:read_state`` and checks the row count: a caller that read an older version
-gets ``conflict``, never a silent overwrite, on SQLite and on PostgreSQL
-alike (there a concurrent transaction's UPDATE waits for the row lock and
-then re-checks the WHERE against the committed row). A claim picks the next
-claimable task and takes it with the same kind of conditional UPDATE, so
-two claimants can never both get one task while its lease is valid. Every
-change records a ``task_events`` row with its actor; assignment and
-completion notify the owner and the creator (not the agent who acted).
+Every change is ``UPDATE … WHERE id = :id AND version = :read AND state = :read_state`` and checks the row
+count: a caller that read an older version gets ``conflict``, never a silent overwrite, on both dialects (on
+PostgreSQL a concurrent UPDATE waits for the row lock, then re-checks the WHERE against the committed row).
+Every change records a ``task_events`` row with its actor.
 """
 
 from __future__ import annotations
