@@ -17,6 +17,8 @@ from m3.store.filters import private_rows_clause
 from m3.store.schema import conflicts as c
 
 KINDS = ("near_duplicate", "contradiction")
+#: The filter fields that match one column each.
+_FIELDS = ("status", "kind", "agent_id", "user_id")
 
 
 @dataclass(frozen=True)
@@ -40,11 +42,7 @@ def visible_clause(flt: ConflictFilter) -> ColumnElement[bool]:
 
 
 def _clauses(flt: ConflictFilter) -> list[ColumnElement[bool]]:
-    clauses = [visible_clause(flt)]
-    for name in ("status", "kind", "agent_id", "user_id"):
-        value = getattr(flt, name)
-        if value is not None:
-            clauses.append(c.c[name] == value)
+    clauses = [visible_clause(flt), *(c.c[k] == getattr(flt, k) for k in _FIELDS if getattr(flt, k) is not None)]
     if flt.memory_id is not None:
         clauses.append(or_(c.c.memory_a == flt.memory_id, c.c.memory_b == flt.memory_id))
     return clauses

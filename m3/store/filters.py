@@ -85,12 +85,7 @@ def narrows(flt: MemoryFilter) -> bool:
 
 
 def field_clauses(flt: MemoryFilter) -> list[ColumnElement[bool]]:
-    clauses: list[ColumnElement[bool]] = []
-    for name in FIELDS:
-        value = getattr(flt, name)
-        if value is not None:
-            clauses.append(m.c[name] == value)
-    return clauses
+    return [m.c[name] == getattr(flt, name) for name in FIELDS if getattr(flt, name) is not None]
 
 
 def search_clause(flt: MemoryFilter, now: datetime) -> ColumnElement[bool]:

@@ -217,23 +217,18 @@ def history(conn: Connection, memory_id: str) -> list[RowMapping]:
     return list(conn.execute(select(h).where(h.c.memory_id == memory_id).order_by(h.c.seq)).mappings())
 
 
+_SUPERSEDED = select(m.c.id).where(m.c.superseded_by == bindparam("id")).limit(1)
+_SUCCESSOR = select(m.c.superseded_by).where(m.c.id == bindparam("id"))
+
+
 def version_chain(conn: Connection, memory_id: str) -> list[str]:
     """The supersession chain through ``memory_id``, oldest first."""
     chain = [memory_id]
-    current = memory_id
-    while True:  # walk back: who did this one supersede?
-        prev = conn.execute(select(m.c.id).where(m.c.superseded_by == current).limit(1)).first()
-        if prev is None or prev[0] in chain:
-            break
-        chain.insert(0, prev[0])
-        current = prev[0]
-    current = memory_id
-    while True:  # walk forward
-        nxt = conn.execute(select(m.c.superseded_by).where(m.c.id == current)).first()
-        if nxt is None or nxt[0] is None or nxt[0] in chain:
-            break
-        chain.append(nxt[0])
-        current = nxt[0]
+    # Back (which one did the oldest so far supersede?), then forward; a cycle stops either walk.
+    while (prev := conn.execute(_SUPERSEDED, {"id": chain[0]}).scalar()) is not None and prev not in chain:
+        chain.insert(0, prev)
+    while (nxt := conn.execute(_SUCCESSOR, {"id": chain[-1]}).scalar()) is not None and nxt not in chain:
+        chain.append(nxt)
     return chain
 
 

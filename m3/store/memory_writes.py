@@ -99,15 +99,10 @@ class MemoryWrites:
         if old["retired_at"] is not None:
             raise _already_retired(old)
         now = self.clock()
-        new = NewMemory(
-            type=msg.type or old["type"], content=msg.content,
-            title=msg.title if msg.title is not None else old["title"],
-            metadata=msg.metadata if msg.metadata is not None else old["metadata"],
-            scope=old["scope"], agent_id=old["agent_id"], user_id=old["user_id"],
-            importance=msg.importance if msg.importance is not None else old["importance"],
-            pinned=old["pinned"], expires_at=old["expires_at"], valid_from=msg.valid_from or now,
-            conversation_id=old["conversation_id"], source=old["source"],
-        )
+        # The new version keeps what the request leaves out.
+        kept = {k: old[k] for k in NewMemory.model_fields if k not in ("content", "valid_from")}
+        given = {k: getattr(msg, k) for k in ("type", "title", "metadata", "importance") if getattr(msg, k) is not None}
+        new = NewMemory(**(kept | given), content=msg.content, valid_from=msg.valid_from or now)
         new_id, digest = rows.new_id(), rows.content_hash(msg.content)
         rows.insert_memory(self.conn, new, memory_id=new_id, digest=digest, now=now)
         if not self.close_superseded(old, new_id, now, valid_to=new.valid_from or now, actor=msg.actor,

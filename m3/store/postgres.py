@@ -7,11 +7,12 @@ advisory locks is in docs/postgres.md.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import re
 import urllib.parse
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -181,16 +182,24 @@ def _register_vector(dbapi_conn: Any) -> bool:
     return True
 
 
-def admin_engine(url: str) -> Engine:
-    """A one-connection AUTOCOMMIT engine (CREATE/DROP DATABASE cannot run in a transaction)."""
-    _require_driver()
-    return create_engine(make_url(url), isolation_level="AUTOCOMMIT", poolclass=NullPool)
-
-
 # -- databases -------------------------------------------------------------------------------------
 
-def quote_ident(engine: Engine, name: str) -> str:
-    return str(engine.dialect.identifier_preparer.quote(name))
+@contextlib.contextmanager
+def _admin(server_url: str) -> Iterator[Connection]:
+    """An AUTOCOMMIT connection to the server's ``postgres`` database (CREATE/DROP DATABASE cannot run in a
+    transaction), disposed of afterwards."""
+    _require_driver()
+    engine = create_engine(make_url(database_url(server_url, "postgres")), isolation_level="AUTOCOMMIT",
+                           poolclass=NullPool)
+    try:
+        with engine.connect() as conn:
+            yield conn
+    finally:
+        engine.dispose()
+
+
+def _quote(conn: Connection, name: str) -> str:
+    return str(conn.dialect.identifier_preparer.quote(name))
 
 
 def create_database(server_url: str, name: str, *, template: str | None = None) -> bool:
@@ -199,33 +208,25 @@ def create_database(server_url: str, name: str, *, template: str | None = None) 
     Serialised by a session advisory lock: two processes creating the same
     database at once would otherwise race into a unique violation.
     """
-    engine = admin_engine(database_url(server_url, "postgres"))
-    try:
-        with engine.connect() as conn:
-            key = lock_key("create-database", name)
-            conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": key})
-            try:
-                if conn.scalar(text("SELECT 1 FROM pg_database WHERE datname = :n"), {"n": name}):
-                    return False
-                sql = f"CREATE DATABASE {quote_ident(engine, name)}"
-                if template is not None:
-                    sql += f" TEMPLATE {quote_ident(engine, template)} STRATEGY FILE_COPY"
-                conn.exec_driver_sql(sql)
-                return True
-            finally:
-                conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": key})
-    finally:
-        engine.dispose()
+    with _admin(server_url) as conn:
+        key = lock_key("create-database", name)
+        conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": key})
+        try:
+            if conn.scalar(text("SELECT 1 FROM pg_database WHERE datname = :n"), {"n": name}):
+                return False
+            sql = f"CREATE DATABASE {_quote(conn, name)}"
+            if template is not None:
+                sql += f" TEMPLATE {_quote(conn, template)} STRATEGY FILE_COPY"
+            conn.exec_driver_sql(sql)
+            return True
+        finally:
+            conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": key})
 
 
 def drop_database(server_url: str, name: str) -> None:
     """Drop database ``name`` if it exists, ending its sessions first."""
-    engine = admin_engine(database_url(server_url, "postgres"))
-    try:
-        with engine.connect() as conn:
-            conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {quote_ident(engine, name)} WITH (FORCE)")
-    finally:
-        engine.dispose()
+    with _admin(server_url) as conn:
+        conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {_quote(conn, name)} WITH (FORCE)")
 
 
 def database_url(url: str, name: str) -> str:

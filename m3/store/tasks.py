@@ -75,11 +75,8 @@ def filter_clauses(flt: TaskFilter, now: datetime) -> list[ColumnElement[bool]]:
         clauses.append(case((lapsed_clause(now), "pending"), else_=t.c.state) == flt.state)
     if flt.owner is not None:
         clauses.append(case((lapsed_clause(now), null()), else_=t.c.owner) == flt.owner)
-    for name in ("kind", "creator", "parent_id"):
-        value = getattr(flt, name)
-        if value is not None:
-            clauses.append(t.c[name] == value)
-    return clauses
+    return clauses + [t.c[name] == getattr(flt, name) for name in ("kind", "creator", "parent_id")
+                      if getattr(flt, name) is not None]
 
 
 def _select(visible: ColumnElement[bool]) -> Any:
