@@ -189,9 +189,7 @@ def update_fields(conn: Connection, memory_id: str, changes: dict[str, Any]) -> 
 
 
 def hard_delete(conn: Connection, memory_id: str) -> None:
-    # History and links go with the row (ON DELETE CASCADE); relationships pointing here too.
-    conn.execute(delete(r).where(or_(r.c.from_id == memory_id, r.c.to_id == memory_id)))
-    conn.execute(delete(h).where(h.c.memory_id == memory_id))
+    # History, vectors, grants, conflicts and links both ways go with the row (ON DELETE CASCADE).
     conn.execute(update(m).where(m.c.superseded_by == memory_id).values(superseded_by=None))
     conn.execute(delete(m).where(m.c.id == memory_id))
 

@@ -12,7 +12,7 @@ import uuid
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, RowMapping, bindparam, delete, insert, not_, select, true, update
+from sqlalchemy import ColumnElement, Connection, RowMapping, bindparam, delete, insert, not_, select, update
 from sqlalchemy.sql.elements import True_
 
 from m3.errors import Conflict, IllegalTransition, InvalidArgument, LeaseHeld, LeaseLost, NotFound
@@ -53,10 +53,10 @@ class TaskWrites:
     """Task changes on one connection at the Writer's clock; each returns the caller's result, and collects the
     agents it notified and the ends of the leases it set."""
 
-    def __init__(self, conn: Connection, now: datetime, visible: ColumnElement[bool] | None = None):
+    def __init__(self, conn: Connection, now: datetime, visible: ColumnElement[bool]):
         self.conn = conn
         self.now = now
-        self.visible = visible if visible is not None else true()
+        self.visible = visible
         self.notified: list[str] = []
         self.leases: list[datetime] = []
 

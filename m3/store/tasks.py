@@ -153,18 +153,14 @@ def tree(conn: Connection, ref: str, depth: int, include_deleted: bool, now: dat
     nodes = {root["id"]: root}
     frontier = [root["id"]]
     for _ in range(depth):
-        rows = _children(conn, frontier, include_deleted, visible)
-        frontier = []
-        for row in rows:
-            node = record(row, now)
-            nodes[node["id"]] = node
-            frontier.append(node["id"])
+        found = [record(row, now) for row in _children(conn, frontier, include_deleted, visible)]
+        nodes.update((node["id"], node) for node in found)
+        frontier = [node["id"] for node in found]
         if not frontier:
             break
     counts = _child_counts(conn, list(nodes), include_deleted)
     for node in nodes.values():
-        node["children"] = []
-        node["child_count"] = counts.get(node["id"], 0)
+        node.update(children=[], child_count=counts.get(node["id"], 0))
     for node in sorted(nodes.values(), key=lambda n: (-n["priority"], n["created_at"])):
         parent = nodes.get(node["parent_id"]) if node["id"] != root["id"] else None
         if parent is not None:
