@@ -56,12 +56,9 @@ class MemoryWrites:
             flt = flt.model_copy(update={"enforce_isolation": True, "grants": False})
         return rows.resolve_id(self.conn, ref, flt)
 
-    def write(self, msg: WriteMemories) -> tuple[list[WriteOutcome], list[tuple[str, str]]]:
-        """Insert each memory unless an identical current one exists; return outcomes and (id, text) to embed."""
-        return self.write_all([msg])[0]
-
     def write_all(self, msgs: Sequence[WriteMemories]) -> list[tuple[list[WriteOutcome], list[tuple[str, str]]]]:
-        """:meth:`write` for several requests at once, with one result per request, as if run in turn.
+        """Insert each memory unless an identical current one exists; per request (as if run in turn) its outcomes
+        and the (id, text) to embed.
 
         One query finds the duplicates of every memory; the new rows and their history events go in one
         executemany each. A memory repeating an earlier one (of the same or an earlier request) is its
@@ -215,7 +212,5 @@ def _already_retired(old: RowMapping) -> InvalidArgument:
 
 
 def _jsonable(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return value.isoformat()
-    return value
+    return value.isoformat() if isinstance(value, datetime) else value
 

@@ -75,10 +75,8 @@ class SqliteDialect(Dialect):
 
     def memory_hits(self, conn: Connection, query: str, where: Any, limit: int, *, selective: bool
                     ) -> list[fulltext.KeywordHit]:
-        # Unless selective, the filters are checked on FTS5's best PREFILTER_FACTOR * limit matches first, and on
-        # every match only if fewer than limit pass: the same list (the best that pass are among the best), without
-        # a row lookup per further match, most of the keyword leg on a large store. A selective filter would
-        # drop most of them, so it goes straight to every match.
+        # Unless selective, the best PREFILTER_FACTOR * limit matches first: the same hits with fewer row lookups
+        # (docs/search.md); a selective filter would drop most of them, so it goes straight to every match.
         terms = fulltext.query_terms(query)
         if not terms:
             return []
