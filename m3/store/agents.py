@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, RowMapping, and_, or_, select
 
 from m3.errors import NotFound
+from m3.protocols.tools.agents import AgentRecord
 from m3.store.schema import agent_tokens as tk
 from m3.store.schema import agents as a
 
@@ -66,10 +67,8 @@ def require(conn: Connection, agent_id: str, role: str = "agent") -> RowMapping:
 
 
 def public(row: RowMapping, status: str) -> dict[str, Any]:
-    """The agent as callers see it, with ``status``."""
-    return {"id": row["id"], "role": row["role"], "description": row["description"], "metadata": row["metadata"],
-            "registered_at": row["registered_at"], "last_seen_at": row["last_seen_at"],
-            "offline_at": row["offline_at"], "status": status}
+    """The agent as callers see it (an AgentRecord's fields), with ``status``."""
+    return {**{k: row[k] for k in AgentRecord.model_fields if k != "status"}, "status": status}
 
 
 def token_agent(conn: Connection, token_hash: str) -> str | None:

@@ -18,6 +18,7 @@ from sqlalchemy import ColumnElement, Connection, RowMapping, and_, case, func, 
 
 from m3.errors import AmbiguousId, NotFound
 from m3.protocols.messages.coordination import TaskFilter
+from m3.protocols.tools.tasks import TaskRecord
 from m3.store import visibility
 from m3.store.schema import memories as m
 from m3.store.schema import task_events as ev
@@ -86,10 +87,8 @@ def _select(visible: ColumnElement[bool]) -> Any:
 
 
 def record(row: RowMapping, now: datetime) -> dict[str, Any]:
-    """The caller's view of a task row: effective state and owner, visible result only."""
-    out = {k: row[k] for k in ("id", "parent_id", "title", "description", "kind", "priority", "state", "creator",
-                               "owner", "lease_expires_at", "result_note", "metadata", "version", "created_at",
-                               "updated_at", "deleted_at")}
+    """The caller's view of a task row (a TaskRecord's fields): effective state and owner, visible result only."""
+    out = {k: row[k] for k in TaskRecord.model_fields}
     out["result_memory_id"] = row["visible_result_id"] if "visible_result_id" in row else row["result_memory_id"]
     if lapsed(row, now):
         out.update(state="pending", owner=None, lease_expires_at=None)
