@@ -45,7 +45,7 @@ class Directory(StoreReader):
 
     def get_agent(self, msg: GetAgent) -> AgentDetails:
         row = agents.require(self.conn, msg.id)
-        return AgentDetails(**agents.public(row, self._liveness, datetime.now(UTC)),
+        return AgentDetails(**agents.public(row, self._liveness.status(row, datetime.now(UTC))),
                             **inbox.unread_counts(self.conn, row["id"]))
 
     def list_agents(self, msg: ListAgents) -> AgentListResult:

@@ -309,7 +309,7 @@ def _task(change: Callable[[TaskWrites, Any], Any]) -> Operation:
 
 
 OPERATIONS: dict[type[Message], Operation] = {
-    mem.WriteMemories: Operation(lambda tx, msg: _written(tx.memories.write(msg)), mergeable=lambda a, b: True,
+    mem.WriteMemories: Operation(lambda tx, msg: _written(tx.memories.write_all([msg])[0]), mergeable=lambda a, b: True,
                              run_all=lambda tx, msgs: [_written(done) for done in tx.memories.write_all(msgs)]),
     mem.SupersedeMemory: _change(MemoryWrites.supersede), mem.UpdateMemory: _change(MemoryWrites.update),
     mem.DeleteMemory: _change(MemoryWrites.delete), mem.RestoreMemory: _change(MemoryWrites.restore),

@@ -1,4 +1,7 @@
-"""Changes to agents and their tokens, inside the Writer's transaction (reads: ``agents``)."""
+"""Changes to agents and their tokens, inside the Writer's transaction (reads: ``agents``).
+
+A changed agent is returned with the status the change gives it: there is no heartbeat age to judge yet.
+"""
 
 from __future__ import annotations
 
@@ -11,15 +14,9 @@ from sqlalchemy import Connection, insert, select, update
 from m3.errors import InvalidArgument, NotFound
 from m3.protocols.messages.coordination import AgentHeartbeat, AgentOffline, CreateToken, RegisterAgent, RevokeTokens
 from m3.protocols.tools.agents import AgentRecord, AgentRegisterResult
-from m3.store.agents import load, require
+from m3.store.agents import load, public, require
 from m3.store.schema import agent_tokens as tk
 from m3.store.schema import agents as a
-
-
-def _record(conn: Connection, agent_id: str, status: str) -> dict[str, Any]:
-    """The agent's record with the status it has right after a change (no heartbeat age to judge yet)."""
-    row = require(conn, agent_id)
-    return {**{k: row[k] for k in AgentRecord.model_fields if k != "status"}, "status": status}
 
 
 def register(conn: Connection, msg: RegisterAgent, now: datetime) -> AgentRegisterResult:
@@ -37,19 +34,19 @@ def register(conn: Connection, msg: RegisterAgent, now: datetime) -> AgentRegist
                 values[name] = getattr(msg, name)
         conn.execute(update(a).where(a.c.id == msg.agent_id).values(**values))
         created = False
-    return AgentRegisterResult(**_record(conn, msg.agent_id, "active"), created=created)
+    return AgentRegisterResult(**public(require(conn, msg.agent_id), "active"), created=created)
 
 
 def heartbeat(conn: Connection, msg: AgentHeartbeat, now: datetime) -> AgentRecord:
     require(conn, msg.agent_id)
     conn.execute(update(a).where(a.c.id == msg.agent_id).values(last_seen_at=now, offline_at=None))
-    return AgentRecord(**_record(conn, msg.agent_id, "active"))
+    return AgentRecord(**public(require(conn, msg.agent_id), "active"))
 
 
 def offline(conn: Connection, msg: AgentOffline, now: datetime) -> AgentRecord:
     require(conn, msg.agent_id)
     conn.execute(update(a).where(a.c.id == msg.agent_id).values(offline_at=now))
-    return AgentRecord(**_record(conn, msg.agent_id, "offline"))
+    return AgentRecord(**public(require(conn, msg.agent_id), "offline"))
 
 
 def create_token(conn: Connection, msg: CreateToken, now: datetime) -> dict[str, Any]:

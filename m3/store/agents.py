@@ -1,11 +1,7 @@
-"""Agents and their bearer tokens.
+"""Agents and their bearer tokens: rows and reads (the changes are in ``agent_writes``).
 
-An agent's status is derived from its last heartbeat, never stored: active
-while the heartbeat is younger than the active window, idle until the
-offline threshold, then offline; ``agent_offline`` marks it offline at once
-until its next heartbeat. Tokens are stored as the SHA-256 of a
-high-entropy random string; the string itself is shown once and never kept.
-Rows and reads here; the changes are in ``agent_writes``.
+An agent's status is derived from its last heartbeat, never stored (docs/coordination.md). Tokens are stored
+as the SHA-256 of a high-entropy random string; the string itself is shown once and never kept.
 """
 
 from __future__ import annotations
@@ -19,10 +15,9 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, RowMapping, and_, or_, select
 
 from m3.errors import NotFound
+from m3.protocols.tools.agents import AgentRecord
 from m3.store.schema import agent_tokens as tk
 from m3.store.schema import agents as a
-
-STATUSES = ("active", "idle", "offline")
 
 
 @dataclass(frozen=True)
@@ -71,10 +66,9 @@ def require(conn: Connection, agent_id: str, role: str = "agent") -> RowMapping:
     raise NotFound(f"no registered {role} named {agent_id!r}", hint=hint, details={"did_you_mean": close})
 
 
-def public(row: RowMapping, liveness: Liveness, now: datetime) -> dict[str, Any]:
-    return {"id": row["id"], "role": row["role"], "description": row["description"], "metadata": row["metadata"],
-            "registered_at": row["registered_at"], "last_seen_at": row["last_seen_at"],
-            "offline_at": row["offline_at"], "status": liveness.status(row, now)}
+def public(row: RowMapping, status: str) -> dict[str, Any]:
+    """The agent as callers see it (an AgentRecord's fields), with ``status``."""
+    return {**{k: row[k] for k in AgentRecord.model_fields if k != "status"}, "status": status}
 
 
 def token_agent(conn: Connection, token_hash: str) -> str | None:
@@ -97,4 +91,4 @@ def list_agents(conn: Connection, liveness: Liveness, now: datetime, status: str
         query = query.where(liveness.clause(status, now))
     if role is not None:
         query = query.where(a.c.role == role)
-    return [public(row, liveness, now) for row in conn.execute(query).mappings()]
+    return [public(row, liveness.status(row, now)) for row in conn.execute(query).mappings()]

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 
 class Clock:
     """Each call returns a time later than the previous one, even if the system clock steps back."""
 
-    def __init__(self, now: Callable[[], datetime] | None = None):
-        self._now = now or (lambda: datetime.now(UTC))
+    def __init__(self) -> None:
         self._last = datetime.min.replace(tzinfo=UTC)
 
     def __call__(self) -> datetime:
-        t = self._now()
+        t = datetime.now(UTC)
         if t <= self._last:
             t = self._last + timedelta(microseconds=1)
         self._last = t

@@ -55,10 +55,9 @@ def resolve_conflict(conn: Connection, conflict_id: str, resolution: str, *, act
     if found["status"] != "open":
         raise InvalidArgument(f"conflict {conflict_id} is resolved already ({found['resolution']})",
                               hint="conflicts_list with status=open shows what is left to resolve.")
-    now = clock()
+    now, sides = clock(), (found["memory_a"], found["memory_b"])
     if resolution != "keep_both":
-        kept, dropped = ((found["memory_a"], found["memory_b"]) if resolution == "keep_a"
-                         else (found["memory_b"], found["memory_a"]))
+        kept, dropped = sides if resolution == "keep_a" else sides[::-1]
         loser = rows.load(conn, dropped)
         if rows.load(conn, kept)["retired_at"] is not None or loser["retired_at"] is not None:
             raise InvalidArgument(f"a memory of conflict {conflict_id} is retired already",
@@ -68,7 +67,6 @@ def resolve_conflict(conn: Connection, conflict_id: str, resolution: str, *, act
             how="conflict", conflict=conflict_id)
     conn.execute(update(c).where(c.c.id == conflict_id).values(
         status="resolved", resolution=resolution, resolved_at=now, resolved_by=actor))
-    for memory_id in (found["memory_a"], found["memory_b"]):
-        rows.record_events(conn, [rows.event(memory_id, "conflict_resolved", actor, now, conflict=conflict_id,
-                                             resolution=resolution)])
+    rows.record_events(conn, [rows.event(memory_id, "conflict_resolved", actor, now, conflict=conflict_id,
+                                         resolution=resolution) for memory_id in sides])
     return reads.get_conflict(conn, conflict_id)

@@ -17,7 +17,8 @@ from m3.store.filters import private_rows_clause
 from m3.store.schema import conflicts as c
 
 KINDS = ("near_duplicate", "contradiction")
-STATUSES = ("open", "resolved")
+#: The filter fields that match one column each.
+_FIELDS = ("status", "kind", "agent_id", "user_id")
 
 
 @dataclass(frozen=True)
@@ -41,11 +42,7 @@ def visible_clause(flt: ConflictFilter) -> ColumnElement[bool]:
 
 
 def _clauses(flt: ConflictFilter) -> list[ColumnElement[bool]]:
-    clauses = [visible_clause(flt)]
-    for name in ("status", "kind", "agent_id", "user_id"):
-        value = getattr(flt, name)
-        if value is not None:
-            clauses.append(c.c[name] == value)
+    clauses = [visible_clause(flt), *(c.c[k] == getattr(flt, k) for k in _FIELDS if getattr(flt, k) is not None)]
     if flt.memory_id is not None:
         clauses.append(or_(c.c.memory_a == flt.memory_id, c.c.memory_b == flt.memory_id))
     return clauses
@@ -59,15 +56,11 @@ def list_conflicts(conn: Connection, flt: ConflictFilter) -> list[dict[str, Any]
 
 def get_conflict(conn: Connection, conflict_id: str, flt: ConflictFilter | None = None) -> dict[str, Any]:
     """One conflict by id, if ``flt`` (isolation only; its other fields are ignored) lets its reader see it."""
-    row = find(conn, conflict_id, flt)
+    where = visible_clause(flt) if flt is not None else true()
+    row = conn.execute(select(c).where(c.c.id == conflict_id, where)).mappings().first()
     if row is None:
         raise NotFound(f"no conflict with id {conflict_id!r}", hint="conflicts_list shows the open conflicts.")
     return _public(row)
-
-
-def find(conn: Connection, conflict_id: str, flt: ConflictFilter | None = None) -> RowMapping | None:
-    where = visible_clause(flt) if flt is not None else true()
-    return conn.execute(select(c).where(c.c.id == conflict_id, where)).mappings().first()
 
 
 def pair_exists(conn: Connection, memory_a: str, memory_b: str, kind: str) -> bool:

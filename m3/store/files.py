@@ -1,8 +1,5 @@
-"""Private files: m3's folders and the files in them are for their owner only.
-
-Memories are private data, so every folder m3 creates (``M3_HOME``, ``engine/``, ``logs/``, ``run/``) is
-made 0700 and every file (the SQLite database, its WAL and SHM files, the logs) 0600. A folder or file that
-already exists with wider modes is tightened when it is opened, with a warning in the log.
+"""Private files: m3's folders (``M3_HOME``, ``engine/``, ``logs/``, ``run/``) are made 0700 and its files (the
+SQLite database, its WAL and SHM files, the logs) 0600; existing ones open to others are tightened, with a log line.
 
 A folder keeps the search (x) bits it has: they reveal no name and no content (listing needs r, and every
 file inside is 0600), and as root the embedded PostgreSQL's system user must pass through the engine

@@ -6,7 +6,6 @@ isolation rule cannot be forgotten on one leg of retrieval.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -42,12 +41,6 @@ def isolation_clause(flt: MemoryFilter) -> ColumnElement[bool]:
 def chat_isolation_clause(flt: MemoryFilter) -> ColumnElement[bool]:
     """The isolation rule of memories, for chat rows: ``scope=agent`` rows only for the agent that wrote them."""
     return private_rows_clause(c.c.scope, c.c.agent_id, flt.reader_agent_id, flt.enforce_isolation)
-
-
-def visible_memory_ids(ids: Sequence[str], flt: MemoryFilter) -> ColumnElement[bool]:
-    """Those of ``ids`` (memory ids named in events and links) whose memories ``flt`` may see, as a WHERE of a
-    select on ``memories``: the same clause as every read, so that an id is never shown where its row is not."""
-    return and_(m.c.id.in_(list(ids)), isolation_clause(flt))
 
 
 def time_clause(flt: MemoryFilter, now: datetime) -> ColumnElement[bool]:
@@ -92,12 +85,7 @@ def narrows(flt: MemoryFilter) -> bool:
 
 
 def field_clauses(flt: MemoryFilter) -> list[ColumnElement[bool]]:
-    clauses: list[ColumnElement[bool]] = []
-    for name in FIELDS:
-        value = getattr(flt, name)
-        if value is not None:
-            clauses.append(m.c[name] == value)
-    return clauses
+    return [m.c[name] == getattr(flt, name) for name in FIELDS if getattr(flt, name) is not None]
 
 
 def search_clause(flt: MemoryFilter, now: datetime) -> ColumnElement[bool]:

@@ -1,28 +1,18 @@
 """Keyword retrieval: safe query terms and BM25 candidates; each dialect module has its statements.
 
-User text never reaches a full-text query language directly, and a query
-never becomes an implicit AND of every word:
-
-* SQLite (FTS5): the text is cut into word tokens, stop-words are dropped,
-  and each remaining token is quoted and OR-ed. So ``gpt-4o``, ``a/b``,
-  quotes, ``*`` and ``field:value`` are words, never syntax.
-* PostgreSQL: the text goes through the same ``to_tsvector('english', …)``
-  as the documents, so it is cut, stemmed and stripped of stop-words exactly
-  like them (``gpt-4o`` gives ``gpt-4o | gpt | 4o``; a file name, host or
-  version stays one token, as in the documents). Each lexeme is quoted and
-  the OR of them is cast to ``tsquery``, which cannot fail to parse; a text
-  without lexemes matches nothing. The score is ``ts_rank`` divided by
-  1 + log(document length) (flag 1): more occurrences, more distinct query
-  words and a shorter document each score higher, as with BM25.
+User text never reaches a full-text query language directly, and a query never becomes an implicit AND of
+every word: on SQLite (FTS5) its word tokens, without stop-words, are quoted and OR-ed, so ``gpt-4o``, ``a/b``,
+quotes, ``*`` and ``field:value`` are words, never syntax; PostgreSQL's rules are in docs/postgres.md.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Float, Integer, TextClause, select
+from sqlalchemy import Connection, Float, Integer, Row, Table, TextClause, select
 
 from m3.store.dialect import dialect_for
 from m3.store.schema import chatlog, memories
@@ -48,15 +38,8 @@ def query_terms(query: str) -> list[str]:
     When every token is a stop-word the tokens themselves are kept, so that a
     query like "who are you" still searches for something.
     """
-    tokens = [t.lower() for t in _WORD.findall(query)]
-    seen: dict[str, None] = {}
-    for token in tokens:
-        if token not in STOP_WORDS:
-            seen.setdefault(token, None)
-    if not seen:
-        for token in tokens:
-            seen.setdefault(token, None)
-    return list(seen)[:MAX_TERMS]
+    tokens = list(dict.fromkeys(t.lower() for t in _WORD.findall(query)))
+    return ([t for t in tokens if t not in STOP_WORDS] or tokens)[:MAX_TERMS]
 
 
 def fts5_match(terms: list[str]) -> str:
@@ -81,17 +64,20 @@ def memory_hits(conn: Connection, query: str, where: Any, limit: int, *, selecti
     return dialect_for(conn).memory_hits(conn, query, where, limit, selective=selective)
 
 
+def _best(conn: Connection, matches: TextClause, table: Table, columns: Sequence[Any], where: Any,
+          limit: int) -> list[Row[Any]]:
+    """The best ``limit`` rows of ``table`` (``columns`` and ``score``) among ``matches`` (seq, score) that
+    satisfy ``where``: best score first, then newest."""
+    k = matches.columns(seq=Integer, score=Float).subquery("k")
+    stmt = (select(*columns, k.c.score).select_from(k.join(table, table.c.seq == k.c.seq)).where(where)
+            .order_by(k.c.score.desc(), table.c.seq.desc()).limit(limit))
+    return list(conn.execute(stmt))
+
+
 def ranked(conn: Connection, matches: TextClause, where: Any, limit: int) -> list[KeywordHit]:
     """The best ``limit`` of ``matches`` (seq, score) among memories matching ``where``, best first, then newest."""
-    k = matches.columns(seq=Integer, score=Float).subquery("k")
-    stmt = (
-        select(memories.c.id, k.c.score)
-        .select_from(k.join(memories, memories.c.seq == k.c.seq))
-        .where(where)
-        .order_by(k.c.score.desc(), memories.c.seq.desc())
-        .limit(limit)
-    )
-    return [KeywordHit(row[0], max(0.0, float(row[1]))) for row in conn.execute(stmt)]
+    found = _best(conn, matches, memories, [memories.c.id], where, limit)
+    return [KeywordHit(row.id, max(0.0, float(row.score))) for row in found]
 
 
 def chat_hits(conn: Connection, query: str, where: Any, limit: int) -> list[tuple[Any, float]]:
@@ -99,12 +85,4 @@ def chat_hits(conn: Connection, query: str, where: Any, limit: int) -> list[tupl
     inner = dialect_for(conn).chat_matches(query)
     if inner is None:
         return []
-    k = inner.columns(seq=Integer, score=Float).subquery("k")
-    stmt = (
-        select(chatlog, k.c.score)
-        .select_from(k.join(chatlog, chatlog.c.seq == k.c.seq))
-        .where(where)
-        .order_by(k.c.score.desc(), chatlog.c.seq.desc())
-        .limit(limit)
-    )
-    return [(row, max(0.0, float(row.score))) for row in conn.execute(stmt)]
+    return [(row, max(0.0, float(row.score))) for row in _best(conn, inner, chatlog, [chatlog], where, limit)]

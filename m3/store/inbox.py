@@ -1,11 +1,8 @@
-"""Inboxes (handoffs) and notifications.
+"""Inboxes (handoffs) and notifications: rows and reads (the changes are in ``inbox_writes``).
 
-A handoff is an inbox row for the receiver plus one ``handoff`` link per
-context memory (``inbox_links``), and a notification of kind ``handoff``
-that points at it. Acknowledging the handoff acknowledges that
-notification too. Context memories are read back through the reader's
-isolation clause, in SQL, so a link never reveals a memory its reader may
-not see. Rows and reads here; the changes are in ``inbox_writes``.
+A handoff is an inbox row for the receiver, one ``handoff`` link per context memory (``inbox_links``) and a
+notification of kind ``handoff`` pointing at it (docs/coordination.md). Context memories are read back
+through the reader's isolation clause, in SQL, so a link never reveals a memory its reader may not see.
 """
 
 from __future__ import annotations
@@ -15,6 +12,7 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, func, select
 
+from m3.protocols.tools.inbox import InboxItem, Notification
 from m3.store.schema import inbox as ib
 from m3.store.schema import inbox_links as il
 from m3.store.schema import memories as m
@@ -33,9 +31,8 @@ def read_inbox(conn: Connection, agent_id: str, unread_only: bool, limit: int,
         query = query.where(ib.c.read_at.is_(None))
     rows = list(conn.execute(query.order_by(ib.c.seq.desc()).limit(limit)).mappings())
     context = context_of(conn, [r["id"] for r in rows], visible)
-    return [{"id": r["id"], "from_agent": r["from_agent"], "task": r["task"], "note": r["note"],
-             "task_id": r["task_id"], "created_at": r["created_at"], "read_at": r["read_at"],
-             "context": context.get(r["id"], [])} for r in rows]
+    return [{**{k: r[k] for k in InboxItem.model_fields if k != "context"}, "context": context.get(r["id"], [])}
+            for r in rows]
 
 
 def context_of(conn: Connection, inbox_ids: Sequence[str], visible: ColumnElement[bool]
@@ -61,8 +58,7 @@ def poll_notifications(conn: Connection, agent_id: str, limit: int) -> list[dict
     """The agent's unacknowledged notifications, oldest first."""
     query = (select(nt).where(nt.c.agent_id == agent_id, nt.c.acked_at.is_(None))
              .order_by(nt.c.seq).limit(limit))
-    return [{k: v for k, v in row.items() if k not in {"seq", "acked_at", "agent_id"}}
-            for row in conn.execute(query).mappings()]
+    return [{k: row[k] for k in Notification.model_fields} for row in conn.execute(query).mappings()]
 
 
 def unread_counts(conn: Connection, agent_id: str) -> dict[str, int]:

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, RowMapping, and_, bindparam, delete, func, insert, literal, or_, select, update
+from sqlalchemy import Connection, RowMapping, and_, bindparam, delete, func, insert, literal, or_, select, true, update
 
 from m3.errors import AmbiguousId, NotFound
 from m3.protocols.messages.memory import MemoryFilter, NewMemory
@@ -24,6 +24,8 @@ from m3.store.schema import memory_history as h
 from m3.store.schema import memory_relationships as r
 
 PREFIX_MIN = 8
+#: Ids per IN list, well below the bound-parameter limits of both dialects.
+CHUNK = 500
 
 
 def content_hash(content: str) -> str:
@@ -35,24 +37,25 @@ def new_id() -> str:
     return str(uuid.uuid4())
 
 
-def resolve_id(conn: Connection, ref: str, flt: MemoryFilter | None = None) -> str:
+def chunks(ids: Sequence[str]) -> Iterator[list[str]]:
+    """``ids`` in lists of at most :data:`CHUNK`."""
+    for start in range(0, len(ids), CHUNK):
+        yield list(ids[start:start + CHUNK])
+
+
+def resolve_id(conn: Connection, ref: str, flt: MemoryFilter) -> str:
     """The full id for ``ref`` (a full id or a unique prefix of 8+ characters).
 
     Raises NotFound or AmbiguousId. Rows hidden by isolation count as absent.
     """
-    visible = isolation_clause(flt) if flt is not None else None
+    visible = isolation_clause(flt)
     ref = ref.strip().lower()
-    query = select(m.c.id).where(m.c.id == ref)
-    if visible is not None:
-        query = query.where(visible)
-    if conn.execute(query).first():
+    if conn.execute(select(m.c.id).where(m.c.id == ref, visible)).first():
         return ref
     if len(ref) < PREFIX_MIN:
         raise NotFound(f"no memory with id {ref!r}", hint=f"Give the full id or at least {PREFIX_MIN} characters.")
-    query = select(m.c.id).where(m.c.id.startswith(ref, autoescape=True)).limit(6)
-    if visible is not None:
-        query = query.where(visible)
-    found = [row[0] for row in conn.execute(query)]
+    found = [row[0] for row in conn.execute(select(m.c.id).where(m.c.id.startswith(ref, autoescape=True), visible)
+                                            .limit(6))]
     if not found:
         raise NotFound(f"no memory with id or prefix {ref!r}")
     if len(found) > 1:
@@ -92,7 +95,7 @@ _INSERT_HISTORY = insert(h)
 
 def find_duplicates(conn: Connection, wanted: Sequence[tuple[NewMemory, str]]) -> dict[DuplicateKey, RowMapping]:
     """For (memory, content hash) pairs: the current memory with the same content, type, owner and
-    conversation, keyed by :func:`duplicate_key` (absent when there is none). One query per 500 hashes."""
+    conversation, keyed by :func:`duplicate_key` (absent when there is none). One query per :data:`CHUNK` hashes."""
     keys = {duplicate_key(mem, digest) for mem, digest in wanted}
     digests = sorted({key[0] for key in keys})
     params: dict[str, Any] = {"types": sorted({key[1] for key in keys})}
@@ -101,8 +104,8 @@ def find_duplicates(conn: Connection, wanted: Sequence[tuple[NewMemory, str]]) -
     if None not in conversations:
         query, params["conversations"] = _CURRENT_BY_HASH_IN, sorted(conversations)
     found: dict[DuplicateKey, RowMapping] = {}
-    for start in range(0, len(digests), 500):
-        for row in conn.execute(query, {**params, "digests": digests[start:start + 500]}).mappings():
+    for chunk in chunks(digests):
+        for row in conn.execute(query, {**params, "digests": chunk}).mappings():
             key = (row["content_hash"], row["type"], row["agent_id"], row["user_id"], row["conversation_id"])
             if key in keys:
                 found.setdefault(key, row)
@@ -186,9 +189,7 @@ def update_fields(conn: Connection, memory_id: str, changes: dict[str, Any]) -> 
 
 
 def hard_delete(conn: Connection, memory_id: str) -> None:
-    # History and links go with the row (ON DELETE CASCADE); relationships pointing here too.
-    conn.execute(delete(r).where(or_(r.c.from_id == memory_id, r.c.to_id == memory_id)))
-    conn.execute(delete(h).where(h.c.memory_id == memory_id))
+    # History, vectors, grants, conflicts and links both ways go with the row (ON DELETE CASCADE).
     conn.execute(update(m).where(m.c.superseded_by == memory_id).values(superseded_by=None))
     conn.execute(delete(m).where(m.c.id == memory_id))
 
@@ -214,23 +215,18 @@ def history(conn: Connection, memory_id: str) -> list[RowMapping]:
     return list(conn.execute(select(h).where(h.c.memory_id == memory_id).order_by(h.c.seq)).mappings())
 
 
+_SUPERSEDED = select(m.c.id).where(m.c.superseded_by == bindparam("id")).limit(1)
+_SUCCESSOR = select(m.c.superseded_by).where(m.c.id == bindparam("id"))
+
+
 def version_chain(conn: Connection, memory_id: str) -> list[str]:
     """The supersession chain through ``memory_id``, oldest first."""
     chain = [memory_id]
-    current = memory_id
-    while True:  # walk back: who did this one supersede?
-        prev = conn.execute(select(m.c.id).where(m.c.superseded_by == current).limit(1)).first()
-        if prev is None or prev[0] in chain:
-            break
-        chain.insert(0, prev[0])
-        current = prev[0]
-    current = memory_id
-    while True:  # walk forward
-        nxt = conn.execute(select(m.c.superseded_by).where(m.c.id == current)).first()
-        if nxt is None or nxt[0] is None or nxt[0] in chain:
-            break
-        chain.append(nxt[0])
-        current = nxt[0]
+    # Back (which one did the oldest so far supersede?), then forward; a cycle stops either walk.
+    while (prev := conn.execute(_SUPERSEDED, {"id": chain[0]}).scalar()) is not None and prev not in chain:
+        chain.insert(0, prev)
+    while (nxt := conn.execute(_SUCCESSOR, {"id": chain[-1]}).scalar()) is not None and nxt not in chain:
+        chain.append(nxt)
     return chain
 
 
@@ -240,8 +236,8 @@ def versions_at(conn: Connection, memory_id: str, flt: MemoryFilter, now: dateti
     chain = version_chain(conn, memory_id)
     if flt.as_of is None and flt.valid_at is None:
         return chain
-    when = time_clause(flt, now) if flt.valid_at is not None else m.c.recorded_at <= flt.as_of
-    admitted = set(conn.execute(select(m.c.id).where(m.c.id.in_(chain), when)).scalars())
+    admitted = visible_ids(conn, chain, time_clause(flt, now) if flt.valid_at is not None
+                           else m.c.recorded_at <= flt.as_of)
     return [v for v in chain if v in admitted]
 
 
@@ -266,22 +262,17 @@ def rows_by_ids(conn: Connection, ids: Sequence[str], where: Any = None,
     wanted = list(columns) if columns is not None else [m]
     if columns is not None and m.c.id not in columns:
         wanted.append(m.c.id)
-    for start in range(0, len(ids), 500):
-        chunk = list(ids[start:start + 500])
-        query = select(*wanted).where(m.c.id.in_(chunk))
-        if where is not None:
-            query = query.where(where)
-        for row in conn.execute(query).mappings():
-            out[row["id"]] = row
+    for chunk in chunks(ids):
+        query = select(*wanted).where(m.c.id.in_(chunk), true() if where is None else where)
+        out.update((row["id"], row) for row in conn.execute(query).mappings())
     return out
 
 
 def visible_ids(conn: Connection, ids: Sequence[str], where: Any) -> set[str]:
     """Those of ``ids`` whose rows satisfy ``where``."""
     out: set[str] = set()
-    for start in range(0, len(ids), 500):
-        query = select(m.c.id).where(m.c.id.in_(list(ids[start:start + 500])), where)
-        out.update(row[0] for row in conn.execute(query))
+    for chunk in chunks(ids):
+        out.update(row[0] for row in conn.execute(select(m.c.id).where(m.c.id.in_(chunk), where)))
     return out
 
 
@@ -298,10 +289,8 @@ def decision_rows(conn: Connection, ids: Sequence[str], model: str) -> dict[str,
     """Existing memories among ``ids`` with the columns supersession needs and ``has_vector`` (of ``model``),
     keyed by id."""
     out: dict[str, RowMapping] = {}
-    for start in range(0, len(ids), 500):
-        chunk = list(ids[start:start + 500])
-        for row in conn.execute(_DECISION_ROWS, {"ids": chunk, "model": model}).mappings():
-            out[row["id"]] = row
+    for chunk in chunks(ids):
+        out.update((row["id"], row) for row in conn.execute(_DECISION_ROWS, {"ids": chunk, "model": model}).mappings())
     return out
 
 

@@ -56,12 +56,9 @@ class MemoryWrites:
             flt = flt.model_copy(update={"enforce_isolation": True, "grants": False})
         return rows.resolve_id(self.conn, ref, flt)
 
-    def write(self, msg: WriteMemories) -> tuple[list[WriteOutcome], list[tuple[str, str]]]:
-        """Insert each memory unless an identical current one exists; return outcomes and (id, text) to embed."""
-        return self.write_all([msg])[0]
-
     def write_all(self, msgs: Sequence[WriteMemories]) -> list[tuple[list[WriteOutcome], list[tuple[str, str]]]]:
-        """:meth:`write` for several requests at once, with one result per request, as if run in turn.
+        """Insert each memory unless an identical current one exists; per request (as if run in turn) its outcomes
+        and the (id, text) to embed.
 
         One query finds the duplicates of every memory; the new rows and their history events go in one
         executemany each. A memory repeating an earlier one (of the same or an earlier request) is its
@@ -99,15 +96,10 @@ class MemoryWrites:
         if old["retired_at"] is not None:
             raise _already_retired(old)
         now = self.clock()
-        new = NewMemory(
-            type=msg.type or old["type"], content=msg.content,
-            title=msg.title if msg.title is not None else old["title"],
-            metadata=msg.metadata if msg.metadata is not None else old["metadata"],
-            scope=old["scope"], agent_id=old["agent_id"], user_id=old["user_id"],
-            importance=msg.importance if msg.importance is not None else old["importance"],
-            pinned=old["pinned"], expires_at=old["expires_at"], valid_from=msg.valid_from or now,
-            conversation_id=old["conversation_id"], source=old["source"],
-        )
+        # The new version keeps what the request leaves out.
+        kept = {k: old[k] for k in NewMemory.model_fields if k not in ("content", "valid_from")}
+        given = {k: getattr(msg, k) for k in ("type", "title", "metadata", "importance") if getattr(msg, k) is not None}
+        new = NewMemory(**(kept | given), content=msg.content, valid_from=msg.valid_from or now)
         new_id, digest = rows.new_id(), rows.content_hash(msg.content)
         rows.insert_memory(self.conn, new, memory_id=new_id, digest=digest, now=now)
         if not self.close_superseded(old, new_id, now, valid_to=new.valid_from or now, actor=msg.actor,
@@ -220,7 +212,5 @@ def _already_retired(old: RowMapping) -> InvalidArgument:
 
 
 def _jsonable(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return value.isoformat()
-    return value
+    return value.isoformat() if isinstance(value, datetime) else value
 

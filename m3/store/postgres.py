@@ -1,36 +1,19 @@
 """PostgreSQL specifics: its Dialect (engines, tsvector search, types, errors), HNSW per model, locks, databases.
 
-The PostgreSQL driver (psycopg 3) and pgvector come with the ``[postgres]``
-extra and are imported only when a PostgreSQL store is opened.
-
-* **Vectors** travel in pgvector's binary format: every connection gets
-  ``pgvector.psycopg.register_vector`` (numpy arrays are sent binary), and
-  reads select ``vector_send(vector)`` (see :mod:`m3.store.types`), so no
-  vector is ever formatted or parsed as text.
-* **HNSW per model.** ``memory_embeddings.vector`` has no dimension (one
-  table holds several models), so each model gets a partial expression
-  index ``USING hnsw ((vector::vector(<dim>)) vector_cosine_ops) WHERE
-  model = '<model>' AND dim = <dim>``, created by the Writer before it
-  stores that model's first vectors. Nearest-neighbour queries repeat the
-  same cast and predicate with the model inlined as a literal, so the
-  planner can prove the partial index applies.
-* ``hnsw.iterative_scan = strict_order`` on every connection: a filtered
-  HNSW query keeps scanning until it has LIMIT visible rows (otherwise
-  filters, retired rows and other sessions' uncommitted rows make it
-  return fewer), in exact distance order.
-* **Advisory locks** (``pg_advisory_xact_lock``) make decisions that span
-  several processes exactly-once; keys are 64-bit hashes of a namespace and
-  the parts.
+The driver (psycopg 3) and pgvector come with the ``[postgres]`` extra and are imported only when a PostgreSQL
+store is opened. How the store uses binary vectors, one partial HNSW index per model, iterative scans and
+advisory locks is in docs/postgres.md.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import re
 import urllib.parse
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -43,6 +26,9 @@ from sqlalchemy.types import DateTime, TypeEngine
 from m3.errors import ConfigError, ExtraNotInstalled, StoreError
 from m3.store.dialect import Dialect
 from m3.store.fulltext import MAX_TERMS, KeywordHit, ranked
+from m3.store.memories import chunks
+from m3.store.schema import memories as m
+from m3.store.schema import memory_embeddings as e
 from m3.store.types import VectorType, pg_vector_of
 
 if TYPE_CHECKING:
@@ -66,7 +52,42 @@ class PostgresDialect(Dialect):
     time_type: TypeEngine[Any] = DateTime(timezone=True)
 
     def engine(self, options: StoreOptions, role: Role) -> Engine:
-        return postgres_engine(options.url, role, options.busy_timeout_ms)
+        """An engine for one actor: UTC sessions, vectors registered, HNSW iterative scans.
+
+        Readers run each request in one REPEATABLE READ snapshot (as on SQLite);
+        writers stay READ COMMITTED, wait at most ``store.busy_timeout_ms`` for a lock
+        held by another connection, and see other processes' commits statement
+        by statement (which exactly-once supersession relies on).
+        """
+        parsed = make_url(options.url)
+        if parsed.drivername != "postgresql+psycopg":
+            raise ConfigError(f"unsupported PostgreSQL driver {parsed.drivername!r}",
+                              hint="Use a postgresql+psycopg:// URL (psycopg 3, installed by the [postgres] extra).")
+        _require_driver()
+        settings = ["SET TIME ZONE 'UTC'", "SET hnsw.iterative_scan = strict_order"]
+        if role == "writer":
+            settings.append(f"SET lock_timeout = {int(options.busy_timeout_ms)}")
+        pool: dict[str, Any] = {"pool_size": 2, "max_overflow": 2, "pool_pre_ping": True,
+                                "connect_args": {"application_name": f"m3 {role}"}}
+        if role == "reader":
+            pool["isolation_level"] = "REPEATABLE READ"
+        engine = create_engine(parsed, **pool)
+
+        @event.listens_for(engine, "connect")
+        def _on_connect(dbapi_conn: Any, record: Any) -> None:
+            with dbapi_conn.cursor() as cur:
+                for statement in settings:
+                    cur.execute(statement)
+            dbapi_conn.commit()  # a SET inside a transaction that is later rolled back would be undone
+            record.info[_VECTOR_REGISTERED] = _register_vector(dbapi_conn)
+
+        @event.listens_for(engine, "checkout")
+        def _on_checkout(dbapi_conn: Any, record: Any, _proxy: Any) -> None:
+            # A connection opened before the first migration created the extension learns the type now.
+            if not record.info.get(_VECTOR_REGISTERED, True):
+                record.info[_VECTOR_REGISTERED] = _register_vector(dbapi_conn)
+
+        return engine
 
     def lock_migrations(self, conn: Connection) -> None:
         conn.execute(text("SELECT pg_advisory_xact_lock(7283711)"))
@@ -139,47 +160,6 @@ def pg_tsquery(conn: Connection, query: str) -> str | None:
     return None if found is None else str(found)
 
 
-# -- engines ---------------------------------------------------------------------------------------
-
-def postgres_engine(url: str, role: Literal["writer", "reader"], lock_timeout_ms: int) -> Engine:
-    """An engine for one actor: UTC sessions, vectors registered, HNSW iterative scans.
-
-    Readers run each request in one REPEATABLE READ snapshot (as on SQLite);
-    writers stay READ COMMITTED, wait at most ``lock_timeout_ms`` for a lock
-    held by another connection, and see other processes' commits statement
-    by statement (which exactly-once supersession relies on).
-    """
-    parsed = make_url(url)
-    if parsed.drivername != "postgresql+psycopg":
-        raise ConfigError(f"unsupported PostgreSQL driver {parsed.drivername!r}",
-                          hint="Use a postgresql+psycopg:// URL (psycopg 3, installed by the [postgres] extra).")
-    _require_driver()
-    settings = ["SET TIME ZONE 'UTC'", "SET hnsw.iterative_scan = strict_order"]
-    if role == "writer":
-        settings.append(f"SET lock_timeout = {int(lock_timeout_ms)}")
-    options: dict[str, Any] = {"pool_size": 2, "max_overflow": 2, "pool_pre_ping": True,
-                               "connect_args": {"application_name": f"m3 {role}"}}
-    if role == "reader":
-        options["isolation_level"] = "REPEATABLE READ"
-    engine = create_engine(parsed, **options)
-
-    @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_conn: Any, record: Any) -> None:
-        with dbapi_conn.cursor() as cur:
-            for statement in settings:
-                cur.execute(statement)
-        dbapi_conn.commit()  # a SET inside a transaction that is later rolled back would be undone
-        record.info[_VECTOR_REGISTERED] = _register_vector(dbapi_conn)
-
-    @event.listens_for(engine, "checkout")
-    def _on_checkout(dbapi_conn: Any, record: Any, _proxy: Any) -> None:
-        # A connection opened before the first migration created the extension learns the type now.
-        if not record.info.get(_VECTOR_REGISTERED, True):
-            record.info[_VECTOR_REGISTERED] = _register_vector(dbapi_conn)
-
-    return engine
-
-
 def _require_driver() -> None:
     try:
         import pgvector  # noqa: F401
@@ -202,16 +182,24 @@ def _register_vector(dbapi_conn: Any) -> bool:
     return True
 
 
-def admin_engine(url: str) -> Engine:
-    """A one-connection AUTOCOMMIT engine (CREATE/DROP DATABASE cannot run in a transaction)."""
-    _require_driver()
-    return create_engine(make_url(url), isolation_level="AUTOCOMMIT", poolclass=NullPool)
-
-
 # -- databases -------------------------------------------------------------------------------------
 
-def quote_ident(engine: Engine, name: str) -> str:
-    return str(engine.dialect.identifier_preparer.quote(name))
+@contextlib.contextmanager
+def _admin(server_url: str) -> Iterator[Connection]:
+    """An AUTOCOMMIT connection to the server's ``postgres`` database (CREATE/DROP DATABASE cannot run in a
+    transaction), disposed of afterwards."""
+    _require_driver()
+    engine = create_engine(make_url(database_url(server_url, "postgres")), isolation_level="AUTOCOMMIT",
+                           poolclass=NullPool)
+    try:
+        with engine.connect() as conn:
+            yield conn
+    finally:
+        engine.dispose()
+
+
+def _quote(conn: Connection, name: str) -> str:
+    return str(conn.dialect.identifier_preparer.quote(name))
 
 
 def create_database(server_url: str, name: str, *, template: str | None = None) -> bool:
@@ -220,33 +208,25 @@ def create_database(server_url: str, name: str, *, template: str | None = None) 
     Serialised by a session advisory lock: two processes creating the same
     database at once would otherwise race into a unique violation.
     """
-    engine = admin_engine(database_url(server_url, "postgres"))
-    try:
-        with engine.connect() as conn:
-            key = lock_key("create-database", name)
-            conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": key})
-            try:
-                if conn.scalar(text("SELECT 1 FROM pg_database WHERE datname = :n"), {"n": name}):
-                    return False
-                sql = f"CREATE DATABASE {quote_ident(engine, name)}"
-                if template is not None:
-                    sql += f" TEMPLATE {quote_ident(engine, template)} STRATEGY FILE_COPY"
-                conn.exec_driver_sql(sql)
-                return True
-            finally:
-                conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": key})
-    finally:
-        engine.dispose()
+    with _admin(server_url) as conn:
+        key = lock_key("create-database", name)
+        conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": key})
+        try:
+            if conn.scalar(text("SELECT 1 FROM pg_database WHERE datname = :n"), {"n": name}):
+                return False
+            sql = f"CREATE DATABASE {_quote(conn, name)}"
+            if template is not None:
+                sql += f" TEMPLATE {_quote(conn, template)} STRATEGY FILE_COPY"
+            conn.exec_driver_sql(sql)
+            return True
+        finally:
+            conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": key})
 
 
 def drop_database(server_url: str, name: str) -> None:
     """Drop database ``name`` if it exists, ending its sessions first."""
-    engine = admin_engine(database_url(server_url, "postgres"))
-    try:
-        with engine.connect() as conn:
-            conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {quote_ident(engine, name)} WITH (FORCE)")
-    finally:
-        engine.dispose()
+    with _admin(server_url) as conn:
+        conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {_quote(conn, name)} WITH (FORCE)")
 
 
 def database_url(url: str, name: str) -> str:
@@ -328,8 +308,6 @@ def nearest(conn: Connection, model: str, dim: int, query: Matrix, where: Any, l
     ``exact`` the distance expression does not match the index and every
     matching row is compared.
     """
-    from m3.store.schema import memories as m
-    from m3.store.schema import memory_embeddings as e
     vec = cast(e.c.vector, pg_vector_of(dim))
     q = bindparam("q", np.asarray(query, dtype=np.float32), type_=VectorType())
     distance = (e.c.vector if exact else vec).op("<=>", return_type=Float())(q).label("distance")
@@ -346,20 +324,14 @@ def nearest(conn: Connection, model: str, dim: int, query: Matrix, where: Any, l
 
 def vectors_by_ids(conn: Connection, model: str, ids: Sequence[str]) -> dict[str, Matrix]:
     """Stored vectors of ``model`` for ``ids`` (absent ids are left out)."""
-    from m3.store.schema import memory_embeddings as e
-
     out: dict[str, Matrix] = {}
-    for start in range(0, len(ids), 500):
-        chunk = list(ids[start:start + 500])
-        for memory_id, vector in conn.execute(
-                select(e.c.memory_id, e.c.vector).where(e.c.model == model, e.c.memory_id.in_(chunk))):
-            out[memory_id] = vector
+    for chunk in chunks(ids):
+        query = select(e.c.memory_id, e.c.vector).where(e.c.model == model, e.c.memory_id.in_(chunk))
+        out.update((memory_id, vector) for memory_id, vector in conn.execute(query))
     return out
 
 
 def has_vectors(conn: Connection, model: str) -> bool:
-    from m3.store.schema import memory_embeddings as e
-
     return conn.execute(select(e.c.seq).where(e.c.model == model).limit(1)).first() is not None
 
 

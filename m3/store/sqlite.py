@@ -30,7 +30,11 @@ _FTS5_SCORE = "bm25(memories_fts, 0.0, 1.0)"  # title weight 0: the title is sea
 
 
 class SqliteDialect(Dialect):
-    """The :class:`m3.store.dialect.Dialect` of SQLite; it has no status of its own, and no failure it explains."""
+    """The :class:`m3.store.dialect.Dialect` of SQLite; it has no status of its own, and no failure it explains.
+
+    It keeps the defaults of migrations and retries: a migration's write transaction already holds the database's
+    one write lock, and with one writer at a time a transaction never loses a race, it waits (busy_timeout).
+    """
 
     nearest_in_sql = False
     serial_writes = True
@@ -69,15 +73,10 @@ class SqliteDialect(Dialect):
         database = parse_url(url).database
         return not database or database == ":memory:" or Path(database).expanduser().exists()
 
-    def lock_migrations(self, conn: Connection) -> None:
-        pass  # the migration's write transaction already holds the database's one write lock
-
     def memory_hits(self, conn: Connection, query: str, where: Any, limit: int, *, selective: bool
                     ) -> list[fulltext.KeywordHit]:
-        # Unless selective, the filters are checked on FTS5's best PREFILTER_FACTOR * limit matches first, and on
-        # every match only if fewer than limit pass: the same list (the best that pass are among the best), without
-        # a row lookup per further match, most of the keyword leg on a large store. A selective filter would
-        # drop most of them, so it goes straight to every match.
+        # Unless selective, the best PREFILTER_FACTOR * limit matches first: the same hits with fewer row lookups
+        # (docs/search.md); a selective filter would drop most of them, so it goes straight to every match.
         terms = fulltext.query_terms(query)
         if not terms:
             return []
@@ -107,9 +106,6 @@ class SqliteDialect(Dialect):
 
     def read_vector(self, data: bytes) -> npt.NDArray[np.float32]:
         return np.frombuffer(data, dtype="<f4").astype(np.float32, copy=False)
-
-    def retryable(self, exc: BaseException) -> bool:
-        return False  # one writer at a time: a transaction never loses a race, it waits (busy_timeout)
 
 
 DIALECT: Dialect = SqliteDialect()

@@ -1,14 +1,9 @@
-"""The rules of shared task trees, as conditional writes inside the Writer's transaction.
+"""The rules of shared task trees, as conditional writes inside the Writer's transaction (docs/coordination.md).
 
-Every change is ``UPDATE … WHERE id = :id AND version = :read AND state =
-:read_state`` and checks the row count: a caller that read an older version
-gets ``conflict``, never a silent overwrite, on SQLite and on PostgreSQL
-alike (there a concurrent transaction's UPDATE waits for the row lock and
-then re-checks the WHERE against the committed row). A claim picks the next
-claimable task and takes it with the same kind of conditional UPDATE, so
-two claimants can never both get one task while its lease is valid. Every
-change records a ``task_events`` row with its actor; assignment and
-completion notify the owner and the creator (not the agent who acted).
+Every change is ``UPDATE … WHERE id = :id AND version = :read AND state = :read_state`` and checks the row
+count: a caller that read an older version gets ``conflict``, never a silent overwrite, on both dialects (on
+PostgreSQL a concurrent UPDATE waits for the row lock, then re-checks the WHERE against the committed row).
+Every change records a ``task_events`` row with its actor.
 """
 
 from __future__ import annotations
@@ -17,7 +12,7 @@ import uuid
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, RowMapping, bindparam, delete, insert, select, true, update
+from sqlalchemy import ColumnElement, Connection, RowMapping, bindparam, delete, insert, not_, select, update
 from sqlalchemy.sql.elements import True_
 
 from m3.errors import Conflict, IllegalTransition, InvalidArgument, LeaseHeld, LeaseLost, NotFound
@@ -51,16 +46,17 @@ SYSTEM_ACTOR = "m3"
 _BY_ID = select(t).where(t.c.id == bindparam("task_id"))
 _ADD_EVENT = insert(ev)
 _RESULT_SHOWN = select(m.c.id).where(m.c.id == bindparam("memory_id"))
+_LAST_EVENT = select(ev.c.event).where(ev.c.task_id == bindparam("task_id")).order_by(ev.c.seq.desc()).limit(1)
 
 
 class TaskWrites:
     """Task changes on one connection at the Writer's clock; each returns the caller's result, and collects the
     agents it notified and the ends of the leases it set."""
 
-    def __init__(self, conn: Connection, now: datetime, visible: ColumnElement[bool] | None = None):
+    def __init__(self, conn: Connection, now: datetime, visible: ColumnElement[bool]):
         self.conn = conn
         self.now = now
-        self.visible = visible if visible is not None else true()
+        self.visible = visible
         self.notified: list[str] = []
         self.leases: list[datetime] = []
 
@@ -80,7 +76,7 @@ class TaskWrites:
     def load(self, ref: str) -> RowMapping:
         row = self.conn.execute(_BY_ID, {"task_id": rows.resolve(self.conn, ref)}).mappings().first()
         if row is None:
-            raise NotFound(f"no task with id {ref!r}", hint="task_list shows the tasks and their ids.")
+            raise rows.not_found(ref)
         return row
 
     def current(self, ref: str) -> RowMapping:
@@ -103,12 +99,17 @@ class TaskWrites:
         self.notify({"id": row["id"], "state": "pending"}, "lease_expired", message, SYSTEM_ACTOR,
                     row["creator"], row["owner"])
 
-    def checked(self, ref: str, version: int) -> RowMapping:
-        """The current row, refusing a stale version or a deleted task."""
+    def at_version(self, ref: str, version: int) -> RowMapping:
+        """The current row, refusing a stale version."""
         row = self.current(ref)
         if row["version"] != version:
             raise Conflict(f"task {row['id']} is at version {row['version']}, not {version}",
                            details={"current_version": row["version"], "state": row["state"]})
+        return row
+
+    def checked(self, ref: str, version: int) -> RowMapping:
+        """The current row, refusing a stale version or a deleted task."""
+        row = self.at_version(ref, version)
         if row["deleted_at"] is not None:
             raise InvalidArgument(f"task {row['id']} is deleted", hint="task_list with include_deleted shows it.")
         return row
@@ -128,7 +129,7 @@ class TaskWrites:
         than ``holder``); bump the version; return the new record."""
         where = [t.c.id == row["id"], t.c.version == row["version"], t.c.state == row["state"]]
         if guarded:
-            where.append(rows.free_for_clause(holder, self.now))
+            where.append(not_(rows.held_by_other_clause(holder, self.now)))
         new = self.conn.execute(
             update(t).where(*where)
             .values(version=t.c.version + 1, updated_at=self.now, **values).returning(*t.c)).mappings().first()
@@ -152,13 +153,10 @@ class TaskWrites:
     # -- changes -------------------------------------------------------------------------------
 
     def create(self, msg: CreateTask) -> TaskRecord:
-        if msg.parent_id is not None:
-            parent = self.current(msg.parent_id)
-            if parent["deleted_at"] is not None:
-                raise InvalidArgument(f"parent task {parent['id']} is deleted")
-            parent_id: str | None = parent["id"]
-        else:
-            parent_id = None
+        parent = None if msg.parent_id is None else self.current(msg.parent_id)
+        if parent is not None and parent["deleted_at"] is not None:
+            raise InvalidArgument(f"parent task {parent['id']} is deleted")
+        parent_id = None if parent is None else parent["id"]
         if msg.assignee is not None:
             agents.require(self.conn, msg.assignee, "assignee")
         task_id = str(uuid.uuid4())
@@ -198,8 +196,8 @@ class TaskWrites:
         if target is not None:
             allowed = rows.TRANSITIONS[row["state"]]
             if target not in allowed:
-                why = " (its lease ran out, so it is pending again)" if row["state"] == "pending" and any(
-                    e == "lease_expired" for e in self._last_events(row["id"])) else ""
+                why = " (its lease ran out, so it is pending again)" if row["state"] == "pending" and self.conn.execute(
+                    _LAST_EVENT, {"task_id": row["id"]}).scalar() == "lease_expired" else ""
                 raise IllegalTransition(f"task {row['id']} cannot go from {row['state']} to {target}{why}",
                                         details={"from": row["state"], "to": target, "allowed": sorted(allowed)})
             values.update(_side_effects(row, target, msg.actor))
@@ -222,11 +220,7 @@ class TaskWrites:
         return TaskRecord(**task)
 
     def delete(self, msg: DeleteTask) -> TaskDeleteResult:
-        row = self.current(msg.id)
-        if row["version"] != msg.version:
-            raise Conflict(f"task {row['id']} is at version {row['version']}, not {msg.version}",
-                           details={"current_version": row["version"], "state": row["state"]})
-        self.unleased(row, msg.actor)
+        row = self.unleased(self.at_version(msg.id, msg.version), msg.actor)
         subtree = self._subtree(row["id"])
         if msg.hard:
             if row["deleted_at"] is None:
@@ -245,10 +239,6 @@ class TaskWrites:
                                       version=t.c.version + 1))
             self.event(task_id, "deleted", msg.actor, reason=msg.reason, root=row["id"])
         return TaskDeleteResult(**self.record(row["id"]), deleted="soft", affected=len(subtree))
-
-    def _last_events(self, task_id: str) -> list[str]:
-        query = select(ev.c.event).where(ev.c.task_id == task_id).order_by(ev.c.seq.desc()).limit(1)
-        return [r[0] for r in self.conn.execute(query)]
 
     def _subtree(self, root: str) -> list[str]:
         """The task and every descendant, parents before children."""
@@ -301,7 +291,7 @@ class TaskWrites:
         self.leases.append(due)
         return TaskRecord(**self.present(renewed))
 
-    def expire(self, _msg: ExpireLeases | None = None) -> datetime | None:
+    def expire(self, _msg: ExpireLeases) -> datetime | None:
         """Turn every lapsed lease back to pending (recorded in history); the next expiry still ahead."""
         lapsed = [r[0] for r in self.conn.execute(
             select(t.c.id).where(rows.lapsed_clause(self.now)).limit(SWEEP_BATCH))]
@@ -323,6 +313,3 @@ def _side_effects(row: RowMapping, target: str, actor: str | None) -> dict[str, 
 
 def _jsonable(details: dict[str, Any]) -> dict[str, Any]:
     return {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in details.items() if v is not None}
-
-
-__all__ = ["TaskWrites"]

@@ -14,16 +14,16 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, RowMapping, and_, case, func, not_, null, or_, select, true
+from sqlalchemy import ColumnElement, Connection, RowMapping, and_, case, func, null, or_, select, true
 
 from m3.errors import AmbiguousId, NotFound
 from m3.protocols.messages.coordination import TaskFilter
+from m3.protocols.tools.tasks import TaskRecord
 from m3.store import visibility
 from m3.store.schema import memories as m
 from m3.store.schema import task_events as ev
 from m3.store.schema import tasks as t
 
-STATES = ("pending", "in_progress", "blocked", "completed", "failed", "cancelled")
 TERMINAL = frozenset({"completed", "cancelled"})
 #: Legal state changes. failed → pending is a retry; completed and cancelled are final.
 TRANSITIONS: dict[str, frozenset[str]] = {
@@ -34,7 +34,6 @@ TRANSITIONS: dict[str, frozenset[str]] = {
     "completed": frozenset(),
     "cancelled": frozenset(),
 }
-MAX_TREE_DEPTH = 10
 FULL_ID = 36
 
 
@@ -54,23 +53,10 @@ def held_by_other_clause(actor: str | None, now: datetime) -> ColumnElement[bool
     return and_(t.c.state == "in_progress", t.c.lease_expires_at.is_not(None), t.c.lease_expires_at > now, holder)
 
 
-def free_for_clause(actor: str | None, now: datetime) -> ColumnElement[bool]:
-    """Tasks ``actor`` may change: not under another agent's valid lease."""
-    return not_(held_by_other_clause(actor, now))
-
-
 def held_by_other(row: RowMapping | dict[str, Any], actor: str | None, now: datetime) -> bool:
     """:func:`held_by_other_clause` for one row, in Python (the two agree)."""
     lease = row["lease_expires_at"]
     return bool(row["state"] == "in_progress" and lease is not None and lease > now and row["owner"] != actor)
-
-
-def effective_state(now: datetime) -> Any:
-    return case((lapsed_clause(now), "pending"), else_=t.c.state)
-
-
-def effective_owner(now: datetime) -> Any:
-    return case((lapsed_clause(now), null()), else_=t.c.owner)
 
 
 def claimable_clause(agent_id: str, now: datetime) -> ColumnElement[bool]:
@@ -85,15 +71,13 @@ def filter_clauses(flt: TaskFilter, now: datetime) -> list[ColumnElement[bool]]:
     clauses: list[ColumnElement[bool]] = []
     if not flt.include_deleted:
         clauses.append(t.c.deleted_at.is_(None))
+    # The effective state and owner: a lapsed lease reads as pending and unowned.
     if flt.state is not None:
-        clauses.append(effective_state(now) == flt.state)
+        clauses.append(case((lapsed_clause(now), "pending"), else_=t.c.state) == flt.state)
     if flt.owner is not None:
-        clauses.append(effective_owner(now) == flt.owner)
-    for name in ("kind", "creator", "parent_id"):
-        value = getattr(flt, name)
-        if value is not None:
-            clauses.append(t.c[name] == value)
-    return clauses
+        clauses.append(case((lapsed_clause(now), null()), else_=t.c.owner) == flt.owner)
+    return clauses + [t.c[name] == getattr(flt, name) for name in ("kind", "creator", "parent_id")
+                      if getattr(flt, name) is not None]
 
 
 def _select(visible: ColumnElement[bool]) -> Any:
@@ -103,14 +87,16 @@ def _select(visible: ColumnElement[bool]) -> Any:
 
 
 def record(row: RowMapping, now: datetime) -> dict[str, Any]:
-    """The caller's view of a task row: effective state and owner, visible result only."""
-    out = {k: row[k] for k in ("id", "parent_id", "title", "description", "kind", "priority", "state", "creator",
-                               "owner", "lease_expires_at", "result_note", "metadata", "version", "created_at",
-                               "updated_at", "deleted_at")}
+    """The caller's view of a task row (a TaskRecord's fields): effective state and owner, visible result only."""
+    out = {k: row[k] for k in TaskRecord.model_fields}
     out["result_memory_id"] = row["visible_result_id"] if "visible_result_id" in row else row["result_memory_id"]
     if lapsed(row, now):
         out.update(state="pending", owner=None, lease_expires_at=None)
     return out
+
+
+def not_found(ref: str) -> NotFound:
+    return NotFound(f"no task with id {ref!r}", hint="task_list shows the tasks and their ids.")
 
 
 def resolve(conn: Connection, ref: str) -> str:
@@ -123,7 +109,7 @@ def resolve(conn: Connection, ref: str) -> str:
         return ref
     found = [r[0] for r in conn.execute(select(t.c.id).where(t.c.id.startswith(ref, autoescape=True)).limit(3))]
     if len(ref) < 8 or not found:
-        raise NotFound(f"no task with id {ref!r}", hint="task_list shows the tasks and their ids.")
+        raise not_found(ref)
     if len(found) > 1:
         raise AmbiguousId(f"prefix {ref!r} matches several tasks", details={"candidates": found})
     return str(found[0])
@@ -133,7 +119,7 @@ def existing(conn: Connection, ref: str) -> str:
     """The full id of an existing task from its id or a unique prefix; NotFound otherwise."""
     task_id = resolve(conn, ref)
     if conn.execute(select(t.c.id).where(t.c.id == task_id)).first() is None:
-        raise NotFound(f"no task with id {ref!r}", hint="task_list shows the tasks and their ids.")
+        raise not_found(ref)
     return task_id
 
 
@@ -141,7 +127,7 @@ def get(conn: Connection, ref: str, now: datetime, visible: ColumnElement[bool])
     task_id = resolve(conn, ref)
     row = conn.execute(_select(visible).where(t.c.id == task_id)).mappings().first()
     if row is None:
-        raise NotFound(f"no task with id {ref!r}", hint="task_list shows the tasks and their ids.")
+        raise not_found(ref)
     return record(row, now)
 
 
@@ -166,18 +152,14 @@ def tree(conn: Connection, ref: str, depth: int, include_deleted: bool, now: dat
     nodes = {root["id"]: root}
     frontier = [root["id"]]
     for _ in range(depth):
-        rows = _children(conn, frontier, include_deleted, visible)
-        frontier = []
-        for row in rows:
-            node = record(row, now)
-            nodes[node["id"]] = node
-            frontier.append(node["id"])
+        found = [record(row, now) for row in _children(conn, frontier, include_deleted, visible)]
+        nodes.update((node["id"], node) for node in found)
+        frontier = [node["id"] for node in found]
         if not frontier:
             break
     counts = _child_counts(conn, list(nodes), include_deleted)
     for node in nodes.values():
-        node["children"] = []
-        node["child_count"] = counts.get(node["id"], 0)
+        node.update(children=[], child_count=counts.get(node["id"], 0))
     for node in sorted(nodes.values(), key=lambda n: (-n["priority"], n["created_at"])):
         parent = nodes.get(node["parent_id"]) if node["id"] != root["id"] else None
         if parent is not None:

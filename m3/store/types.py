@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from datetime import UTC, datetime
 from typing import Any
 
@@ -41,8 +42,7 @@ class UTCDateTime(TypeDecorator[datetime]):
         if isinstance(value, str):
             # The fixed-width text written above; fromisoformat reads it ~30x faster than strptime (search
             # reads thousands of times per query). A value with an offset (not written by m3) is converted.
-            parsed = datetime.fromisoformat(value)
-            return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+            value = datetime.fromisoformat(value)
         if isinstance(value, datetime):
             return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
         raise TypeError(f"unexpected time value {value!r}")
@@ -84,32 +84,32 @@ class VectorType(TypeDecorator[npt.NDArray[np.float32]]):
         return np.asarray(value, dtype=np.float32)
 
 
-_PG_VECTOR_TYPES: dict[int | None, Any] = {}
-
-
 def pg_vector_of(dim: int | None) -> TypeEngine[Any]:
     """pgvector's ``vector`` (``vector(dim)`` when given) without its text conversions (PostgreSQL only).
 
     Importing ``pgvector.sqlalchemy`` also lets SQLAlchemy reflect ``vector``
     columns (Alembic's schema comparison) instead of warning about them.
     """
-    if None not in _PG_VECTOR_TYPES:
-        from pgvector.sqlalchemy import VECTOR
-        from sqlalchemy import func
+    return _pg_vector()(dim)  # type: ignore[no-any-return]
 
-        class PgVector(VECTOR):
-            cache_ok = True  # read from the class's own __dict__: a subclass must repeat it
 
-            def bind_processor(self, dialect: Dialect) -> None:
-                return None  # VectorType hands over a float32 array; psycopg sends it binary
+@functools.cache
+def _pg_vector() -> Any:
+    """The type class, defined on first use: pgvector comes with the ``[postgres]`` extra."""
+    from pgvector.sqlalchemy import VECTOR
+    from sqlalchemy import func
 
-            def result_processor(self, dialect: Dialect, coltype: Any) -> None:
-                return None
+    class PgVector(VECTOR):
+        cache_ok = True  # read from the class's own __dict__: a subclass must repeat it
 
-            def column_expression(self, colexpr: Any) -> Any:
-                # Typed as the column, so the column's own result processing parses the bytes.
-                return func.vector_send(colexpr, type_=colexpr.type)
+        def bind_processor(self, dialect: Dialect) -> None:
+            return None  # VectorType hands over a float32 array; psycopg sends it binary
 
-        _PG_VECTOR_TYPES[None] = PgVector
-    cls = _PG_VECTOR_TYPES[None]
-    return cls(dim)  # type: ignore[no-any-return]
+        def result_processor(self, dialect: Dialect, coltype: Any) -> None:
+            return None
+
+        def column_expression(self, colexpr: Any) -> Any:
+            # Typed as the column, so the column's own result processing parses the bytes.
+            return func.vector_send(colexpr, type_=colexpr.type)
+
+    return PgVector

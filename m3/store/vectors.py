@@ -48,30 +48,26 @@ def store(conn: Connection, model: str, dim: int, ids: Sequence[str], vectors: M
     return kept_ids
 
 
+def _matrix(vectors: Sequence[Matrix]) -> Matrix:
+    """The vectors as the rows of one float32 matrix; (0, 0) when there are none."""
+    if not vectors:
+        return np.zeros((0, 0), dtype=np.float32)
+    return np.vstack(vectors).astype(np.float32, copy=False)
+
+
 def load_after(conn: Connection, model: str, after_seq: int, limit: int = 20_000) -> tuple[int, list[str], Matrix]:
     """Vectors of ``model`` with seq > ``after_seq``, oldest first: (last seq, ids, matrix)."""
-    rows = conn.execute(
-        select(e.c.seq, e.c.memory_id, e.c.dim, e.c.vector)
-        .where(e.c.model == model, e.c.seq > after_seq).order_by(e.c.seq).limit(limit)
-    ).all()
-    if not rows:
-        return after_seq, [], np.zeros((0, 0), dtype=np.float32)
-    dim = int(rows[0][2])
-    matrix = np.empty((len(rows), dim), dtype=np.float32)
-    for i, row in enumerate(rows):
-        matrix[i] = row[3]
-    return int(rows[-1][0]), [row[1] for row in rows], matrix
+    rows = conn.execute(select(e.c.seq, e.c.memory_id, e.c.vector)
+                        .where(e.c.model == model, e.c.seq > after_seq).order_by(e.c.seq).limit(limit)).all()
+    last = int(rows[-1][0]) if rows else after_seq
+    return last, [row[1] for row in rows], _matrix([row[2] for row in rows])
 
 
 def vectors_for(conn: Connection, model: str, where: Any, limit: int = 50_000) -> tuple[list[str], Matrix]:
     """Vectors of ``model`` for memories matching ``where`` (a clause on memories)."""
-    rows = conn.execute(
-        select(e.c.memory_id, e.c.vector).join(m, m.c.id == e.c.memory_id)
-        .where(e.c.model == model, where).limit(limit)
-    ).all()
-    if not rows:
-        return [], np.zeros((0, 0), dtype=np.float32)
-    return [row[0] for row in rows], np.vstack([row[1] for row in rows]).astype(np.float32, copy=False)
+    rows = conn.execute(select(e.c.memory_id, e.c.vector).join(m, m.c.id == e.c.memory_id)
+                        .where(e.c.model == model, where).limit(limit)).all()
+    return [row[0] for row in rows], _matrix([row[1] for row in rows])
 
 
 def counts_by_model(conn: Connection) -> dict[str, int]:
@@ -82,11 +78,10 @@ def counts_by_model(conn: Connection) -> dict[str, int]:
 def missing(conn: Connection, model: str, after_seq: int, limit: int) -> list[tuple[int, str, str, bool]]:
     """Current memories after ``after_seq`` without a vector of ``model``, by seq:
     (seq, id, text, whether it has a vector of another model)."""
-    has_vector = select(e.c.memory_id).where(e.c.model == model, e.c.memory_id == m.c.id).exists()
     has_any = select(e.c.memory_id).where(e.c.memory_id == m.c.id).exists()
     rows = conn.execute(
         select(m.c.seq, m.c.id, m.c.title, m.c.content, has_any)
-        .where(m.c.seq > after_seq, m.c.retired_at.is_(None), ~has_vector)
+        .where(m.c.seq > after_seq, m.c.retired_at.is_(None), ~_has_vector(model))
         .order_by(m.c.seq).limit(limit)
     ).all()
     return [(int(row[0]), row[1], embed_text(row[2], row[3]), bool(row[4])) for row in rows]
@@ -111,10 +106,14 @@ def reusable(conn: Connection, model: str, ids: Sequence[str]) -> dict[str, Matr
 
 
 def count_missing(conn: Connection, model: str) -> int:
-    has_vector = select(e.c.memory_id).where(e.c.model == model, e.c.memory_id == m.c.id).exists()
     return int(conn.execute(
-        select(func.count()).select_from(m).where(m.c.retired_at.is_(None), ~has_vector)
+        select(func.count()).select_from(m).where(m.c.retired_at.is_(None), ~_has_vector(model))
     ).scalar_one())
+
+
+def _has_vector(model: str) -> Any:
+    """Whether the memory row has a vector of ``model`` (a correlated EXISTS)."""
+    return select(e.c.memory_id).where(e.c.model == model, e.c.memory_id == m.c.id).exists()
 
 
 def embed_text(title: str | None, content: str) -> str:

@@ -1,13 +1,6 @@
 """Memory ids named inside other records (history events, version chains, task events), shown only where the
-reader may see the memory they name.
-
-A history event of a memory the reader may see can name another memory (a
-``linked`` event's other end, the version that superseded it, a task's
-result): the isolation clause decides, in SQL, which of those ids the
-reader's filter admits; the others are hidden (an event about a link to a
-hidden memory is left out, like the link itself in the graph; any other
-event keeps its place with the id set to null). So no read path reveals
-the id of a memory its reader could not open.
+reader may see the memory they name, decided in SQL by the isolation clause (the rules per read path are in
+docs/coordination.md), so no read path reveals the id of a memory its reader could not open.
 """
 
 from __future__ import annotations
