@@ -23,10 +23,6 @@ EMBEDDED_DATABASE = "m3"
 
 # -- secrets ---------------------------------------------------------------------------------------
 
-def secret_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("key", help="A secret setting, e.g. store.url.")
-
-
 def set_secret_command(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
     setting(ns.key)
     # Never from the command line (shell history, process list); from a terminal without echo.
@@ -141,11 +137,6 @@ def _where(config: Config) -> dict[str, Any]:
 
 def pgdata_of(config: Config) -> Path:
     return config.engine_root / "postgres" / "data"
-
-
-def postgres_start_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--port", type=int, default=5432, help="Names the Unix socket file (no TCP is opened).")
-    p.add_argument("--configure", action="store_true", help="Also write the printed URL into store.url.")
 
 
 def postgres_start(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
