@@ -14,7 +14,7 @@ import json
 import signal
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -118,17 +118,9 @@ def tool_arguments(tool: Tool, ns: argparse.Namespace) -> dict[str, Any]:
         raw = getattr(ns, flag_dest(field_name))
         if raw is None:
             continue
-        kind = _field_kind(tool.input_schema["properties"][field_name])
-        if kind == "json":
-            try:
-                args[field_name] = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise InvalidArgument(f"--{field_name} is not valid JSON: {exc.msg}",
-                                      hint="Quote the JSON for the shell, e.g. --metadata '{\"k\": 1}'.") from None
-            except RecursionError:
-                raise _too_deep(f"--{field_name}") from None
-        else:
-            args[field_name] = raw
+        if _field_kind(tool.input_schema["properties"][field_name]) == "json":
+            raw = _load_json(raw, f"--{field_name}", hint="Quote the JSON for the shell, e.g. --metadata '{\"k\": 1}'.")
+        args[field_name] = raw
     return args
 
 
@@ -137,20 +129,21 @@ def _read_json_file(path: str) -> dict[str, Any]:
         text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise InvalidArgument(f"cannot read {path}: {exc.strerror}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InvalidArgument(f"--json-file {path} is not valid JSON: {exc.msg} (line {exc.lineno})") from None
-    except RecursionError:
-        raise _too_deep(f"--json-file {path}") from None
+    data = _load_json(text, f"--json-file {path}")
     if not isinstance(data, dict):
         raise InvalidArgument("--json-file must hold a JSON object of arguments")
     return data
 
 
-def _too_deep(where: str) -> FieldTooLarge:
-    return FieldTooLarge(f"{where} is nested too deeply to read", details={"field": where, "unit": "levels of nesting"},
-                         hint="Flatten the JSON; limits.max_json_depth bounds the nesting of any argument.")
+def _load_json(text: str, where: str, hint: str | None = None) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidArgument(f"{where} is not valid JSON: {exc.msg} (line {exc.lineno})", hint=hint) from None
+    except RecursionError:
+        hint = "Flatten the JSON; limits.max_json_depth bounds the nesting of any argument."
+        raise FieldTooLarge(f"{where} is nested too deeply to read", hint=hint,
+                            details={"field": where, "unit": "levels of nesting"}) from None
 
 
 # --- running ------------------------------------------------------------------------------------
@@ -231,14 +224,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise UsageError("m3: give a domain and a command, e.g. `m3 memory write --content …`")
         admin: AdminCommand | None = getattr(ns, "m3_admin", None)
         if admin is not None:
-            return _run_admin(admin.run, config, ns)
+            document = admin.run(config, ns)
+            if document is not None:
+                emit(document)
+            return 0
         tool: Tool = ns.m3_tool
         args = tool_arguments(tool, ns)
-        from m3.gateway.service import validate_args
-        from m3.protocols.tools.fields import LIMIT_KEYS
+        from m3.gateway.service import limits_of, validate_args
 
-        # Fail fast, before opening (or creating) the store.
-        validate_args(tool, args, {key: config[key] for key in LIMIT_KEYS})
+        validate_args(tool, args, limits_of(config))  # fail fast, before opening (or creating) the store
         run_tool(config, tool, args)
         return 0
     except UsageError as exc:
@@ -253,13 +247,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:  # before or after the call (starting, stopping): still one JSON error
         emit_error(Interrupted("m3 was interrupted by SIGINT").to_dict())
         return EXIT_INTERRUPTED
-
-
-def _run_admin(run: Callable[[Config, argparse.Namespace], Any], config: Config, ns: argparse.Namespace) -> int:
-    document = run(config, ns)
-    if document is not None:
-        emit(document)
-    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,13 +1,8 @@
 """``m3 embedder reembed``: give every memory a vector of the configured model, with progress.
 
-The work is the Embedder actor's ordinary backlog (memories lacking a vector
-of the configured model), done a batch at a time; this command only starts
-m3, watches the count go down, prints progress on stderr and waits until the
-store has switched search to the configured model. Everything stored is
-committed batch by batch, so an interrupted run loses at most one batch and
-the next run (or the next start of any m3 process) continues where it
-stopped. Search keeps using the previous model meanwhile, in this process
-and in every other one sharing the store.
+The work is the Embedder actor's ordinary backlog, committed batch by batch (so an interrupted run
+loses at most one batch); this command only starts m3, draws the progress on stderr and waits until
+the store has switched search to the configured model (docs/embedder.md).
 """
 
 from __future__ import annotations

@@ -196,6 +196,3 @@ def default_registry() -> Registry:
     from m3.protocols.tools import ALL_TOOLS
 
     return Registry(ALL_TOOLS, HANDLERS)
-
-
-__all__ = ["Handler", "Registry", "Tool", "ToolArgs", "acting", "by_name", "default_registry", "needs_caller", "owner"]

@@ -60,8 +60,7 @@ class Service:
         self.system = system
         self.registry = registry
         self.timeout: float = config["actors.ask_timeout_s"]
-        #: The validation context of arguments (see m3.protocols.tools.fields.Content).
-        self.limits: dict[str, Any] = {key: config[key] for key in LIMIT_KEYS}
+        self.limits = limits_of(config)
 
     async def call(self, name: str, raw_args: dict[str, Any] | None, ctx: CallContext) -> dict[str, Any]:
         """Run tool ``name`` with JSON arguments; return its JSON result. Raises M3Error only."""
@@ -93,18 +92,18 @@ class Service:
         """Ask one actor under the configured timeout (typed ``R`` for a ``Request[R]``)."""
         return await bridge.ask(handle, message, self.timeout)
 
-    def read_filter(self, ctx: CallContext, **fields: Any) -> MemoryFilter:
-        """A filter for reads by ``ctx``'s agent, with isolation as configured."""
-        return MemoryFilter(reader_agent_id=ctx.agent_id, enforce_isolation=self.config["isolation.enforce"],
-                            **fields)
+    def read_filter(self, reader: str | None) -> MemoryFilter:
+        """A filter for reads made as agent ``reader``, with isolation as configured."""
+        return MemoryFilter(reader_agent_id=reader, enforce_isolation=self.config["isolation.enforce"])
 
 
-def validate_args(tool: Tool, raw: dict[str, Any], limits: dict[str, Any] | None = None) -> Any:
-    """Build the tool's argument model, turning pydantic errors into coded M3 errors.
+def limits_of(config: Config) -> dict[str, Any]:
+    """The validation context of arguments: the configured ``limits.*`` (see m3.protocols.tools.fields.Content)."""
+    return {key: config[key] for key in LIMIT_KEYS}
 
-    ``limits`` is the validation context: the configured ``limits.*`` settings (``LIMIT_KEYS``); without it
-    their defaults bound the sizes of fields.
-    """
+
+def validate_args(tool: Tool, raw: dict[str, Any], limits: dict[str, Any]) -> Any:
+    """Build the tool's argument model under ``limits`` (:func:`limits_of`); pydantic errors become coded M3 errors."""
     if not isinstance(raw, dict):
         raise InvalidArgument(f"{tool.spec.name} arguments must be a JSON object")
     try:
