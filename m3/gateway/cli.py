@@ -148,7 +148,7 @@ def _load_json(text: str, where: str, hint: str | None = None) -> Any:
 
 # --- running ------------------------------------------------------------------------------------
 
-def run_tool(config: Config, tool: Tool, args: dict[str, Any]) -> dict[str, Any]:
+def run_tool(config: Config, tool: Tool, args: dict[str, Any]) -> None:
     """Start m3, run one tool, print the result, then stop (finishing pending embeddings).
 
     SIGINT or SIGTERM during the call cancels it at once: :class:`Interrupted` is raised (exit status 130)
@@ -168,7 +168,6 @@ def run_tool(config: Config, tool: Tool, args: dict[str, Any]) -> dict[str, Any]
             svc.system.stop(drain_embeddings=False)
             raise
         emit(result)  # before shutdown: the caller has its answer while embeddings finish
-    return result
 
 
 async def _call_until_signalled(svc: Any, name: str, args: dict[str, Any], ctx: Any) -> dict[str, Any]:

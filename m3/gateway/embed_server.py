@@ -76,21 +76,19 @@ class EmbedApp:
         ])
 
     def _guard(self, route: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
+        """``route`` behind ``embed.key`` (when set); an :class:`ApiError` becomes its answer."""
+        expected = f"Bearer {self._key}".encode()
+
         async def guarded(request: Request) -> Response:
             try:
-                self._check_key(request)
+                given = request.headers.get("authorization", "").encode()
+                if self._key and not hmac.compare_digest(given, expected):
+                    raise ApiError(401, "missing or wrong bearer key", code="invalid_api_key")
                 return await route(request)
             except ApiError as exc:
                 return exc.response()
 
         return guarded
-
-    def _check_key(self, request: Request) -> None:
-        if not self._key:
-            return
-        given = request.headers.get("authorization", "")
-        if not hmac.compare_digest(given.encode(), f"Bearer {self._key}".encode()):
-            raise ApiError(401, "missing or wrong bearer key", code="invalid_api_key")
 
     async def health(self, _request: Request) -> Response:
         return JSONResponse({"status": "ok", "model": self.embedder.model_id, "dim": self.embedder.dim,

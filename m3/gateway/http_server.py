@@ -25,7 +25,6 @@ from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from starlette.applications import Starlette
 
-from m3.actors import bridge
 from m3.config import Config
 from m3.errors import AddressInUse, M3Error, Unauthorized
 from m3.gateway.http_guard import BodyGuard, netloc, serve_asgi
@@ -49,8 +48,7 @@ class StoreTokenVerifier:
 
     async def verify_token(self, token: str) -> AccessToken | None:
         try:
-            agent = await bridge.ask(self._service.system.directory, LookupToken(token_hash=hash_token(token)),
-                                     self._service.timeout)
+            agent = await self._service.ask(self._service.system.directory, LookupToken(token_hash=hash_token(token)))
         except M3Error as exc:
             log.warning("could not check a bearer token: %s", exc.message)
             return None  # fail closed

@@ -85,7 +85,7 @@ def failure(error: M3Error) -> types.CallToolResult:
 def build_server(service: Service, identity: IdentityFn) -> M3Server:
     """An MCP server over ``service``; ``identity`` says who each request acts as."""
     registry = service.registry
-    startup: dict[str, Tool] = {t.spec.name: t for t in registry.startup()}
+    startup: dict[str, Tool] = {t.spec.name: t for t in registry if t.spec.startup}
     # Each agent has its own list: one agent loading a domain over remote MCP must not change the tools
     # another agent sees. (Sessions of one agent share it: the SDK gives handlers no public handle on the
     # connection, and a modern-era client has no lasting session anyway.)

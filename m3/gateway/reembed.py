@@ -38,7 +38,7 @@ def reembed(config: Config, progress: TextIO | None = None, *, stop: threading.E
         system = svc.system
         model = system.embedder_backend.model_id
         first = system.searcher.ask(EmbeddingStats(model=model), system.ask_timeout)
-        bar = _Bar(progress, model, first["memories"])
+        bar = _Bar(progress, model)
         while True:
             stats = system.searcher.ask(EmbeddingStats(model=model), system.ask_timeout)
             bar.draw(stats["memories"] - stats["pending"], stats["memories"])
@@ -63,7 +63,7 @@ def reembed(config: Config, progress: TextIO | None = None, *, stop: threading.E
 class _Bar:
     """``re-embedding for <model>: done/total (share) rate/s`` on one line (a terminal) or a line per 10 %."""
 
-    def __init__(self, stream: TextIO | None, model: str, total: int) -> None:
+    def __init__(self, stream: TextIO | None, model: str) -> None:
         self._stream = stream
         self._model = model
         self._tty = bool(stream is not None and stream.isatty())

@@ -26,7 +26,7 @@ docs) always agree.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -158,11 +158,8 @@ class Registry:
                 check_route(spec)
         self._tools = {s.name: Tool(s, handlers.get(s.name)) for s in specs}
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[Tool]:
         return iter(self._tools.values())
-
-    def __len__(self) -> int:
-        return len(self._tools)
 
     def get(self, name: str) -> Tool:
         tool = self._tools.get(name)
@@ -185,9 +182,6 @@ class Registry:
             hint = f"Did you mean {', '.join(close)}?" if close else f"Domains: {', '.join(sorted(domains))}."
             raise UnknownDomain(f"no tool domain named {name!r}", hint=hint)
         return domains[name]
-
-    def startup(self) -> list[Tool]:
-        return [t for t in self._tools.values() if t.spec.startup]
 
 
 def default_registry() -> Registry:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, overload
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -20,7 +20,7 @@ from m3.actors.system import ActorSystem
 from m3.config import Config
 from m3.errors import ContentTooLarge, FieldTooLarge, InvalidArgument, InvalidTime, M3Error, UnknownMemoryType
 from m3.gateway.registry import Registry, Tool
-from m3.protocols.base import Message, Request, ToolResult
+from m3.protocols.base import Request, ToolResult
 from m3.protocols.messages.memory import MemoryFilter
 from m3.protocols.tools.fields import LIMIT_KEYS
 
@@ -83,13 +83,8 @@ class Service:
         result: ToolResult = await self.ask(getattr(self.system, tool.spec.actor), request)
         return result
 
-    @overload
-    async def ask(self, handle: ActorHandle, message: Request[R]) -> R: ...
-    @overload
-    async def ask(self, handle: ActorHandle, message: Message) -> Any: ...
-
-    async def ask(self, handle: ActorHandle, message: Message) -> Any:
-        """Ask one actor under the configured timeout (typed ``R`` for a ``Request[R]``)."""
+    async def ask(self, handle: ActorHandle, message: Request[R]) -> R:
+        """Ask one actor under the configured timeout."""
         return await bridge.ask(handle, message, self.timeout)
 
     def read_filter(self, reader: str | None) -> MemoryFilter:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from m3.actors import bridge
 from m3.errors import NotFound, NotShared, Timeout
-from m3.gateway.registry import Handler, acting, by_name
+from m3.gateway.registry import acting
 from m3.protocols.messages.coordination import (
     PollNotifications,
     ReadInbox,
@@ -110,6 +110,3 @@ async def notifications_wait(svc: Service, a: p.NotificationsWaitArgs, ctx: Call
             await woken.wait(remaining)
         items = await _poll(svc, agent, a.limit)
     return NotificationsWaitResult(count=len(items), items=items, timed_out=False)
-
-
-HANDLERS: dict[str, Handler] = by_name(memory_handoff, memory_inbox, notify, notifications_wait)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from m3.errors import InvalidArgument
-from m3.gateway.registry import Handler, acting, by_name
+from m3.gateway.registry import acting
 from m3.gateway.tools.inbox import shareable
 from m3.protocols.messages.coordination import ClaimTask, RenewLease, SetTaskResult, TaskFilter
 from m3.protocols.tools import tasks as p
@@ -51,6 +51,3 @@ async def task_heartbeat(svc: Service, a: p.TaskHeartbeatArgs, ctx: CallContext)
     agent = acting(ctx, a.agent_id)
     return await svc.ask(svc.system.writer, RenewLease(id=a.id, agent_id=agent, lease_s=lease_of(svc, a.lease),
                                                        actor=agent, filter=svc.read_filter(agent)))
-
-
-HANDLERS: dict[str, Handler] = by_name(task_set_result, task_claim, task_heartbeat)
