@@ -90,11 +90,8 @@ def _add_tool(actions: Any, tool: Tool) -> None:
             flags.append(f"--{field_name.replace('_', '-')}")
         kind = _field_kind(tool.input_schema["properties"][field_name])
         helptext = (info.description or "") + (" (JSON)" if kind == "json" else "")
-        if kind == "bool":
-            p.add_argument(*flags, dest=flag_dest(field_name), nargs="?", const="true", default=None, metavar="BOOL",
-                           help=helptext)
-        else:
-            p.add_argument(*flags, dest=flag_dest(field_name), default=None, metavar=kind.upper(), help=helptext)
+        bare = {"nargs": "?", "const": "true"} if kind == "bool" else {}  # a bare --flag means true
+        p.add_argument(*flags, dest=flag_dest(field_name), default=None, metavar=kind.upper(), help=helptext, **bare)
     p.add_argument("--json-file", dest="json_file", default=None, metavar="PATH",
                    help="Read the arguments as a JSON object from PATH, or from stdin with -.")
     p.set_defaults(m3_tool=tool)  # not `tool`: m3_call has an argument of that name

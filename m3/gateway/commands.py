@@ -42,12 +42,8 @@ class AdminCommand:
 
 
 def _config_show(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
-    rows = config.rows()
-    if ns.origin:
-        settings: dict[str, Any] = {r["key"]: {"value": r["value"], "origin": r["origin"], "env": r["env"]}
-                                    for r in rows}
-    else:
-        settings = {r["key"]: r["value"] for r in rows}
+    shown = ("value", "origin", "env")
+    settings = {r["key"]: {k: r[k] for k in shown} if ns.origin else r["value"] for r in config.rows()}
     return {"file": str(config.file), "home": str(config.home), "settings": settings}
 
 
