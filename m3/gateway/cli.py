@@ -82,12 +82,9 @@ def flag_dest(field_name: str) -> str:
 def _add_tool(actions: Any, tool: Tool) -> None:
     spec = tool.spec
     aliases = [spec.short_name] if spec.short_name != spec.name else []
-    p = actions.add_parser(spec.name, aliases=aliases, help=spec.summary,
-                           description=spec.description)
+    p = actions.add_parser(spec.name, aliases=aliases, help=spec.summary, description=spec.description)
     for field_name, info in spec.args.model_fields.items():
-        flags = [f"--{field_name}"]
-        if "_" in field_name:
-            flags.append(f"--{field_name.replace('_', '-')}")
+        flags = dict.fromkeys([f"--{field_name}", f"--{field_name.replace('_', '-')}"])  # --a_b and --a-b, once
         kind = _field_kind(tool.input_schema["properties"][field_name])
         helptext = (info.description or "") + (" (JSON)" if kind == "json" else "")
         bare = {"nargs": "?", "const": "true"} if kind == "bool" else {}  # a bare --flag means true

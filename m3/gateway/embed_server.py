@@ -106,22 +106,18 @@ class EmbedApp:
         body = await _json_body(request)
         client = request.headers.get(CLIENT_HEADER) or _str_or_none(body.get("user")) or _peer(request)
         try:
-            texts, fmt = self._parse(body)
+            texts, fmt, priority = self._parse(body, request.headers.get(PRIORITY_HEADER))
         except ApiError:
             self.scheduler.count_error(client)
             raise
-        priority = request.headers.get(PRIORITY_HEADER) or ("interactive" if len(texts) <= INTERACTIVE_MAX
-                                                            else "background")
-        if priority not in PRIORITIES:
-            self.scheduler.count_error(client)
-            raise ApiError(400, f"{PRIORITY_HEADER} must be one of {list(PRIORITIES)}")
         matrix = await _run(self.scheduler, texts, priority, client)
         data = [{"object": "embedding", "index": i, "embedding": _encode(row, fmt)} for i, row in enumerate(matrix)]
         tokens = sum(len(text.split()) for text in texts)  # approximate: words, not model tokens
         return JSONResponse({"object": "list", "data": data, "model": self.embedder.model_id,
                              "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
 
-    def _parse(self, body: dict[str, Any]) -> tuple[list[str], str]:
+    def _parse(self, body: dict[str, Any], priority: str | None) -> tuple[list[str], str, str]:
+        """The texts, the encoding format and the priority (``priority`` is the header's) of a valid request."""
         model = body.get("model")
         if not isinstance(model, str) or not model:
             raise ApiError(400, "'model' is required", param="model")
@@ -143,7 +139,10 @@ class EmbedApp:
         if dims is not None and dims != self.embedder.dim:
             raise ApiError(400, f"{self.embedder.model_id} has {self.embedder.dim} dimensions only",
                            param="dimensions")
-        return texts, fmt
+        priority = priority or ("interactive" if len(texts) <= INTERACTIVE_MAX else "background")
+        if priority not in PRIORITIES:
+            raise ApiError(400, f"{PRIORITY_HEADER} must be one of {list(PRIORITIES)}")
+        return texts, fmt, priority
 
 
 async def _json_body(request: Request) -> dict[str, Any]:
