@@ -119,7 +119,6 @@ ADMIN_COMMANDS: tuple[AdminCommand, ...] = (
     AdminCommand("embedder", "reembed",
                  "Give every memory a vector of the configured model, with progress on stderr; search keeps "
                  "the previous model until this completes, then switches. Resumable.", _reembed),
-    # -- the store (issue 4) --
     AdminCommand("config", "set-secret", "Store a secret setting (store.url) read from stdin in an owner-only file.",
                  store_commands.set_secret_command, _SECRET_KEY),
     AdminCommand("config", "unset-secret", "Remove a secret setting from the secrets file.",
@@ -134,7 +133,6 @@ ADMIN_COMMANDS: tuple[AdminCommand, ...] = (
     AdminCommand("postgres", "stop", "Stop the embedded PostgreSQL.", store_commands.postgres_stop),
     AdminCommand("postgres", "status", "Whether the embedded PostgreSQL runs, and its URL.",
                  store_commands.postgres_status),
-    # Coordination (issue 5): remote MCP and its bearer tokens.
     AdminCommand("mcp", "http", "Serve MCP over Streamable HTTP (/mcp) and every tool as POST /v1/tools/{name} "
                  "behind bearer tokens; prints {url, tools_url, pid} once listening.", _http_serve,
                  (arg("--host", default=None, help="Address to listen on (default serve.host, 127.0.0.1)."),

@@ -104,7 +104,7 @@ class EmbedApp:
 
     async def embeddings(self, request: Request) -> Response:
         body = await _json_body(request)
-        client = request.headers.get(CLIENT_HEADER) or _str_or_none(body.get("user")) or _peer(request)
+        client = _client(request, body)
         try:
             texts, fmt, priority = self._parse(body, request.headers.get(PRIORITY_HEADER))
         except ApiError:
@@ -177,12 +177,11 @@ def _encode(row: Any, fmt: str) -> Any:
     return [float(x) if math.isfinite(x) else 0.0 for x in row.tolist()]
 
 
-def _str_or_none(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
-def _peer(request: Request) -> str:
-    return request.client.host if request.client else "unknown"
+def _client(request: Request, body: dict[str, Any]) -> str:
+    """Who a request counts under: its ``X-M3-Client`` header, else OpenAI's ``user`` field, else its address."""
+    user = body.get("user")
+    named = request.headers.get(CLIENT_HEADER) or (user if isinstance(user, str) else "")
+    return named or (request.client.host if request.client else "unknown")
 
 
 def serve(config: Config, host: str = "127.0.0.1", port: int = 8082) -> None:

@@ -85,14 +85,10 @@ def _content_length(scope: Scope) -> int | None:
 
 def _replay(body: bytes, receive: Receive) -> Receive:
     """A ``receive`` that yields the buffered body once, then what the client sends next (a disconnect)."""
-    sent = False
+    pending: list[Message] = [{"type": "http.request", "body": body, "more_body": False}]
 
     async def replayed() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
+        return pending.pop() if pending else await receive()
 
     return replayed
 
