@@ -14,7 +14,7 @@ import json
 import signal
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -82,19 +82,13 @@ def flag_dest(field_name: str) -> str:
 def _add_tool(actions: Any, tool: Tool) -> None:
     spec = tool.spec
     aliases = [spec.short_name] if spec.short_name != spec.name else []
-    p = actions.add_parser(spec.name, aliases=aliases, help=spec.summary,
-                           description=spec.description)
+    p = actions.add_parser(spec.name, aliases=aliases, help=spec.summary, description=spec.description)
     for field_name, info in spec.args.model_fields.items():
-        flags = [f"--{field_name}"]
-        if "_" in field_name:
-            flags.append(f"--{field_name.replace('_', '-')}")
+        flags = dict.fromkeys([f"--{field_name}", f"--{field_name.replace('_', '-')}"])  # --a_b and --a-b, once
         kind = _field_kind(tool.input_schema["properties"][field_name])
         helptext = (info.description or "") + (" (JSON)" if kind == "json" else "")
-        if kind == "bool":
-            p.add_argument(*flags, dest=flag_dest(field_name), nargs="?", const="true", default=None, metavar="BOOL",
-                           help=helptext)
-        else:
-            p.add_argument(*flags, dest=flag_dest(field_name), default=None, metavar=kind.upper(), help=helptext)
+        bare = {"nargs": "?", "const": "true"} if kind == "bool" else {}  # a bare --flag means true
+        p.add_argument(*flags, dest=flag_dest(field_name), default=None, metavar=kind.upper(), help=helptext, **bare)
     p.add_argument("--json-file", dest="json_file", default=None, metavar="PATH",
                    help="Read the arguments as a JSON object from PATH, or from stdin with -.")
     p.set_defaults(m3_tool=tool)  # not `tool`: m3_call has an argument of that name
@@ -118,17 +112,9 @@ def tool_arguments(tool: Tool, ns: argparse.Namespace) -> dict[str, Any]:
         raw = getattr(ns, flag_dest(field_name))
         if raw is None:
             continue
-        kind = _field_kind(tool.input_schema["properties"][field_name])
-        if kind == "json":
-            try:
-                args[field_name] = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise InvalidArgument(f"--{field_name} is not valid JSON: {exc.msg}",
-                                      hint="Quote the JSON for the shell, e.g. --metadata '{\"k\": 1}'.") from None
-            except RecursionError:
-                raise _too_deep(f"--{field_name}") from None
-        else:
-            args[field_name] = raw
+        if _field_kind(tool.input_schema["properties"][field_name]) == "json":
+            raw = _load_json(raw, f"--{field_name}", hint="Quote the JSON for the shell, e.g. --metadata '{\"k\": 1}'.")
+        args[field_name] = raw
     return args
 
 
@@ -137,25 +123,26 @@ def _read_json_file(path: str) -> dict[str, Any]:
         text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise InvalidArgument(f"cannot read {path}: {exc.strerror}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InvalidArgument(f"--json-file {path} is not valid JSON: {exc.msg} (line {exc.lineno})") from None
-    except RecursionError:
-        raise _too_deep(f"--json-file {path}") from None
+    data = _load_json(text, f"--json-file {path}")
     if not isinstance(data, dict):
         raise InvalidArgument("--json-file must hold a JSON object of arguments")
     return data
 
 
-def _too_deep(where: str) -> FieldTooLarge:
-    return FieldTooLarge(f"{where} is nested too deeply to read", details={"field": where, "unit": "levels of nesting"},
-                         hint="Flatten the JSON; limits.max_json_depth bounds the nesting of any argument.")
+def _load_json(text: str, where: str, hint: str | None = None) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidArgument(f"{where} is not valid JSON: {exc.msg} (line {exc.lineno})", hint=hint) from None
+    except RecursionError:
+        hint = "Flatten the JSON; limits.max_json_depth bounds the nesting of any argument."
+        raise FieldTooLarge(f"{where} is nested too deeply to read", hint=hint,
+                            details={"field": where, "unit": "levels of nesting"}) from None
 
 
 # --- running ------------------------------------------------------------------------------------
 
-def run_tool(config: Config, tool: Tool, args: dict[str, Any]) -> dict[str, Any]:
+def run_tool(config: Config, tool: Tool, args: dict[str, Any]) -> None:
     """Start m3, run one tool, print the result, then stop (finishing pending embeddings).
 
     SIGINT or SIGTERM during the call cancels it at once: :class:`Interrupted` is raised (exit status 130)
@@ -175,7 +162,6 @@ def run_tool(config: Config, tool: Tool, args: dict[str, Any]) -> dict[str, Any]
             svc.system.stop(drain_embeddings=False)
             raise
         emit(result)  # before shutdown: the caller has its answer while embeddings finish
-    return result
 
 
 async def _call_until_signalled(svc: Any, name: str, args: dict[str, Any], ctx: Any) -> dict[str, Any]:
@@ -231,14 +217,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise UsageError("m3: give a domain and a command, e.g. `m3 memory write --content …`")
         admin: AdminCommand | None = getattr(ns, "m3_admin", None)
         if admin is not None:
-            return _run_admin(admin.run, config, ns)
+            document = admin.run(config, ns)
+            if document is not None:
+                emit(document)
+            return 0
         tool: Tool = ns.m3_tool
         args = tool_arguments(tool, ns)
-        from m3.gateway.service import validate_args
-        from m3.protocols.tools.fields import LIMIT_KEYS
+        from m3.gateway.service import limits_of, validate_args
 
-        # Fail fast, before opening (or creating) the store.
-        validate_args(tool, args, {key: config[key] for key in LIMIT_KEYS})
+        validate_args(tool, args, limits_of(config))  # fail fast, before opening (or creating) the store
         run_tool(config, tool, args)
         return 0
     except UsageError as exc:
@@ -253,13 +240,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:  # before or after the call (starting, stopping): still one JSON error
         emit_error(Interrupted("m3 was interrupted by SIGINT").to_dict())
         return EXIT_INTERRUPTED
-
-
-def _run_admin(run: Callable[[Config, argparse.Namespace], Any], config: Config, ns: argparse.Namespace) -> int:
-    document = run(config, ns)
-    if document is not None:
-        emit(document)
-    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,19 +1,29 @@
-"""Administrative CLI commands that are not tools (config, serving).
+"""Administrative CLI commands that are not tools (config, serving, the store, tokens).
 
-Each is declared once here: its domain and name (``m3 <domain> <name>``),
-a parser configurator and a runner returning the JSON document to print
-(or None when the command prints nothing, like a server).
+Each is declared once here: its domain and name (``m3 <domain> <name>``), its
+arguments and a runner returning the JSON document to print (or None when
+the command prints nothing, like a server).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from m3.config import Config, set_in_file
-from m3.gateway import store_commands
+from m3.config import Config, set_in_file, setting
+from m3.gateway import store_commands, tokens
+from m3.gateway.reembed import reembed
+
+#: The flags and options of one ``ArgumentParser.add_argument`` call.
+Arg = tuple[tuple[str, ...], dict[str, Any]]
+
+
+def arg(*flags: str, **options: Any) -> Arg:
+    return flags, options
 
 
 @dataclass(frozen=True)
@@ -21,41 +31,26 @@ class AdminCommand:
     domain: str
     name: str
     help: str
-    configure: Callable[[argparse.ArgumentParser], None]
     run: Callable[[Config, argparse.Namespace], Any]
+    args: tuple[Arg, ...] = ()
     #: A top-level spelling, ``m3 <alias> …`` for ``m3 <domain> <name> …``.
     alias: str | None = None
 
-
-def _no_args(_: argparse.ArgumentParser) -> None:
-    return None
-
-
-def _config_show_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--origin", action="store_true", help="Also say where each value came from.")
+    def configure(self, parser: argparse.ArgumentParser) -> None:
+        for flags, options in self.args:
+            parser.add_argument(*flags, **options)
 
 
 def _config_show(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
-    rows = config.rows()
-    if ns.origin:
-        settings: dict[str, Any] = {r["key"]: {"value": r["value"], "origin": r["origin"], "env": r["env"]}
-                                    for r in rows}
-    else:
-        settings = {r["key"]: r["value"] for r in rows}
+    shown = ("value", "origin", "env")
+    settings = {r["key"]: {k: r[k] for k in shown} if ns.origin else r["value"] for r in config.rows()}
     return {"file": str(config.file), "home": str(config.home), "settings": settings}
-
-
-def _config_set_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("key", help="A setting such as search.k (see `m3 config show`).")
-    p.add_argument("value", help="The new value; lists are comma-separated.")
 
 
 def _config_set(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
     value = set_in_file(config, ns.key, ns.value)
-    from m3.config import setting
-
     s = setting(ns.key)
-    shown = "<set, hidden>" if s.secret else value
+    shown = store_commands.HIDDEN if s.secret else value
     result: dict[str, Any] = {"file": str(config.file), "key": ns.key, "value": shown}
     if config.origin(ns.key) == "env":
         result["warning"] = f"{s.env_var} is set in the environment and overrides the file"
@@ -73,27 +68,13 @@ def _mcp_serve(config: Config, ns: argparse.Namespace) -> None:
     serve_stdio(config)
 
 
-def _embedder_serve_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--host", default="127.0.0.1", help="Address to listen on (default 127.0.0.1).")
-    p.add_argument("--port", type=int, default=8082, help="Port to listen on (default 8082).")
-
-
 def _embedder_serve(config: Config, ns: argparse.Namespace) -> None:
     from m3.gateway.embed_server import serve
 
     serve(config, ns.host, ns.port)
 
 
-def _fetch_model_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model", choices=["bge-m3", "bge-m3-int8"],
-                   help="bge-m3 (fp32, about 2.6 GB) or bge-m3-int8 (about 0.6 GB).")
-    p.add_argument("--dir", default=None, help="Folder to fill (default: embed.model_dir or its default).")
-
-
 def _fetch_model(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
-    import sys
-    from pathlib import Path
-
     from m3.embed.factory import model_dir
     from m3.embed.fetch import fetch_model
 
@@ -105,16 +86,7 @@ def _fetch_model(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
 
 
 def _reembed(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
-    import sys
-
-    from m3.gateway.reembed import reembed
-
     return reembed(config, progress=sys.stderr)
-
-
-def _http_serve_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--host", default=None, help="Address to listen on (default serve.host, 127.0.0.1).")
-    p.add_argument("--port", default=None, type=int, help="Port (default serve.port, 8080; 0 picks a free one).")
 
 
 def _http_serve(config: Config, ns: argparse.Namespace) -> None:
@@ -123,57 +95,57 @@ def _http_serve(config: Config, ns: argparse.Namespace) -> None:
     serve_http(config, ns.host or config["serve.host"], config["serve.port"] if ns.port is None else ns.port)
 
 
-def _tokens(name: str) -> Callable[..., Any]:
-    """``m3.gateway.tokens.<name>``, imported when the command runs (it needs the store)."""
-    def call(*args: Any) -> Any:
-        from m3.gateway import tokens
-
-        return getattr(tokens, name)(*args)
-
-    return call
-
+_SECRET_KEY = (arg("key", help="A secret setting, e.g. store.url."),)
 
 ADMIN_COMMANDS: tuple[AdminCommand, ...] = (
-    AdminCommand("config", "show", "Print every setting (with --origin: where it came from).",
-                 _config_show_args, _config_show),
-    AdminCommand("config", "set", "Write one setting into m3_config.toml.", _config_set_args, _config_set),
-    AdminCommand("mcp", "serve", "Serve MCP on stdio (the default when m3 runs without arguments).",
-                 _no_args, _mcp_serve),
+    AdminCommand("config", "show", "Print every setting (with --origin: where it came from).", _config_show,
+                 (arg("--origin", action="store_true", help="Also say where each value came from."),)),
+    AdminCommand("config", "set", "Write one setting into m3_config.toml.", _config_set,
+                 (arg("key", help="A setting such as search.k (see `m3 config show`)."),
+                  arg("value", help="The new value; lists are comma-separated."))),
+    AdminCommand("mcp", "serve", "Serve MCP on stdio (the default when m3 runs without arguments).", _mcp_serve),
     AdminCommand("embedder", "serve",
                  "Serve the configured embedding model to every m3 process over the OpenAI embeddings API "
                  "(POST /v1/embeddings, GET /v1/models, GET /health, GET /stats); runs until stopped.",
-                 _embedder_serve_args, _embedder_serve),
+                 _embedder_serve,
+                 (arg("--host", default="127.0.0.1", help="Address to listen on (default 127.0.0.1)."),
+                  arg("--port", type=int, default=8082, help="Port to listen on (default 8082)."))),
     AdminCommand("embedder", "fetch-model",
                  "Download a model's files into the model folder, with progress on stderr (needs internet; "
-                 "resumes an interrupted download).",
-                 _fetch_model_args, _fetch_model),
+                 "resumes an interrupted download).", _fetch_model,
+                 (arg("model", choices=["bge-m3", "bge-m3-int8"],
+                      help="bge-m3 (fp32, about 2.6 GB) or bge-m3-int8 (about 0.6 GB)."),
+                  arg("--dir", default=None, help="Folder to fill (default: embed.model_dir or its default)."))),
     AdminCommand("embedder", "reembed",
                  "Give every memory a vector of the configured model, with progress on stderr; search keeps "
-                 "the previous model until this completes, then switches. Resumable.",
-                 _no_args, _reembed),
-    # -- the store (issue 4) --
+                 "the previous model until this completes, then switches. Resumable.", _reembed),
     AdminCommand("config", "set-secret", "Store a secret setting (store.url) read from stdin in an owner-only file.",
-                 store_commands.secret_args, store_commands.set_secret_command),
+                 store_commands.set_secret_command, _SECRET_KEY),
     AdminCommand("config", "unset-secret", "Remove a secret setting from the secrets file.",
-                 store_commands.secret_args, store_commands.unset_secret_command),
-    AdminCommand("store", "migrate", "Bring the store's schema to the newest revision.",
-                 _no_args, store_commands.store_migrate),
+                 store_commands.unset_secret_command, _SECRET_KEY),
+    AdminCommand("store", "migrate", "Bring the store's schema to the newest revision.", store_commands.store_migrate),
     AdminCommand("store", "status", "Backend, URL (password hidden), schema revision and counts of the store.",
-                 _no_args, store_commands.store_status),
+                 store_commands.store_status),
     AdminCommand("postgres", "start", "Start the embedded PostgreSQL (pgvector) under the engine root; "
-                 "prints its store URL.", store_commands.postgres_start_args, store_commands.postgres_start),
-    AdminCommand("postgres", "stop", "Stop the embedded PostgreSQL.", _no_args, store_commands.postgres_stop),
+                 "prints its store URL.", store_commands.postgres_start,
+                 (arg("--port", type=int, default=5432, help="Names the Unix socket file (no TCP is opened)."),
+                  arg("--configure", action="store_true", help="Also write the printed URL into store.url."))),
+    AdminCommand("postgres", "stop", "Stop the embedded PostgreSQL.", store_commands.postgres_stop),
     AdminCommand("postgres", "status", "Whether the embedded PostgreSQL runs, and its URL.",
-                 _no_args, store_commands.postgres_status),
-    # Coordination (issue 5): remote MCP and its bearer tokens.
+                 store_commands.postgres_status),
     AdminCommand("mcp", "http", "Serve MCP over Streamable HTTP (/mcp) and every tool as POST /v1/tools/{name} "
-                 "behind bearer tokens; prints {url, tools_url, pid} once listening.", _http_serve_args, _http_serve,
+                 "behind bearer tokens; prints {url, tools_url, pid} once listening.", _http_serve,
+                 (arg("--host", default=None, help="Address to listen on (default serve.host, 127.0.0.1)."),
+                  arg("--port", default=None, type=int, help="Port (default serve.port, 8080; 0 picks a free one).")),
                  alias="serve"),
     AdminCommand("token", "create", "Create a bearer token for an agent; prints {token, agent_id, id} (the token "
-                 "only this once).", _tokens("create_args"), _tokens("create")),
-    AdminCommand("token", "list", "List tokens (ids, agents, labels, times; never the tokens).",
-                 _tokens("list_args"), _tokens("list_tokens")),
-    AdminCommand("token", "revoke", "Revoke a token by id, or every token of an agent with --agent.",
-                 _tokens("revoke_args"), _tokens("revoke")),
+                 "only this once).", tokens.create,
+                 (arg("--agent", required=True, help="The agent the token acts as (registered if new)."),
+                  arg("--label", default=None, help="A note to tell tokens apart, e.g. the host it is for."))),
+    AdminCommand("token", "list", "List tokens (ids, agents, labels, times; never the tokens).", tokens.list_tokens,
+                 (arg("--agent", default=None, help="Only this agent's tokens."),)),
+    AdminCommand("token", "revoke", "Revoke a token by id, or every token of an agent with --agent.", tokens.revoke,
+                 (arg("id", nargs="?", default=None, help="The token id (from `m3 token list`)."),
+                  arg("--agent", default=None, help="Revoke every token of this agent instead."))),
 )
 ALIASES: dict[str, AdminCommand] = {c.alias: c for c in ADMIN_COMMANDS if c.alias}

@@ -1,25 +1,8 @@
 """``m3 embedder serve``: one model in memory for every m3 process, over the OpenAI embeddings API.
 
-Routes (JSON):
-
-* ``POST /v1/embeddings`` — OpenAI's request (``model``, ``input`` a string or
-  a list of strings, ``encoding_format`` ``float`` or ``base64``, optional
-  ``dimensions`` and ``user``) and response (``data[].embedding``, ``model``,
-  ``usage``); errors in OpenAI's ``{"error": {message, type, param, code}}``.
-  ``model`` must be the served model's id (404 otherwise): a vector is only
-  ever stored under the model that computed it.
-* ``GET /v1/models`` — the served model.
-* ``GET /health`` — ``{status, model, dim}`` (no key needed).
-* ``GET /stats`` — per-client counters and queue depths.
-
-A client names itself with the ``X-M3-Client`` header (m3 sends
-``agent@host:pid``), else OpenAI's ``user`` field, else its address. It may
-say ``X-M3-Priority: interactive`` or ``background``; without it, requests of
-at most :data:`INTERACTIVE_MAX` texts count as interactive. Interactive work
-runs first (:class:`~m3.embed.scheduler.Scheduler`).
-
-When ``embed.key`` is set, every route but ``/health`` needs
-``Authorization: Bearer <key>``.
+Routes: ``POST /v1/embeddings``, ``GET /v1/models``, ``GET /health`` (never needs ``embed.key``) and
+``GET /stats``; errors in OpenAI's ``{"error": {message, type, param, code}}``. docs/embedder.md describes
+them, the client names (``X-M3-Client``) and the priorities (``X-M3-Priority``: interactive work runs first).
 """
 
 from __future__ import annotations
@@ -30,7 +13,6 @@ import json
 import logging
 import math
 import os
-import signal
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -45,12 +27,14 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from m3 import __version__
+from m3.actors import bridge
 from m3.config import Config
 from m3.embed.base import Embedder
 from m3.embed.factory import create_local_embedder
 from m3.embed.http import CLIENT_HEADER, PRIORITIES, PRIORITY_HEADER
 from m3.embed.scheduler import Scheduler
 from m3.errors import Unavailable
+from m3.gateway.http_guard import serve_asgi
 
 log = logging.getLogger(__name__)
 
@@ -92,21 +76,19 @@ class EmbedApp:
         ])
 
     def _guard(self, route: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
+        """``route`` behind ``embed.key`` (when set); an :class:`ApiError` becomes its answer."""
+        expected = f"Bearer {self._key}".encode()
+
         async def guarded(request: Request) -> Response:
             try:
-                self._check_key(request)
+                given = request.headers.get("authorization", "").encode()
+                if self._key and not hmac.compare_digest(given, expected):
+                    raise ApiError(401, "missing or wrong bearer key", code="invalid_api_key")
                 return await route(request)
             except ApiError as exc:
                 return exc.response()
 
         return guarded
-
-    def _check_key(self, request: Request) -> None:
-        if not self._key:
-            return
-        given = request.headers.get("authorization", "")
-        if not hmac.compare_digest(given.encode(), f"Bearer {self._key}".encode()):
-            raise ApiError(401, "missing or wrong bearer key", code="invalid_api_key")
 
     async def health(self, _request: Request) -> Response:
         return JSONResponse({"status": "ok", "model": self.embedder.model_id, "dim": self.embedder.dim,
@@ -122,24 +104,20 @@ class EmbedApp:
 
     async def embeddings(self, request: Request) -> Response:
         body = await _json_body(request)
-        client = request.headers.get(CLIENT_HEADER) or _str_or_none(body.get("user")) or _peer(request)
+        client = _client(request, body)
         try:
-            texts, fmt = self._parse(body)
+            texts, fmt, priority = self._parse(body, request.headers.get(PRIORITY_HEADER))
         except ApiError:
             self.scheduler.count_error(client)
             raise
-        priority = request.headers.get(PRIORITY_HEADER) or ("interactive" if len(texts) <= INTERACTIVE_MAX
-                                                            else "background")
-        if priority not in PRIORITIES:
-            self.scheduler.count_error(client)
-            raise ApiError(400, f"{PRIORITY_HEADER} must be one of {list(PRIORITIES)}")
         matrix = await _run(self.scheduler, texts, priority, client)
         data = [{"object": "embedding", "index": i, "embedding": _encode(row, fmt)} for i, row in enumerate(matrix)]
         tokens = sum(len(text.split()) for text in texts)  # approximate: words, not model tokens
         return JSONResponse({"object": "list", "data": data, "model": self.embedder.model_id,
                              "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
 
-    def _parse(self, body: dict[str, Any]) -> tuple[list[str], str]:
+    def _parse(self, body: dict[str, Any], priority: str | None) -> tuple[list[str], str, str]:
+        """The texts, the encoding format and the priority (``priority`` is the header's) of a valid request."""
         model = body.get("model")
         if not isinstance(model, str) or not model:
             raise ApiError(400, "'model' is required", param="model")
@@ -161,7 +139,10 @@ class EmbedApp:
         if dims is not None and dims != self.embedder.dim:
             raise ApiError(400, f"{self.embedder.model_id} has {self.embedder.dim} dimensions only",
                            param="dimensions")
-        return texts, fmt
+        priority = priority or ("interactive" if len(texts) <= INTERACTIVE_MAX else "background")
+        if priority not in PRIORITIES:
+            raise ApiError(400, f"{PRIORITY_HEADER} must be one of {list(PRIORITIES)}")
+        return texts, fmt, priority
 
 
 async def _json_body(request: Request) -> dict[str, Any]:
@@ -179,21 +160,15 @@ async def _json_body(request: Request) -> dict[str, Any]:
 
 async def _run(scheduler: Scheduler, texts: list[str], priority: str, client: str) -> Any:
     """Queue the texts and wait, without blocking the event loop, for the worker's answer."""
-    token = trio.lowlevel.current_trio_token()
-    event = trio.Event()
-    outcome: dict[str, Any] = {}
-
-    def done(matrix: Any, error: BaseException | None) -> None:
-        outcome.update(matrix=matrix, error=error)
-        token.run_sync_soon(event.set)
-
-    scheduler.submit(texts, priority, client, done)
-    await event.wait()
-    if outcome["error"] is not None:
+    reply = bridge.TrioReply()
+    scheduler.submit(texts, priority, client,
+                     lambda matrix, error: reply.set_result(matrix) if error is None else reply.set_exception(error))
+    try:
+        return await reply.wait(math.inf)
+    except Exception as exc:
         scheduler.count_error(client)
-        message = getattr(outcome["error"], "message", None) or str(outcome["error"])
-        raise ApiError(503, f"embedding failed: {message}", kind="server_error", code="embedder_unavailable")
-    return outcome["matrix"]
+        message = getattr(exc, "message", None) or str(exc)
+        raise ApiError(503, f"embedding failed: {message}", kind="server_error", code="embedder_unavailable") from None
 
 
 def _encode(row: Any, fmt: str) -> Any:
@@ -202,15 +177,11 @@ def _encode(row: Any, fmt: str) -> Any:
     return [float(x) if math.isfinite(x) else 0.0 for x in row.tolist()]
 
 
-def _str_or_none(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
-def _peer(request: Request) -> str:
-    return request.client.host if request.client else "unknown"
-
-
-# ---------------------------------------------------------------- serving
+def _client(request: Request, body: dict[str, Any]) -> str:
+    """Who a request counts under: its ``X-M3-Client`` header, else OpenAI's ``user`` field, else its address."""
+    user = body.get("user")
+    named = request.headers.get(CLIENT_HEADER) or (user if isinstance(user, str) else "")
+    return named or (request.client.host if request.client else "unknown")
 
 
 def serve(config: Config, host: str = "127.0.0.1", port: int = 8082) -> None:
@@ -229,49 +200,16 @@ def serve(config: Config, host: str = "127.0.0.1", port: int = 8082) -> None:
     app = EmbedApp(embedder, scheduler, key=config["embed.key"])
     if not config["embed.key"] and host not in {"127.0.0.1", "localhost", "::1"}:
         log.warning("serving on %s without embed.key: anyone who can reach it can use the model", host)
+
+    def ready(binds: list[str]) -> None:
+        sys.stderr.write(f"m3 embed server: serving {embedder.model_id} ({embedder.dim} dims) on {' '.join(binds)} "
+                         f"(pid {os.getpid()})\n")
+        sys.stderr.flush()
+
     try:
-        trio.run(_serve, app, host, port)
-    finally:
-        scheduler.stop()
-
-
-async def _serve(app: EmbedApp, host: str, port: int) -> None:
-    from hypercorn.config import Config as HyperConfig
-    from hypercorn.trio import serve as hyper_serve
-
-    hyper = HyperConfig()
-    hyper.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
-    hyper.accesslog = None
-    hyper.errorlog = logging.getLogger("hypercorn.error")
-    stop = trio.Event()
-    try:
-        async with trio.open_nursery() as nursery:
-            asgi: Any = app.starlette()  # hypercorn's ASGI type and starlette's differ only in annotations
-            binds = await nursery.start(partial(hyper_serve, asgi, hyper, shutdown_trigger=stop.wait))
-            sys.stderr.write(f"m3 embed server: serving {app.embedder.model_id} ({app.embedder.dim} dims) on "
-                             f"{' '.join(binds)} (pid {os.getpid()})\n")
-            sys.stderr.flush()
-            with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                async for _signum in signals:
-                    stop.set()
-                    break
-    except (OSError, BaseExceptionGroup) as failure:
-        exc = _first_os_error(failure)
-        if exc is None:
-            raise
+        trio.run(partial(serve_asgi, app.starlette(), host, port, ready=ready))
+    except OSError as exc:
         raise Unavailable(f"cannot listen on {host}:{port}: {exc.strerror or exc}",
                           hint="Another process uses the port: stop it or choose another with --port.") from None
-
-
-def _first_os_error(failure: BaseException) -> OSError | None:
-    if isinstance(failure, OSError):
-        return failure
-    if isinstance(failure, BaseExceptionGroup):
-        for inner in failure.exceptions:
-            found = _first_os_error(inner)
-            if found is not None:
-                return found
-    return None
-
-
-__all__ = ["EmbedApp", "serve"]
+    finally:
+        scheduler.stop()

@@ -1,20 +1,18 @@
-"""An ASGI guard for ``m3 serve``: a bounded request body, received within a deadline.
+"""ASGI plumbing of m3's HTTP servers: serving on trio (hypercorn), a bounded request body, error answers.
 
-Hypercorn bounds idle keep-alive connections (``keep_alive_timeout``) but
-has no limit on a body's size or on how long a client may take to send
-it: its ``read_timeout`` restarts on every byte, so a client trickling a
-body holds the connection for ever, and it would also cut long-lived
-notification streams on which a client sends nothing. This guard reads the
-whole body first, refusing one over ``max_bytes`` (413
-``request_too_large``) or not complete within ``timeout_s`` (408
-``request_timeout``), then hands the buffered body to the app. A refusal
-carries ``Connection: close``, so the server closes the connection instead
-of waiting for the rest of a body it will never read.
+Hypercorn has no limit on a body's size or on how long a client may take to
+send it (its ``read_timeout`` restarts on every byte and would cut notification
+streams), so :class:`BodyGuard` reads the whole body first, within a deadline
+(docs/http.md, "Limits and timeouts").
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import signal
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import trio
@@ -24,7 +22,11 @@ from m3.errors import M3Error, RequestTimeout, RequestTooLarge
 
 
 class BodyGuard:
-    """Wraps an ASGI app; only ``http`` requests are guarded (lifespan passes through)."""
+    """Wraps an ASGI app; only ``http`` requests are guarded (lifespan passes through).
+
+    A body over ``max_bytes`` is 413 ``request_too_large``, one not complete within ``timeout_s`` 408
+    ``request_timeout``; a refusal carries ``Connection: close``, so the server does not wait for the rest.
+    """
 
     def __init__(self, app: ASGIApp, *, max_bytes: int, timeout_s: float):
         self.app = app
@@ -38,7 +40,7 @@ class BodyGuard:
         try:
             body = await self._read_body(scope, receive)
         except M3Error as exc:
-            await send_error(send, exc, close=True)
+            await _send_refusal(send, exc)
             return
         if body is None:
             return  # the client went away before sending its request
@@ -83,14 +85,10 @@ def _content_length(scope: Scope) -> int | None:
 
 def _replay(body: bytes, receive: Receive) -> Receive:
     """A ``receive`` that yields the buffered body once, then what the client sends next (a disconnect)."""
-    sent = False
+    pending: list[Message] = [{"type": "http.request", "body": body, "more_body": False}]
 
     async def replayed() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
+        return pending.pop() if pending else await receive()
 
     return replayed
 
@@ -100,15 +98,53 @@ def error_body(error: M3Error) -> bytes:
     return json.dumps({"error": error.to_dict()}, ensure_ascii=False).encode()
 
 
-async def send_error(send: Send, error: M3Error, *, close: bool = False,
-                     headers: list[tuple[bytes, bytes]] | None = None) -> None:
-    """Answer with ``error`` at its ``http_status``; ``close`` asks the server to close the connection."""
+async def _send_refusal(send: Send, error: M3Error) -> None:
+    """Answer with ``error`` at its ``http_status`` and ask the server to close the connection."""
     body = error_body(error)
-    extra: list[tuple[bytes, bytes]] = list(headers or [])
-    if close:
-        extra.append((b"connection", b"close"))
-    start: dict[str, Any] = {"type": "http.response.start", "status": error.http_status,
-                             "headers": [(b"content-type", b"application/json"),
-                                         (b"content-length", str(len(body)).encode()), *extra]}
-    await send(start)
+    await send({"type": "http.response.start", "status": error.http_status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                            (b"connection", b"close")]})
     await send({"type": "http.response.body", "body": body})
+
+
+def netloc(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+async def serve_asgi(app: Any, host: str, port: int, *, ready: Callable[[list[str]], None],
+                     shutdown: trio.Event | None = None, keep_alive_s: float | None = None) -> None:
+    """Serve ``app`` until ``shutdown`` is set (without one: SIGINT or SIGTERM); ``ready`` gets the bound URLs.
+
+    Raises the :class:`OSError` that kept it from listening (a port in use …), out of its exception group.
+    """
+    from hypercorn.config import Config
+    from hypercorn.trio import serve
+
+    config = Config()
+    config.bind = [netloc(host, port)]
+    config.accesslog = None
+    config.errorlog = logging.getLogger("hypercorn.error")
+    if keep_alive_s is not None:
+        config.keep_alive_timeout = keep_alive_s
+    stop = shutdown if shutdown is not None else trio.Event()
+    try:
+        async with trio.open_nursery() as nursery:
+            if shutdown is None:
+                nursery.start_soon(_stop_on_signals, stop)
+            ready(await nursery.start(partial(serve, app, config, shutdown_trigger=stop.wait)))
+            await stop.wait()
+            nursery.cancel_scope.deadline = trio.current_time() + 10  # bounded graceful close of open streams
+    except BaseExceptionGroup as group:
+        failure: BaseException | None = group.split(OSError)[0]
+        while isinstance(failure, BaseExceptionGroup):
+            failure = failure.exceptions[0]
+        if failure is None:
+            raise
+        raise failure from None
+
+
+async def _stop_on_signals(stop: trio.Event) -> None:
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for _signum in signals:
+            stop.set()
+            return

@@ -1,11 +1,8 @@
-"""The MCP surface (official SDK, low-level ``Server``) over the tool registry.
+"""The MCP surface (official SDK, low-level ``Server``) over the tool registry, on trio.
 
-Six tools are listed at start (the specs marked ``startup``); ``m3_call``
-reaches every other tool and ``tools_load_domain`` adds a domain's tools to
-the list and notifies the client (``notifications/tools/list_changed``).
-Errors a model can fix come back as tool results with ``isError`` and an
-``{"error": {"code", "message", "hint"}}`` body; only a call naming no known
-tool at all is a protocol error. Runs on trio.
+The specs marked ``startup`` are listed at start; ``m3_call`` reaches every other tool and
+``tools_load_domain`` adds a domain's tools to the calling agent's list (``tools/list_changed``). Errors come
+back as tool results with ``isError`` and the CLI's error body; only an unknown tool is a protocol error.
 """
 
 from __future__ import annotations
@@ -85,7 +82,7 @@ def failure(error: M3Error) -> types.CallToolResult:
 def build_server(service: Service, identity: IdentityFn) -> M3Server:
     """An MCP server over ``service``; ``identity`` says who each request acts as."""
     registry = service.registry
-    startup: dict[str, Tool] = {t.spec.name: t for t in registry.startup()}
+    startup: dict[str, Tool] = {t.spec.name: t for t in registry if t.spec.startup}
     # Each agent has its own list: one agent loading a domain over remote MCP must not change the tools
     # another agent sees. (Sessions of one agent share it: the SDK gives handlers no public handle on the
     # connection, and a modern-era client has no lasting session anyway.)
@@ -107,13 +104,12 @@ def build_server(service: Service, identity: IdentityFn) -> M3Server:
 
         async def load_domain(domain: str) -> list[str]:
             listed = listed_for(ctx)
-            added = [t.spec.name for t in registry.domain(domain) if t.spec.name not in listed]
-            for t in registry.domain(domain):
-                listed[t.spec.name] = t
+            added = {t.spec.name: t for t in registry.domain(domain) if t.spec.name not in listed}
+            listed.update(added)
             if added:
                 await ctx.session.send_tool_list_changed()
                 await bus.publish(ToolsListChanged())
-            return added
+            return list(added)
 
         try:
             call_ctx = replace(identity(ctx), load_domain=load_domain)

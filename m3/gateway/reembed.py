@@ -1,13 +1,8 @@
 """``m3 embedder reembed``: give every memory a vector of the configured model, with progress.
 
-The work is the Embedder actor's ordinary backlog (memories lacking a vector
-of the configured model), done a batch at a time; this command only starts
-m3, watches the count go down, prints progress on stderr and waits until the
-store has switched search to the configured model. Everything stored is
-committed batch by batch, so an interrupted run loses at most one batch and
-the next run (or the next start of any m3 process) continues where it
-stopped. Search keeps using the previous model meanwhile, in this process
-and in every other one sharing the store.
+The work is the Embedder actor's ordinary backlog, committed batch by batch (so an interrupted run
+loses at most one batch); this command only starts m3, draws the progress on stderr and waits until
+the store has switched search to the configured model (docs/embedder.md).
 """
 
 from __future__ import annotations
@@ -43,7 +38,7 @@ def reembed(config: Config, progress: TextIO | None = None, *, stop: threading.E
         system = svc.system
         model = system.embedder_backend.model_id
         first = system.searcher.ask(EmbeddingStats(model=model), system.ask_timeout)
-        bar = _Bar(progress, model, first["memories"])
+        bar = _Bar(progress, model)
         while True:
             stats = system.searcher.ask(EmbeddingStats(model=model), system.ask_timeout)
             bar.draw(stats["memories"] - stats["pending"], stats["memories"])
@@ -68,7 +63,7 @@ def reembed(config: Config, progress: TextIO | None = None, *, stop: threading.E
 class _Bar:
     """``re-embedding for <model>: done/total (share) rate/s`` on one line (a terminal) or a line per 10 %."""
 
-    def __init__(self, stream: TextIO | None, model: str, total: int) -> None:
+    def __init__(self, stream: TextIO | None, model: str) -> None:
         self._stream = stream
         self._model = model
         self._tty = bool(stream is not None and stream.isatty())

@@ -26,7 +26,7 @@ docs) always agree.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -158,11 +158,8 @@ class Registry:
                 check_route(spec)
         self._tools = {s.name: Tool(s, handlers.get(s.name)) for s in specs}
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[Tool]:
         return iter(self._tools.values())
-
-    def __len__(self) -> int:
-        return len(self._tools)
 
     def get(self, name: str) -> Tool:
         tool = self._tools.get(name)
@@ -186,9 +183,6 @@ class Registry:
             raise UnknownDomain(f"no tool domain named {name!r}", hint=hint)
         return domains[name]
 
-    def startup(self) -> list[Tool]:
-        return [t for t in self._tools.values() if t.spec.startup]
-
 
 def default_registry() -> Registry:
     """Every tool m3 ships, with the handlers of those that orchestrate."""
@@ -196,6 +190,3 @@ def default_registry() -> Registry:
     from m3.protocols.tools import ALL_TOOLS
 
     return Registry(ALL_TOOLS, HANDLERS)
-
-
-__all__ = ["Handler", "Registry", "Tool", "ToolArgs", "acting", "by_name", "default_registry", "needs_caller", "owner"]

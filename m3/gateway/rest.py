@@ -1,14 +1,9 @@
 """One HTTP route per tool, from the registry: ``POST /v1/tools/{name}``, and ``GET /v1/openapi.json``.
 
-The body is the tool's JSON arguments (an empty body is ``{}``); a success
-is 200 with the tool's result, the same document the CLI prints. An error
-is the CLI's error document ``{"error": {"code", "message", "hint", ...}}``
-at the error's ``http_status`` (declared on the error tree in
-``m3.errors``; docs/http.md lists them). Every call goes through
-:meth:`Service.call` as the caller ``identify`` names, so validation,
-isolation and the token's agent binding are the same as over MCP and the
-CLI. The OpenAPI 3.1 document is generated from the same pydantic models
-and needs no token: it describes the public contract only.
+Every call goes through :meth:`Service.call` as the caller ``identify`` names,
+so validation, isolation and the token's agent binding are those of MCP and the
+CLI; an error is the CLI's error document at the error's ``http_status``. The
+OpenAPI document needs no token. Routes, statuses and limits: docs/http.md.
 """
 
 from __future__ import annotations
@@ -56,7 +51,7 @@ def rest_routes(service: Service, identify: Identify) -> list[Route]:
         return JSONResponse(result)
 
     async def openapi(_request: Request) -> Response:
-        return JSONResponse(openapi_document(service.registry))
+        return Response(openapi_json(service.registry), media_type="application/json")
 
     return [Route(f"{TOOLS_PATH}/{{name}}", call_tool, methods=["POST"]),
             Route(OPENAPI_PATH, openapi, methods=["GET"])]
@@ -100,21 +95,15 @@ def error_schema() -> dict[str, Any]:
     }
 
 
-def error_statuses() -> dict[int, list[str]]:
-    """Every HTTP status an error can have, with its codes."""
-    out: dict[int, list[str]] = {}
-    for cls in all_error_classes():
-        out.setdefault(cls.http_status, []).append(cls.code)
-    return dict(sorted(out.items()))
-
-
 @cache
-def _cached_document(registry: Registry) -> str:
+def openapi_json(registry: Registry) -> str:
+    """The OpenAPI 3.1 document of the tool routes (one operation per tool), generated once per registry."""
     tools = list(registry)
     models = [(t.spec.args, "validation") for t in tools] + [(t.spec.result, "serialization") for t in tools]
     refs, defs = models_json_schema(models, ref_template=_REF)  # type: ignore[arg-type]
     schemas: dict[str, Any] = {**defs.get("$defs", {}), "Error": error_schema()}
-    errors = {str(status): {"$ref": "#/components/responses/Error"} for status in error_statuses()}
+    statuses = sorted({cls.http_status for cls in all_error_classes()})
+    errors = {str(status): {"$ref": "#/components/responses/Error"} for status in statuses}
     paths = {f"{TOOLS_PATH}/{t.spec.name}": {"post": {
         "operationId": t.spec.name, "summary": t.spec.summary, "description": t.spec.description,
         "tags": [t.spec.domain],
@@ -141,8 +130,3 @@ def _cached_document(registry: Registry) -> str:
     }
     return json.dumps(document)
 
-
-def openapi_document(registry: Registry) -> dict[str, Any]:
-    """The OpenAPI 3.1 document of the tool routes (one operation per tool), generated once per registry."""
-    document: dict[str, Any] = json.loads(_cached_document(registry))
-    return document

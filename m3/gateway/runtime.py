@@ -15,13 +15,12 @@ from m3.config import Config, load_config
 from m3.store.files import FILE_MODE, log_tightened, private_dir, private_file
 
 if TYPE_CHECKING:
-    from m3.embed.base import Embedder
     from m3.gateway.service import Service
 
 
 @contextmanager
-def running(config: Config | None = None, *, embedder: Embedder | None = None,
-            drain_embeddings: bool = True, background: bool = True) -> Iterator[Service]:
+def running(config: Config | None = None, *, drain_embeddings: bool = True, background: bool = True
+            ) -> Iterator[Service]:
     """A started service; on exit, pending embeddings are finished (bounded) and actors stopped.
 
     ``background=False`` (one-shot commands): embed only the memories this process writes, and leave the
@@ -36,7 +35,7 @@ def running(config: Config | None = None, *, embedder: Embedder | None = None,
 
     config = config or load_config()
     log_tightened(private_roots(config, config.engine_root))
-    system = ActorSystem(config, embedder, background=background).start()
+    system = ActorSystem(config, background=background).start()
     try:
         yield Service(config, system, default_registry())
     finally:
@@ -57,7 +56,7 @@ class _PrivateLogFile(logging.handlers.RotatingFileHandler):
         return open(fd, self.mode, encoding=self.encoding, errors=self.errors)
 
 
-def setup_logging(config: Config, stderr_level: int = logging.WARNING) -> None:
+def setup_logging(config: Config) -> None:
     """Log to stderr (never stdout: it carries JSON or the MCP protocol) and to <logs>/m3.log."""
     root = logging.getLogger()
     if getattr(root, "_m3_configured", False):
@@ -65,7 +64,7 @@ def setup_logging(config: Config, stderr_level: int = logging.WARNING) -> None:
     root.setLevel(logging.DEBUG)
     fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
     err = logging.StreamHandler(sys.stderr)
-    err.setLevel(stderr_level)
+    err.setLevel(logging.WARNING)
     err.setFormatter(fmt)
     root.addHandler(err)
     try:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, overload
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -20,7 +20,7 @@ from m3.actors.system import ActorSystem
 from m3.config import Config
 from m3.errors import ContentTooLarge, FieldTooLarge, InvalidArgument, InvalidTime, M3Error, UnknownMemoryType
 from m3.gateway.registry import Registry, Tool
-from m3.protocols.base import Message, Request, ToolResult
+from m3.protocols.base import Request, ToolResult
 from m3.protocols.messages.memory import MemoryFilter
 from m3.protocols.tools.fields import LIMIT_KEYS
 
@@ -60,8 +60,7 @@ class Service:
         self.system = system
         self.registry = registry
         self.timeout: float = config["actors.ask_timeout_s"]
-        #: The validation context of arguments (see m3.protocols.tools.fields.Content).
-        self.limits: dict[str, Any] = {key: config[key] for key in LIMIT_KEYS}
+        self.limits = limits_of(config)
 
     async def call(self, name: str, raw_args: dict[str, Any] | None, ctx: CallContext) -> dict[str, Any]:
         """Run tool ``name`` with JSON arguments; return its JSON result. Raises M3Error only."""
@@ -84,27 +83,22 @@ class Service:
         result: ToolResult = await self.ask(getattr(self.system, tool.spec.actor), request)
         return result
 
-    @overload
-    async def ask(self, handle: ActorHandle, message: Request[R]) -> R: ...
-    @overload
-    async def ask(self, handle: ActorHandle, message: Message) -> Any: ...
-
-    async def ask(self, handle: ActorHandle, message: Message) -> Any:
-        """Ask one actor under the configured timeout (typed ``R`` for a ``Request[R]``)."""
+    async def ask(self, handle: ActorHandle, message: Request[R]) -> R:
+        """Ask one actor under the configured timeout."""
         return await bridge.ask(handle, message, self.timeout)
 
-    def read_filter(self, ctx: CallContext, **fields: Any) -> MemoryFilter:
-        """A filter for reads by ``ctx``'s agent, with isolation as configured."""
-        return MemoryFilter(reader_agent_id=ctx.agent_id, enforce_isolation=self.config["isolation.enforce"],
-                            **fields)
+    def read_filter(self, reader: str | None) -> MemoryFilter:
+        """A filter for reads made as agent ``reader``, with isolation as configured."""
+        return MemoryFilter(reader_agent_id=reader, enforce_isolation=self.config["isolation.enforce"])
 
 
-def validate_args(tool: Tool, raw: dict[str, Any], limits: dict[str, Any] | None = None) -> Any:
-    """Build the tool's argument model, turning pydantic errors into coded M3 errors.
+def limits_of(config: Config) -> dict[str, Any]:
+    """The validation context of arguments: the configured ``limits.*`` (see m3.protocols.tools.fields.Content)."""
+    return {key: config[key] for key in LIMIT_KEYS}
 
-    ``limits`` is the validation context: the configured ``limits.*`` settings (``LIMIT_KEYS``); without it
-    their defaults bound the sizes of fields.
-    """
+
+def validate_args(tool: Tool, raw: dict[str, Any], limits: dict[str, Any]) -> Any:
+    """Build the tool's argument model under ``limits`` (:func:`limits_of`); pydantic errors become coded M3 errors."""
     if not isinstance(raw, dict):
         raise InvalidArgument(f"{tool.spec.name} arguments must be a JSON object")
     try:

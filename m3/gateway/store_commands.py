@@ -16,16 +16,13 @@ from typing import Any
 
 from m3.config import Config, set_in_file, set_secret, setting
 from m3.errors import ConfigError
+from m3.store import embedded_pg  # the standard library only: the optional server is imported when needed
 
 HIDDEN = "<set, hidden>"
 EMBEDDED_DATABASE = "m3"
 
 
 # -- secrets ---------------------------------------------------------------------------------------
-
-def secret_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("key", help="A secret setting, e.g. store.url.")
-
 
 def set_secret_command(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
     setting(ns.key)
@@ -143,13 +140,8 @@ def pgdata_of(config: Config) -> Path:
     return config.engine_root / "postgres" / "data"
 
 
-def postgres_start_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--port", type=int, default=5432, help="Names the Unix socket file (no TCP is opened).")
-    p.add_argument("--configure", action="store_true", help="Also write the printed URL into store.url.")
-
-
 def postgres_start(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
-    from m3.store import embedded_pg, postgres
+    from m3.store import postgres
     from m3.store.engine import StoreOptions, migrate, open_engine
 
     pgdata = pgdata_of(config)
@@ -172,15 +164,11 @@ def postgres_start(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
 
 
 def postgres_stop(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
-    from m3.store import embedded_pg
-
     pgdata = pgdata_of(config)
     return {"pgdata": str(pgdata), "stopped": embedded_pg.stop(pgdata)}
 
 
 def postgres_status(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
-    from m3.store import embedded_pg
-
     pgdata = pgdata_of(config)
     cluster = embedded_pg.status(pgdata)
     if cluster is None:
@@ -189,9 +177,7 @@ def postgres_status(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
     return _cluster_info(cluster, pgdata)
 
 
-def _cluster_info(cluster: Any, pgdata: Path) -> dict[str, Any]:
-    from m3.store import embedded_pg
-
+def _cluster_info(cluster: embedded_pg.Cluster, pgdata: Path) -> dict[str, Any]:
     return {"running": True, "pid": cluster.pid, "pgdata": str(pgdata), "socket_dir": str(cluster.socket_dir),
             "port": cluster.port, "version": embedded_pg.server_version(pgdata), "log": str(pgdata / "server.log"),
             "url": cluster.url(EMBEDDED_DATABASE)}

@@ -14,6 +14,7 @@ from typing import Any
 
 from m3.config import Config
 from m3.errors import InvalidArgument
+from m3.gateway.runtime import running
 from m3.protocols.messages.coordination import CreateToken, ListTokens, RevokeTokens
 from m3.protocols.tools.fields import format_time
 
@@ -36,46 +37,27 @@ def _public(row: dict[str, Any]) -> dict[str, Any]:
     return {k: format_time(v) if hasattr(v, "tzinfo") else v for k, v in row.items()}
 
 
-def create_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--agent", required=True, help="The agent the token acts as (registered if new).")
-    p.add_argument("--label", default=None, help="A note to tell tokens apart, e.g. the host it is for.")
+def _ask(config: Config, actor: str, message: Any) -> Any:
+    """One request to one actor of a started m3 (these commands write no memories: no embeddings to finish)."""
+    with running(config, drain_embeddings=False) as svc:
+        return getattr(svc.system, actor).ask(message, svc.timeout)
 
 
 def create(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
-    from m3.gateway.runtime import running
     from m3.store.agents import hash_token
 
     agent = _agent_name(ns.agent)
     token = new_token()
-    with running(config, drain_embeddings=False) as svc:
-        row = svc.system.writer.ask(CreateToken(agent_id=agent, token_hash=hash_token(token), label=ns.label),
-                                    svc.timeout)
+    row = _ask(config, "writer", CreateToken(agent_id=agent, token_hash=hash_token(token), label=ns.label))
     return {"token": token, "agent_id": agent, "id": row["id"]}
 
 
-def list_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--agent", default=None, help="Only this agent's tokens.")
-
-
 def list_tokens(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
-    from m3.gateway.runtime import running
-
-    with running(config, drain_embeddings=False) as svc:
-        rows = svc.system.directory.ask(ListTokens(agent_id=ns.agent), svc.timeout)
-    return {"tokens": [_public(r) for r in rows]}
-
-
-def revoke_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("id", nargs="?", default=None, help="The token id (from `m3 token list`).")
-    p.add_argument("--agent", default=None, help="Revoke every token of this agent instead.")
+    return {"tokens": [_public(r) for r in _ask(config, "directory", ListTokens(agent_id=ns.agent))]}
 
 
 def revoke(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
-    from m3.gateway.runtime import running
-
     if (ns.id is None) == (ns.agent is None):
         raise InvalidArgument("give a token id or --agent, not both or neither",
                               hint="`m3 token list` shows the token ids.")
-    with running(config, drain_embeddings=False) as svc:
-        revoked = svc.system.writer.ask(RevokeTokens(token_id=ns.id, agent_id=ns.agent), svc.timeout)
-    return {"revoked": revoked}
+    return {"revoked": _ask(config, "writer", RevokeTokens(token_id=ns.id, agent_id=ns.agent))}

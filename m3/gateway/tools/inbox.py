@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import contextlib
 import time
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from m3.actors import bridge
 from m3.errors import NotFound, NotShared, Timeout
-from m3.gateway.registry import Handler, acting, by_name
+from m3.gateway.registry import acting
 from m3.protocols.messages.coordination import (
     PollNotifications,
     ReadInbox,
@@ -39,11 +38,6 @@ from m3.protocols.tools.inbox import (
 
 if TYPE_CHECKING:
     from m3.gateway.service import CallContext, Service
-
-
-def reader(svc: Service, ctx: CallContext, agent_id: str) -> MemoryFilter:
-    """The memory filter of reads made as ``agent_id``."""
-    return svc.read_filter(replace(ctx, agent_id=agent_id))
 
 
 async def deliver(svc: Service, agent_id: str, message: SendHandoff | SendNotification) -> Any:
@@ -73,7 +67,7 @@ async def shareable(svc: Service, sender: MemoryFilter, refs: list[str], audienc
 
 async def memory_handoff(svc: Service, a: p.MemoryHandoffArgs, ctx: CallContext) -> MemoryHandoffResult:
     sender = acting(ctx, a.from_agent)
-    context = await shareable(svc, reader(svc, ctx, sender), a.context_ids, a.to_agent)
+    context = await shareable(svc, svc.read_filter(sender), a.context_ids, a.to_agent)
     handoff: MemoryHandoffResult = await deliver(svc, a.to_agent, SendHandoff(
         from_agent=sender, to_agent=a.to_agent, task=a.task, note=a.note, task_id=a.task_id,
         context_ids=tuple(context)))
@@ -84,7 +78,7 @@ async def memory_inbox(svc: Service, a: p.MemoryInboxArgs, ctx: CallContext) -> 
     """A handler (not a declaration): the context memories are those the *acting* agent may see."""
     agent = acting(ctx, a.agent_id)
     return await svc.ask(svc.system.directory, ReadInbox(agent_id=agent, unread_only=a.unread_only, limit=a.limit,
-                                                         filter=reader(svc, ctx, agent)))
+                                                         filter=svc.read_filter(agent)))
 
 
 async def notify(svc: Service, a: p.NotifyArgs, ctx: CallContext) -> NotifyResult:
@@ -116,6 +110,3 @@ async def notifications_wait(svc: Service, a: p.NotificationsWaitArgs, ctx: Call
             await woken.wait(remaining)
         items = await _poll(svc, agent, a.limit)
     return NotificationsWaitResult(count=len(items), items=items, timed_out=False)
-
-
-HANDLERS: dict[str, Handler] = by_name(memory_handoff, memory_inbox, notify, notifications_wait)
