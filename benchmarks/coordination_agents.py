@@ -145,7 +145,7 @@ async def _direct(spec: dict[str, Any], records: list[Record]) -> None:
         _ready_then_wait()
         async with trio.open_nursery() as nursery:
             for record in records:
-                ctx = CallContext(agent_id=record.agent, surface="benchmark")
+                ctx = CallContext(agent_id=record.agent)
 
                 async def call(tool: str, args: dict[str, Any], ctx: CallContext = ctx) -> dict[str, Any]:
                     return await service.call(tool, args, ctx)

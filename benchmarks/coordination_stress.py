@@ -93,7 +93,7 @@ def prepare(service: Service, names: dict[str, list[list[str]]], tasks: int) -> 
     from m3.store.agents import hash_token
 
     async def setup() -> None:
-        lead = CallContext(agent_id="lead", surface="benchmark")
+        lead = CallContext(agent_id="lead")
         for group in [["lead"], *(g for groups in names.values() for g in groups)]:
             for agent in group:
                 await service.call("agent_register", {"agent_id": agent, "role": "stress"}, lead)
@@ -168,7 +168,7 @@ def run(args: argparse.Namespace, config: Config, env: dict[str, str]) -> tuple[
 
 
 def _thread_agent(service: Service, record: Record, plan: Plan, gate: threading.Barrier) -> None:
-    ctx = CallContext(agent_id=record.agent, surface="benchmark")
+    ctx = CallContext(agent_id=record.agent)
 
     async def call(tool: str, args: dict[str, Any]) -> dict[str, Any]:
         return await service.call(tool, args, ctx)

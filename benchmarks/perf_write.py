@@ -41,7 +41,7 @@ def write_texts(data_dir: Path, n: int) -> list[str]:
 
 
 async def _writer(service: Service, texts: list[str], memory_type: str, latencies: list[float]) -> None:
-    ctx = CallContext(agent_id="bench-writer", surface="benchmark")
+    ctx = CallContext(agent_id="bench-writer")
     for text in texts:
         started = time.perf_counter()
         await service.call("memory_write", {"content": text, "type": memory_type}, ctx)

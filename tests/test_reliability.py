@@ -28,7 +28,7 @@ from tests.stored import count, dump, existing_ids, fresh, is_postgres
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 THREADS, WRITES = 16, 40
-CTX = CallContext(agent_id="reliability", surface="test")
+CTX = CallContext(agent_id="reliability")
 
 
 @pytest.fixture

@@ -57,7 +57,7 @@ class StoreTokenVerifier:
         return AccessToken(token=token, client_id=agent, scopes=[SCOPE], subject=agent, claims={"agent_id": agent})
 
 
-def token_identity(config: Config, surface: str) -> Callable[[Any], CallContext]:
+def token_identity(config: Config) -> Callable[[Any], CallContext]:
     """Each request acts as its token's agent, bound to it; no valid token is :class:`Unauthorized` (401).
 
     The token is set by the SDK's authentication middleware, which runs on every route (``/mcp`` answers 401
@@ -69,21 +69,22 @@ def token_identity(config: Config, surface: str) -> Callable[[Any], CallContext]
         token = get_access_token()
         if token is None or SCOPE not in token.scopes:
             raise Unauthorized("this route needs a valid bearer token")
-        return CallContext(agent_id=token.client_id, user_id=user, surface=surface, bound=True)
+        return CallContext(agent_id=token.client_id, user_id=user, bound=True)
 
     return identity
 
 
 def build_http_app(service: Service, host: str, port: int) -> Starlette:
     """The MCP endpoint and the tool routes in one app, every request body guarded."""
-    server = build_server(service, token_identity(service.config, "mcp-http"))
+    identity = token_identity(service.config)
+    server = build_server(service, identity)
     app = server.streamable_http_app(
         streamable_http_path=MCP_PATH, json_response=True, host=host,
         # Without `auth`, a token verifier alone makes every request 401 (no authentication middleware).
         auth=AuthSettings(issuer_url=f"http://{netloc(host, port)}/", resource_server_url=None,
                           required_scopes=[SCOPE]),
         token_verifier=StoreTokenVerifier(service),
-        custom_starlette_routes=rest_routes(service, token_identity(service.config, "http")),
+        custom_starlette_routes=rest_routes(service, identity),
     )
     app.add_middleware(BodyGuard, max_bytes=service.config["serve.max_body_bytes"],
                        timeout_s=service.config["serve.body_timeout_s"])

@@ -138,7 +138,7 @@ def local_identity(config: Config) -> IdentityFn:
     user = config["identity.user_id"] or None
 
     def identity(_ctx: ServerRequestContext[Any]) -> CallContext:
-        return CallContext(agent_id=agent, user_id=user, surface="mcp")
+        return CallContext(agent_id=agent, user_id=user)
 
     return identity
 

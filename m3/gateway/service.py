@@ -40,15 +40,10 @@ _CODED_VALIDATION: dict[str, type[M3Error]] = {
 
 @dataclass(frozen=True)
 class CallContext:
-    """Who is calling and through what.
-
-    ``bound`` is true when the identity comes from a credential (a bearer
-    token): then arguments naming another agent are refused.
-    """
+    """Who is calling; ``bound`` when a bearer token gives the identity (naming another agent is refused)."""
 
     agent_id: str | None
     user_id: str | None = None
-    surface: str = "cli"
     bound: bool = False
     #: Set by the MCP surface: registers a domain's tools in the session and notifies the client.
     load_domain: Callable[[str], Awaitable[list[str]]] | None = field(default=None, compare=False)

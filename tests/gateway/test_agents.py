@@ -14,7 +14,7 @@ from m3.gateway.registry import default_registry
 from m3.gateway.service import CallContext, Service
 from tests.helpers import call
 
-ANA, BEN = CallContext(agent_id="ana", surface="test"), CallContext(agent_id="ben", surface="test")
+ANA, BEN = CallContext(agent_id="ana"), CallContext(agent_id="ben")
 
 
 def service_with(config: Config, embedder: MiniLMEmbedder, **windows: float) -> Iterator[Service]:
@@ -94,7 +94,7 @@ def test_heartbeats_and_lookups_of_unknown_agents_are_not_found_with_a_hint(serv
 
 
 def test_a_call_acting_as_nobody_is_refused_with_a_hint_whether_declared_or_handled(service: Service) -> None:
-    nobody = CallContext(agent_id=None, surface="test")
+    nobody = CallContext(agent_id=None)
     for tool, args in (("agent_register", {}), ("notifications_poll", {}), ("task_claim", {})):
         with pytest.raises(M3Error) as raised:
             call(service, tool, nobody, **args)

@@ -16,7 +16,7 @@ from m3.gateway.service import CallContext, Service
 pytestmark = pytest.mark.anyio
 
 WAIT_S = 30.0
-A, B = CallContext(agent_id="agent-a", surface="test"), CallContext(agent_id="agent-b", surface="test")
+A, B = CallContext(agent_id="agent-a"), CallContext(agent_id="agent-b")
 
 
 @pytest.fixture

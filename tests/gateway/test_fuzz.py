@@ -64,7 +64,7 @@ def tame(tool: str, args: Any) -> Any:
 def known_ids(service: Service) -> list[str]:
     """Ids of a real memory, agent and task, mixed into generated strings so that calls reach real rows."""
     async def seed() -> list[str]:
-        ctx = CallContext(agent_id="local", surface="mcp")
+        ctx = CallContext(agent_id="local")
         memory = await service.call("memory_write", {"content": "The fuzzer's first memory.", "type": "fact"}, ctx)
         await service.call("agent_register", {"agent_id": "local"}, ctx)
         await service.call("agent_register", {"agent_id": "bob"}, CallContext(agent_id="bob"))

@@ -158,7 +158,7 @@ async def service_error(service: Service, tool: str, args: dict[str, Any]) -> di
     from m3.gateway.service import CallContext
 
     with pytest.raises(M3Error) as raised:
-        await service.call(tool, args, CallContext(agent_id="local", surface="mcp"))
+        await service.call(tool, args, CallContext(agent_id="local"))
     return raised.value.to_dict()
 
 

@@ -25,7 +25,7 @@ WAIT_S = 30.0  # the wait's own timeout; the tests require an answer in far less
 
 
 def as_agent(name: str, bound: bool = False) -> CallContext:
-    return CallContext(agent_id=name, surface="test", bound=bound)
+    return CallContext(agent_id=name, bound=bound)
 
 
 A, B, C = as_agent("agent-a"), as_agent("agent-b"), as_agent("agent-c")

@@ -162,7 +162,7 @@ def leaks(world: World, reader: str, answer: Any) -> list[str]:
 
 def read(world: World, reader: str, tool: str, **args: Any) -> dict[str, Any]:
     """Call a read tool as ``reader`` with isolation on; fail on any id it must not show."""
-    answer = call(world.closed, tool, CallContext(agent_id=reader, surface="test"), **args)
+    answer = call(world.closed, tool, CallContext(agent_id=reader), **args)
     assert not leaks(world, reader, answer), (tool, args, leaks(world, reader, answer))
     return answer
 
@@ -181,7 +181,7 @@ def check_search(world: World, q: dict[str, Any]) -> None:
 
 def check_reader(world: World, reader: str) -> None:
     """Every read tool by id and every listing, as ``reader``."""
-    ctx = CallContext(agent_id=reader, surface="test")
+    ctx = CallContext(agent_id=reader)
     for memory_id in world.memories:
         if world.visible(memory_id, reader):
             assert read(world, reader, "memory_get", id=memory_id)["id"] == memory_id

@@ -107,7 +107,7 @@ async def test_loading_a_domain_notifies_the_client_which_then_lists_the_domain(
 
 async def test_a_domain_loaded_by_one_agent_is_not_listed_for_another_agent(service: Service) -> None:
     def by_client_name(ctx: ServerRequestContext[Any]) -> CallContext:  # as a token binds a caller to an agent
-        return CallContext(agent_id=ctx.session.client_params.client_info.name, surface="mcp")
+        return CallContext(agent_id=ctx.session.client_params.client_info.name)
 
     server = build_server(service, by_client_name)
     async with (Client(server, mode="legacy", client_info=types.Implementation(name="a", version="1")) as first,

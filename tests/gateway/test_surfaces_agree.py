@@ -59,7 +59,7 @@ def test_the_cli_has_no_command_that_is_neither_a_tool_nor_an_admin_command() ->
 
 
 def test_every_tool_is_reachable_through_m3_call(service: Service) -> None:
-    ctx = CallContext(agent_id="local", surface="test")
+    ctx = CallContext(agent_id="local")
 
     async def reach(name: str) -> str:
         """What m3_call with empty arguments says: the tool's own answer or its own complaint."""

@@ -14,7 +14,7 @@ from m3.gateway.service import CallContext, Service
 from tests.helpers import call
 from tests.processes import race
 
-LEAD, W1, W2 = (CallContext(agent_id=name, surface="test") for name in ("lead", "worker-1", "worker-2"))
+LEAD, W1, W2 = (CallContext(agent_id=name) for name in ("lead", "worker-1", "worker-2"))
 #: A short lease for the expiry tests; the waits for it are notifications, not sleeps.
 SHORT_LEASE_S = 1.5
 WAIT_S = 20.0
@@ -84,7 +84,7 @@ def test_a_stale_version_is_a_conflict_and_leaves_the_task_and_its_history_as_th
 
 
 def test_twenty_workers_racing_for_ten_tasks_get_exactly_ten_distinct_claims(service: Service) -> None:
-    workers = [CallContext(agent_id=f"racer-{i:02d}", surface="test") for i in range(20)]
+    workers = [CallContext(agent_id=f"racer-{i:02d}") for i in range(20)]
     register(service, *workers)
     created = {call(service, "task_create", LEAD, title=f"job {i}", kind="race")["id"] for i in range(10)}
     barrier = threading.Barrier(len(workers))
@@ -224,7 +224,7 @@ with running(drain_embeddings=False) as svc:
     sys.stdin.readline()
     results = {}
     def claim(agent):
-        ctx = CallContext(agent_id=agent, surface="test")
+        ctx = CallContext(agent_id=agent)
         results[agent] = trio.run(svc.call, "task_claim", {"filter": {"kind": "race"}, "lease": 60}, ctx)
     threads = [threading.Thread(target=claim, args=(w,)) for w in workers]
     for t in threads: t.start()

@@ -104,7 +104,7 @@ def comparable(name: str, outcome: Outcome) -> Any:
 
 
 async def seed(service: Service) -> dict[str, str]:
-    ctx = CallContext(agent_id="local", surface="test")
+    ctx = CallContext(agent_id="local")
     memory = await service.call("memory_write", {"content": "The surfaces agree on every tool."}, ctx)
     task = await service.call("task_create", {"title": "Compare the surfaces"}, ctx)
     for surface in ("the CLI", "HTTP"):  # one open task for each surface's task_claim
