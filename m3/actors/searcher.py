@@ -94,7 +94,7 @@ class Searcher(StoreReader):
         clause = search_clause(msg.filter, now)
         terms = fulltext.query_terms(msg.query)
         n = max(self._candidates, k)
-        hits = fulltext.memory_hits(self.conn, msg.query, clause, n, selective=narrows(msg.filter))
+        hits = self._dialect.memory_hits(self.conn, msg.query, clause, n, selective=narrows(msg.filter))
         dense, query_vec = self._dense_hits(msg.query, clause, n)
         # Narrow rows (no content) for ranking; the chosen few are completed below.
         loaded = CandidateRows(self.conn)

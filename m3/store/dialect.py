@@ -57,7 +57,11 @@ class Dialect(Protocol):
 
     def memory_hits(self, conn: Connection, query: str, where: Any, limit: int, *, selective: bool
                     ) -> list[KeywordHit]:
-        """What :func:`m3.store.fulltext.memory_hits` returns, found this dialect's way."""
+        """Memories matching ``where`` and any word of ``query``: best keyword score first, then newest.
+
+        ``selective`` says the filter will likely drop most matches (one conversation, one type, one agent), which
+        a dialect may use to choose how it searches; the hits are the same either way.
+        """
 
     def chat_matches(self, query: str) -> TextClause | None:
         """(seq, score) of chat messages matching any word of ``query``; None when it holds nothing to search for."""

@@ -54,16 +54,6 @@ class KeywordHit:
     bm25: float
 
 
-def memory_hits(conn: Connection, query: str, where: Any, limit: int, *, selective: bool = False
-                ) -> list[KeywordHit]:
-    """Memories matching ``where`` and any word of ``query``: best keyword score first, then newest.
-
-    ``selective`` says the filter will likely drop most matches (one conversation, one type, one agent), which
-    a dialect may use to choose how it searches; the hits are the same either way.
-    """
-    return dialect_for(conn).memory_hits(conn, query, where, limit, selective=selective)
-
-
 def _best(conn: Connection, matches: TextClause, table: Table, columns: Sequence[Any], where: Any,
           limit: int) -> list[Row[Any]]:
     """The best ``limit`` rows of ``table`` (``columns`` and ``score``) among ``matches`` (seq, score) that

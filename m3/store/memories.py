@@ -128,10 +128,6 @@ def memory_values(mem: NewMemory, *, memory_id: str, digest: str, now: datetime)
     }
 
 
-def insert_memory(conn: Connection, mem: NewMemory, *, memory_id: str, digest: str, now: datetime) -> None:
-    insert_memories(conn, [memory_values(mem, memory_id=memory_id, digest=digest, now=now)])
-
-
 def insert_memories(conn: Connection, values: Sequence[dict[str, Any]]) -> None:
     """Insert rows built by :func:`memory_values` (one executemany)."""
     if values:

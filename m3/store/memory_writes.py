@@ -101,7 +101,7 @@ class MemoryWrites:
         given = {k: getattr(msg, k) for k in ("type", "title", "metadata", "importance") if getattr(msg, k) is not None}
         new = NewMemory(**(kept | given), content=msg.content, valid_from=msg.valid_from or now)
         new_id, digest = rows.new_id(), rows.content_hash(msg.content)
-        rows.insert_memory(self.conn, new, memory_id=new_id, digest=digest, now=now)
+        rows.insert_memories(self.conn, [rows.memory_values(new, memory_id=new_id, digest=digest, now=now)])
         if not self.close_superseded(old, new_id, now, valid_to=new.valid_from or now, actor=msg.actor,
                                      reason=msg.reason, how="explicit"):
             # Another process retired it after we read it (PostgreSQL): this request's savepoint rolls back.

@@ -16,6 +16,7 @@ from m3.protocols.messages.memory import NewMemory, WriteChat
 from m3.store import chat_writes as chat
 from m3.store import fulltext, postgres, schema
 from m3.store import memories as rows
+from m3.store.dialect import dialect_for
 from m3.store.engine import StoreOptions, migrate, open_engine
 from tests.stored import is_postgres
 
@@ -49,8 +50,8 @@ def engine(module_store_url: str) -> Iterator[Engine]:
     migrate(eng)
     with eng.begin() as conn:
         for name, content in [*DOCS.items(), *((f"filler{i}", t) for i, t in enumerate(FILLER))]:
-            rows.insert_memory(conn, NewMemory(type="note", content=content), memory_id=name,
-                               digest=rows.content_hash(content), now=NOW)
+            rows.insert_memories(conn, [rows.memory_values(NewMemory(type="note", content=content), memory_id=name,
+                                                           digest=rows.content_hash(content), now=NOW)])
         chat.append(conn, WriteChat(conversation_id="c1", role="user", content=DOCS["zebra"]), NOW)
     yield eng
     eng.dispose()
@@ -58,7 +59,7 @@ def engine(module_store_url: str) -> Iterator[Engine]:
 
 def keyword_ids(engine: Engine, query: str, limit: int = 50) -> list[str]:
     with engine.connect() as conn:
-        hits = fulltext.memory_hits(conn, query, true(), limit)
+        hits = dialect_for(conn).memory_hits(conn, query, true(), limit, selective=False)
         conn.rollback()
     return [h.id for h in hits]
 
@@ -155,7 +156,7 @@ def test_matching_more_query_words_ranks_higher(engine: Engine) -> None:
 
 def _scores(engine: Engine, query: str) -> dict[str, float]:
     with engine.connect() as conn:
-        hits = fulltext.memory_hits(conn, query, true(), 50)
+        hits = dialect_for(conn).memory_hits(conn, query, true(), 50, selective=False)
         conn.rollback()
     return {h.id: h.bm25 for h in hits}
 
@@ -166,8 +167,9 @@ def test_a_file_name_in_the_query_finds_the_document_naming_it(engine: Engine) -
 
 def test_a_title_only_match_is_found_with_a_zero_keyword_score(engine: Engine) -> None:
     with engine.begin() as conn:
-        rows.insert_memory(conn, NewMemory(type="note", title="okapi", content="An animal of the rainforest."),
-                           memory_id="titled", digest=rows.content_hash("An animal of the rainforest."), now=NOW)
+        okapi = NewMemory(type="note", title="okapi", content="An animal of the rainforest.")
+        digest = rows.content_hash(okapi.content)
+        rows.insert_memories(conn, [rows.memory_values(okapi, memory_id="titled", digest=digest, now=NOW)])
     try:
         assert _scores(engine, "okapi") == {"titled": 0.0}
     finally:
@@ -186,8 +188,9 @@ def many_matches(store_url: str) -> Iterator[Engine]:
         for i in range(60):
             words = "invoice " * (4 - i // 20) + f"payment batch {i % 3}"
             agent = "noise" if i < 30 else "kept"
-            rows.insert_memory(conn, NewMemory(type="note", content=words, agent_id=agent), memory_id=f"m{i:02d}",
-                               digest=rows.content_hash(f"{words}{i}"), now=NOW)
+            mem = NewMemory(type="note", content=words, agent_id=agent)
+            rows.insert_memories(conn, [rows.memory_values(mem, memory_id=f"m{i:02d}",
+                                                           digest=rows.content_hash(f"{words}{i}"), now=NOW)])
     yield eng
     eng.dispose()
 
@@ -202,7 +205,7 @@ def hits_and_statements(engine: Engine, where: Any, limit: int, *, selective: bo
     event.listen(engine, "before_cursor_execute", count)
     try:
         with engine.connect() as conn:
-            hits = fulltext.memory_hits(conn, "invoice payment", where, limit, selective=selective)
+            hits = dialect_for(conn).memory_hits(conn, "invoice payment", where, limit, selective=selective)
             conn.rollback()
     finally:
         event.remove(engine, "before_cursor_execute", count)
