@@ -55,52 +55,31 @@ class Embedder(Protocol):
         ...
 
 
-def length_batches(
-    texts: Sequence[str],
-    max_batch: int,
-    *,
-    lengths: Sequence[int] | None = None,
-    max_padded: int | None = None,
-) -> Iterator[list[int]]:
-    """Group the indices of ``texts`` into batches of similar length, at most ``max_batch`` each.
+def length_batches(lengths: Sequence[int], max_batch: int, max_padded: int) -> Iterator[list[int]]:
+    """Group the indices of ``lengths`` (one per text, in the unit the backend pads in: token counts) into
+    batches of similar length, at most ``max_batch`` each.
 
     Padding a batch to its longest member wastes work on every shorter
     member, so indices are ordered by length (longest first, ties in input
     order). Every index appears in exactly one group; callers scatter
-    results back by index.
-
-    Args:
-        lengths: Length of each text in the unit the backend pads in (token
-            counts, typically); defaults to character counts.
-        max_padded: If given, a group also stops growing before
-            ``len(group) * longest length in group`` would exceed it, which
-            bounds a backend's working memory. A text longer than this still
-            gets a group (of one).
+    results back by index. A group also stops growing before
+    ``len(group) * longest length in group`` would exceed ``max_padded``,
+    which bounds a backend's working memory; a text longer than this still
+    gets a group (of one).
 
     Raises:
-        InvalidArgument: ``max_batch`` or ``max_padded`` is below 1, or
-            ``lengths`` does not have one entry per text.
+        InvalidArgument: ``max_batch`` or ``max_padded`` is below 1.
     """
     _check_positive("max_batch", max_batch)
-    if max_padded is not None:
-        _check_positive("max_padded", max_padded)
-    if lengths is None:
-        lengths = [len(text) for text in texts]
-    elif len(lengths) != len(texts):
-        raise InvalidArgument(f"got {len(lengths)} lengths for {len(texts)} texts")
+    _check_positive("max_padded", max_padded)
     group: list[int] = []
-    for index in sorted(range(len(texts)), key=lambda i: -lengths[i]):
-        if group and _full(len(group), lengths[group[0]], max_batch, max_padded):
+    for index in sorted(range(len(lengths)), key=lambda i: -lengths[i]):
+        if group and (len(group) >= max_batch or (len(group) + 1) * lengths[group[0]] > max_padded):
             yield group
             group = []
         group.append(index)
     if group:
         yield group
-
-
-def _full(size: int, longest: int, max_batch: int, max_padded: int | None) -> bool:
-    """Whether a group of ``size`` padded to ``longest`` can take no further member."""
-    return size >= max_batch or (max_padded is not None and (size + 1) * longest > max_padded)
 
 
 def _check_positive(name: str, value: int) -> None:

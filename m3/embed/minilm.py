@@ -171,7 +171,7 @@ class MiniLMEmbedder:
         encodings = runtime.tokenizer.encode_batch([text[:limit] for text in texts])
         ids = [encoding.ids for encoding in encodings]
         lengths = [len(row) for row in ids]
-        for batch in length_batches(texts, self._max_batch, lengths=lengths, max_padded=self._max_batch_tokens):
+        for batch in length_batches(lengths, self._max_batch, self._max_batch_tokens):
             out[batch] = _run_batch(runtime, [ids[i] for i in batch])
         return out
 

@@ -230,27 +230,22 @@ def test_out_of_range_settings_are_rejected_at_construction(kwargs: dict[str, in
 
 
 def test_length_batches_cover_every_index_once_in_groups_of_similar_length() -> None:
-    texts = ["a" * n for n in [5, 50, 1, 40, 3, 45, 2]]
-    groups = list(length_batches(texts, 3))
-    assert sorted(i for group in groups for i in group) == list(range(len(texts)))
+    lengths = [5, 50, 1, 40, 3, 45, 2]
+    groups = list(length_batches(lengths, 3, 1 << 20))
+    assert sorted(i for group in groups for i in group) == list(range(len(lengths)))
     assert all(len(group) <= 3 for group in groups)
     assert groups[0] == [1, 5, 3]  # the three long ones together
 
 
-def test_length_batches_use_given_lengths_instead_of_characters() -> None:
-    groups = list(length_batches(["long text", "x", "yy"], 2, lengths=[1, 9, 5]))
-    assert groups == [[1, 2], [0]]
-
-
 def test_length_batches_keep_each_group_within_the_padded_budget() -> None:
     lengths = [256, 10, 256, 40, 256, 30, 20]
-    groups = list(length_batches(["x"] * len(lengths), 32, lengths=lengths, max_padded=600))
+    groups = list(length_batches(lengths, 32, 600))
     assert groups == [[0, 2], [4, 3], [5, 6, 1]]
     assert all(len(group) * max(lengths[i] for i in group) <= 600 for group in groups)
 
 
 def test_length_batches_give_a_text_over_the_padded_budget_a_group_of_its_own() -> None:
-    assert list(length_batches(["x", "y"], 32, lengths=[900, 5], max_padded=600)) == [[0], [1]]
+    assert list(length_batches([900, 5], 32, 600)) == [[0], [1]]
 
 
 def test_long_texts_are_embedded_in_batches_within_the_token_budget(minilm: MiniLMEmbedder) -> None:
@@ -261,4 +256,4 @@ def test_long_texts_are_embedded_in_batches_within_the_token_budget(minilm: Mini
 
 def test_length_batches_reject_a_batch_size_below_one() -> None:
     with pytest.raises(InvalidArgument):
-        list(length_batches(["a"], 0))
+        list(length_batches([1], 0, 600))
