@@ -77,11 +77,8 @@ class VectorType(TypeDecorator[npt.NDArray[np.float32]]):
     def process_result_value(self, value: Any, dialect: Dialect) -> npt.NDArray[np.float32] | None:
         if value is None:
             return None
-        if isinstance(value, bytes | bytearray | memoryview):
-            return dialect_for(dialect).read_vector(bytes(value))
-        if hasattr(value, "to_numpy"):  # a pgvector.Vector from a raw driver query
-            return np.asarray(value.to_numpy(), dtype=np.float32)
-        return np.asarray(value, dtype=np.float32)
+        # Bytes on both dialects: a BLOB on SQLite; on PostgreSQL every selected vector goes through vector_send.
+        return dialect_for(dialect).read_vector(value)
 
 
 def pg_vector_of(dim: int | None) -> TypeEngine[Any]:
