@@ -67,12 +67,12 @@ def password_warning(key: str, raw: str) -> str | None:
 # -- m3 store migrate | status ---------------------------------------------------------------------
 
 def store_migrate(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
-    from m3.store.engine import StoreOptions, migrate, open_engine
+    from m3.store.engine import StoreOptions, current_revision, migrate, open_engine
 
     engine = open_engine(StoreOptions(url=config.store_url, busy_timeout_ms=config["store.busy_timeout_ms"]),
                          "writer")
     try:
-        before = _revision(engine)
+        before = current_revision(engine)
         after = migrate(engine)
     finally:
         engine.dispose()
@@ -82,7 +82,7 @@ def store_migrate(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
 def store_status(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
     from m3.embed.factory import configured_model
     from m3.store.dialect import dialect_for
-    from m3.store.engine import StoreOptions, open_engine
+    from m3.store.engine import StoreOptions, current_revision, open_engine
     from m3.store.migrations import HEAD
     from m3.store.status import describe
 
@@ -92,7 +92,7 @@ def store_status(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
                 "hint": "No store yet: m3 creates it on first use, or run `m3 store migrate`."}
     engine = open_engine(StoreOptions(url=config.store_url), "reader")
     try:
-        revision = _revision(engine)
+        revision = current_revision(engine)
         result: dict[str, Any] = {**where, "schema": {"revision": revision or None, "head": HEAD,
                                                                 "current": revision == HEAD}}
         if not revision:
@@ -113,17 +113,6 @@ def _isolation(config: Config) -> dict[str, Any]:
     return {"enforce": on, "mode": "private" if on else "shared", "origin": config.origin("isolation.enforce"),
             "means": ("scope=agent memories and chat rows are visible only to their agent and the agents they "
                       "are shared with" if on else "every agent reads every memory and chat row, whatever its scope")}
-
-
-def _revision(engine: Any) -> str:
-    from sqlalchemy.exc import DBAPIError
-
-    from m3.store.engine import current_revision, unreachable_error
-
-    try:
-        return str(current_revision(engine))
-    except DBAPIError as exc:
-        raise unreachable_error(exc) from None
 
 
 def _where(config: Config) -> dict[str, Any]:

@@ -97,11 +97,8 @@ def migrate(engine: Engine) -> str:
     """Apply every pending migration; return the schema revision now in place."""
     from m3.store.migrations import HEAD
 
-    try:
-        if current_revision(engine) == HEAD:
-            return HEAD
-    except DBAPIError as exc:
-        raise unreachable_error(exc) from exc
+    if current_revision(engine) == HEAD:
+        return HEAD
     from alembic import command
     from alembic.config import Config as AlembicConfig
 
@@ -127,8 +124,12 @@ def unreachable_error(exc: DBAPIError) -> StoreError:
 
 
 def current_revision(engine: Engine) -> str:
-    with engine.connect() as conn:
-        if not inspect(conn).has_table("alembic_version"):
-            return ""
-        row = conn.execute(text("SELECT version_num FROM alembic_version")).first()
+    """The schema revision in place, "" before the first migration; a StoreError if the store cannot be reached."""
+    try:
+        with engine.connect() as conn:
+            if not inspect(conn).has_table("alembic_version"):
+                return ""
+            row = conn.execute(text("SELECT version_num FROM alembic_version")).first()
+    except DBAPIError as exc:
+        raise unreachable_error(exc) from exc
     return str(row[0]) if row else ""
