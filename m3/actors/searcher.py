@@ -12,7 +12,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import RowMapping, and_, select
+from sqlalchemy import and_, select
 
 from m3.actors.reader import StoreReader
 from m3.actors.supervisor import ActorHandle
@@ -212,7 +212,7 @@ class Searcher(StoreReader):
         """Every event (up to ``as_of``) and the versions of the chain ``as_of``/``valid_at`` admit."""
         memory_id = rows.resolve_id(self.conn, msg.id, msg.filter)
         as_of, visible = msg.filter.as_of, isolation_clause(msg.filter)
-        shown = visibility.events(self.conn, [_public(e) for e in rows.history(self.conn, memory_id)
+        shown = visibility.events(self.conn, [rows.without_seq(e) for e in rows.history(self.conn, memory_id)
                                               if as_of is None or e["at"] <= as_of], visible)
         versions = visibility.ids(self.conn, rows.versions_at(self.conn, memory_id, msg.filter, datetime.now(UTC)),
                                   visible)
@@ -282,7 +282,3 @@ class Searcher(StoreReader):
             "models": embedding_models.states(self.conn),
             "search_model": self._model, "index_size": self._dense.size(),
         }
-
-
-def _public(row: RowMapping) -> dict[str, Any]:
-    return {k: v for k, v in row.items() if k != "seq"}

@@ -10,10 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, RowMapping, and_, or_, select, true
+from sqlalchemy import ColumnElement, Connection, and_, or_, select, true
 
 from m3.errors import NotFound
 from m3.store.filters import private_rows_clause
+from m3.store.memories import without_seq
 from m3.store.schema import conflicts as c
 
 KINDS = ("near_duplicate", "contradiction")
@@ -51,7 +52,7 @@ def _clauses(flt: ConflictFilter) -> list[ColumnElement[bool]]:
 def list_conflicts(conn: Connection, flt: ConflictFilter) -> list[dict[str, Any]]:
     """Conflicts matching ``flt``, oldest detected first, at most ``flt.limit``."""
     query = select(c).where(and_(*_clauses(flt))).order_by(c.c.seq).limit(max(1, flt.limit))
-    return [_public(row) for row in conn.execute(query).mappings()]
+    return [without_seq(row) for row in conn.execute(query).mappings()]
 
 
 def get_conflict(conn: Connection, conflict_id: str, flt: ConflictFilter | None = None) -> dict[str, Any]:
@@ -60,7 +61,7 @@ def get_conflict(conn: Connection, conflict_id: str, flt: ConflictFilter | None 
     row = conn.execute(select(c).where(c.c.id == conflict_id, where)).mappings().first()
     if row is None:
         raise NotFound(f"no conflict with id {conflict_id!r}", hint="conflicts_list shows the open conflicts.")
-    return _public(row)
+    return without_seq(row)
 
 
 def pair_exists(conn: Connection, memory_a: str, memory_b: str, kind: str) -> bool:
@@ -70,7 +71,3 @@ def pair_exists(conn: Connection, memory_a: str, memory_b: str, kind: str) -> bo
         or_(and_(c.c.memory_a == memory_a, c.c.memory_b == memory_b),
             and_(c.c.memory_a == memory_b, c.c.memory_b == memory_a))).limit(1)).first()
     return found is not None
-
-
-def _public(row: RowMapping) -> dict[str, Any]:
-    return {k: v for k, v in row.items() if k != "seq"}

@@ -70,9 +70,14 @@ def load(conn: Connection, memory_id: str) -> RowMapping:
     return row
 
 
+def without_seq(row: RowMapping) -> dict[str, Any]:
+    """A row as callers see it: every column but the internal ``seq``."""
+    return {k: v for k, v in row.items() if k != "seq"}
+
+
 def record(row: RowMapping) -> MemoryRecord:
-    """A memory row as the caller gets it (every column but the internal ``seq``)."""
-    return MemoryRecord.model_validate({k: v for k, v in row.items() if k != "seq"})
+    """A memory row as the caller gets it."""
+    return MemoryRecord.model_validate(without_seq(row))
 
 
 DuplicateKey = tuple[str, str, str | None, str | None, str | None]  # hash, type, agent, user, conversation
@@ -164,7 +169,7 @@ def archive_version(conn: Connection, row: RowMapping, *, at: datetime) -> str:
     """Keep ``row`` as it is now as a retired version of itself (a new id, superseded by ``row``), before
     ``row`` changes in place: ``as_of`` before ``at`` then sees the copy, and the chain runs through it."""
     copy_id = new_id()
-    values = {k: v for k, v in row.items() if k != "seq"}
+    values = without_seq(row)
     values.update(id=copy_id, retired_at=at, retire_reason="updated", superseded_by=row["id"])
     conn.execute(insert(m).values(**values))
     # The copy takes the row's place in its chain: what the row superseded, the copy superseded.

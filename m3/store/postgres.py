@@ -262,10 +262,6 @@ def lock_all(conn: Connection, keys: Iterable[int]) -> None:
 
 # -- HNSW per model --------------------------------------------------------------------------------
 
-def hnsw_index_name(model: str, dim: int) -> str:
-    return f"ix_embeddings_hnsw_{hashlib.sha256(model.encode('utf-8')).hexdigest()[:12]}_{int(dim)}"
-
-
 def _model_literal(conn: Connection, model: str) -> str:
     # Inlined, not bound: the planner must see the literal to use the partial index.
     return str(literal(model, String()).compile(dialect=conn.dialect, compile_kwargs={"literal_binds": True}))
@@ -277,7 +273,7 @@ def ensure_hnsw_index(conn: Connection, model: str, dim: int) -> bool:
     Call before writing anything in the transaction: CREATE INDEX waits for
     other writers of the table, which must not be waiting for us.
     """
-    name = hnsw_index_name(model, dim)
+    name = f"ix_embeddings_hnsw_{hashlib.sha256(model.encode('utf-8')).hexdigest()[:12]}_{int(dim)}"
     if _index_exists(conn, name):
         return False
     lock_all(conn, [lock_key("hnsw", model, int(dim))])
