@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from sqlalchemy import Connection, Engine, inspect, text
+from sqlalchemy import Engine, inspect, text
 from sqlalchemy.exc import DBAPIError
 
 from m3.errors import M3Error, StoreError
@@ -37,41 +37,6 @@ class StoreOptions:
 def open_engine(options: StoreOptions, role: Role) -> Engine:
     """An engine for one actor, with its dialect's session settings (SQLite writers: ``BEGIN IMMEDIATE``)."""
     return dialect_for(options.url).engine(options, role)
-
-
-class OwnedConnection:
-    """The one engine and connection an actor owns: opened when it starts, closed when it stops.
-
-    Not thread-safe, on purpose: only the owning actor's thread touches it.
-    """
-
-    def __init__(self, options: StoreOptions, role: Role) -> None:
-        self._options = options
-        self._role: Role = role
-        self._engine: Engine | None = None
-        self._conn: Connection | None = None
-
-    def open(self) -> Connection:
-        """Open the engine and its connection (once) and return the connection."""
-        if self._conn is None:
-            self._engine = open_engine(self._options, self._role)
-            self._conn = self._engine.connect()
-        return self._conn
-
-    def close(self) -> None:
-        """Close the connection and dispose of the engine; safe to call when not open."""
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
-        if self._engine is not None:
-            self._engine.dispose()
-            self._engine = None
-
-    @property
-    def conn(self) -> Connection:
-        """The open connection; fails loudly if the actor is not running."""
-        assert self._conn is not None, "the actor is not running"
-        return self._conn
 
 
 def write_errors(n: int, exc: Exception, dialect: Dialect) -> list[M3Error]:

@@ -9,11 +9,13 @@ import numpy as np
 import pytest
 from sqlalchemy import Connection, Engine, text
 
+from m3.actors.base import ActorStats
+from m3.actors.reader import ConnectionOwner
 from m3.actors.supervisor import ActorHandle
 from m3.actors.system import ActorSystem
 from m3.errors import ConfigError
 from m3.protocols.messages.memory import Flush
-from m3.store.engine import OwnedConnection, StoreOptions, open_engine
+from m3.store.engine import StoreOptions, open_engine
 from tests.stored import is_postgres, sqlite_path
 
 
@@ -50,7 +52,7 @@ def actor_connection(handle: ActorHandle) -> Connection:
     ref = handle._ref
     assert ref is not None
     actor: Any = ref._actor_weakref()
-    conn: Connection = actor._owned.conn
+    conn: Connection = actor.conn
     return conn
 
 
@@ -141,13 +143,13 @@ def test_a_reader_sees_one_snapshot_per_transaction_and_a_writer_sees_each_commi
             engine.dispose()
 
 
-def test_an_owned_connection_opens_once_closes_safely_and_refuses_use_when_closed(store_url: str) -> None:
-    owned = OwnedConnection(StoreOptions(url=store_url), "reader")
-    conn = owned.open()
-    assert owned.open() is conn and owned.conn is conn
+def test_a_connection_owner_opens_on_setup_releases_safely_and_refuses_use_when_closed(store_url: str) -> None:
+    owner = ConnectionOwner(StoreOptions(url=store_url), stats=ActorStats(), on_crash=lambda _drain: None)
+    owner.setup()
+    conn = owner.conn
     assert conn.execute(text("SELECT 1")).scalar() == 1
-    owned.close()
-    owned.close()  # twice is fine: actors release on every stop path
+    owner.release()
+    owner.release()  # twice is fine: actors release on every stop path
     assert conn.closed
     with pytest.raises(AssertionError, match="not running"):
-        _ = owned.conn
+        _ = owner.conn
