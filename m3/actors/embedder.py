@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import Connection
 
 from m3.actors.base import Envelope
 from m3.actors.reader import ConnectionOwner
@@ -129,8 +127,8 @@ class EmbedderActor(ConnectionOwner):
 
     def _sync_models(self) -> None:
         """Read the active model; choose the configured one on a fresh store; record a change of model."""
-        with self._db() as conn:
-            active = embedding_models.active(conn)
+        with self.conn.begin():
+            active = embedding_models.active(self.conn)
         dim = self._dim()
         if active is None and dim is not None:
             self._writer.ask(ActivateModel(model=self.model, dim=dim, require_complete=False), self._ask_timeout)
@@ -149,8 +147,8 @@ class EmbedderActor(ConnectionOwner):
             # look vector-less here and be embedded twice.
             self._writer.ask(Flush(), self._ask_timeout)
             self._unsynced = False
-        with self._db() as conn:
-            page = vectors.missing(conn, self.model, self._backfill_seq, limit)
+        with self.conn.begin():
+            page = vectors.missing(self.conn, self.model, self._backfill_seq, limit)
         for seq, memory_id, text, has_vector in page:
             if memory_id not in self._fresh:
                 # A memory with a vector of another model went through supersession already.
@@ -232,8 +230,8 @@ class EmbedderActor(ConnectionOwner):
 
     def _vectors(self, ids: list[str], texts: list[str]) -> npt.NDArray[np.float32]:
         """Vectors of the configured model: copies of stored ones for identical memories, the rest computed."""
-        with self._db() as conn:
-            known = vectors.reusable(conn, self.model, ids)
+        with self.conn.begin():
+            known = vectors.reusable(self.conn, self.model, ids)
         todo = [text for memory_id, text in zip(ids, texts, strict=True) if memory_id not in known]
         computed: Iterator[npt.NDArray[np.float32]] = iter(self._embedder.embed(todo) if todo else [])
         self.reused += len(ids) - len(todo)
@@ -270,9 +268,3 @@ class EmbedderActor(ConnectionOwner):
         except EmbedderUnavailable as exc:
             self.last_error = exc.message
             return None
-
-    @contextmanager
-    def _db(self) -> Iterator[Connection]:
-        """A read transaction on the actor's connection."""
-        with self.conn.begin():
-            yield self.conn
