@@ -64,10 +64,6 @@ class LocalBgeM3:
         return DIM
 
     @property
-    def folder(self) -> Path:
-        return self._folder
-
-    @property
     def loaded(self) -> bool:
         return self._model is not None
 

@@ -21,20 +21,17 @@ from m3.store.schema import memory_embeddings as e
 Matrix = npt.NDArray[np.float32]
 
 
-_EXISTING = select(m.c.id).where(m.c.id.in_(bindparam("ids", expanding=True)))
 _DELETE = delete(e).where(e.c.model == bindparam("model"), e.c.memory_id.in_(bindparam("ids", expanding=True)))
 _INSERT = insert(e)
 
 
 def store(conn: Connection, model: str, dim: int, ids: Sequence[str], vectors: Matrix, at: datetime,
-          existing: Mapping[str, bool] | None = None) -> list[str]:
+          existing: Mapping[str, bool]) -> list[str]:
     """Store one vector per id for ``model``; return the ids that still exist (others were deleted meanwhile).
 
-    ``existing``: when the caller has read them in this transaction, the ids among ``ids`` that exist, each
-    mapped to whether it has a vector of ``model`` already (to be replaced).
+    ``existing``: the ids among ``ids`` that exist, as the caller read them in this transaction, each mapped to
+    whether it has a vector of ``model`` already (to be replaced).
     """
-    if existing is None:
-        existing = {row[0]: True for row in conn.execute(_EXISTING, {"ids": list(ids)})}
     keep = [i for i, memory_id in enumerate(ids) if memory_id in existing]
     if not keep:
         return []

@@ -20,6 +20,7 @@ from m3.actors.supervisor import ActorHandle
 from m3.errors import Timeout
 from m3.protocols.messages.memory import StoreVectors
 from m3.retrieval.pg_locks import LockedCandidates
+from m3.store import memories as rows
 from m3.store import schema, vectors
 from m3.store.engine import StoreOptions, open_engine
 from tests.actors.conftest import WAIT_S, write_one
@@ -67,7 +68,9 @@ def test_a_second_writer_waits_for_the_first_to_commit_its_group_and_then_supers
             tx = conn.begin()
             first = store_vectors([older], pair[:1])
             LockedCandidates(EXEMPT).prepare(conn, [first])
-            vectors.store(conn, MODEL, DIM, [older], pair[:1], datetime.now(UTC))
+            found = rows.decision_rows(conn, [older], MODEL)
+            vectors.store(conn, MODEL, DIM, [older], pair[:1], datetime.now(UTC),
+                          existing={i: bool(row["has_vector"]) for i, row in found.items()})
             reply = ThreadReply()
             writer.tell(store_vectors([newer], pair[1:]), reply)
             with pytest.raises(Timeout):  # blocked on the group's lock, not deciding without the other's vector

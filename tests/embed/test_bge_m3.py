@@ -123,12 +123,12 @@ def test_the_backend_reads_its_folder_from_embed_model_dir_else_the_cache_variab
     env = {"M3_HOME": str(m3_home), "M3_EMBED_BACKEND": "bge-m3"}
     default = create_embedder(load_config(env))
     assert isinstance(default, BgeM3Embedder)
-    assert (default.folder, default.model_id) == (m3_home / "models" / "bge-m3", "bge-m3")
+    assert (default._folder, default.model_id) == (m3_home / "models" / "bge-m3", "bge-m3")
     monkeypatch.setenv("BGE_M3_LITE_CACHE", str(tmp_path / "lite-cache"))
     from_cache = create_embedder(load_config(env))
-    assert isinstance(from_cache, BgeM3Embedder) and from_cache.folder == tmp_path / "lite-cache"
+    assert isinstance(from_cache, BgeM3Embedder) and from_cache._folder == tmp_path / "lite-cache"
     explicit = create_embedder(load_config(env | {"M3_EMBED_MODEL_DIR": str(tmp_path / "mine"),
                                                   "M3_EMBED_MODEL": "bge-m3-int8"}))
     assert isinstance(explicit, BgeM3Embedder)
-    assert (explicit.folder, explicit.model_id) == (tmp_path / "mine", "bge-m3-int8")
+    assert (explicit._folder, explicit.model_id) == (tmp_path / "mine", "bge-m3-int8")
     assert bge_m3.MODELS == ("bge-m3", "bge-m3-int8")

@@ -83,6 +83,6 @@ def test_the_backend_stores_vectors_as_bge_m3_and_reads_its_folder_from_the_conf
     env = {"M3_HOME": str(m3_home), "M3_EMBED_BACKEND": "flagembedding"}
     model = create_embedder(load_config(env))
     assert isinstance(model, FlagEmbeddingEmbedder)
-    assert (model.model_id, model.dim, model.folder) == ("bge-m3", 1024, m3_home / "models" / "flagembedding")
+    assert (model.model_id, model.dim, model._folder) == ("bge-m3", 1024, m3_home / "models" / "flagembedding")
     mine = create_embedder(load_config(env | {"M3_EMBED_MODEL_DIR": str(tmp_path)}))
-    assert isinstance(mine, FlagEmbeddingEmbedder) and mine.folder == tmp_path
+    assert isinstance(mine, FlagEmbeddingEmbedder) and mine._folder == tmp_path
