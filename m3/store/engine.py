@@ -81,13 +81,6 @@ def migrate(engine: Engine) -> str:
     return current_revision(engine)
 
 
-def unreachable_error(exc: DBAPIError) -> StoreError:
-    # The driver's message names the host or file, never the password.
-    return StoreError(f"cannot open the store: {type(exc.orig).__name__}: {str(exc.orig).strip()}",
-                      hint="Check store.url (`m3 config show --origin`); for the embedded PostgreSQL, "
-                           "`m3 postgres status`.")
-
-
 def current_revision(engine: Engine) -> str:
     """The schema revision in place, "" before the first migration; a StoreError if the store cannot be reached."""
     try:
@@ -96,5 +89,8 @@ def current_revision(engine: Engine) -> str:
                 return ""
             row = conn.execute(text("SELECT version_num FROM alembic_version")).first()
     except DBAPIError as exc:
-        raise unreachable_error(exc) from exc
+        # The driver's message names the host or file, never the password.
+        raise StoreError(f"cannot open the store: {type(exc.orig).__name__}: {str(exc.orig).strip()}",
+                         hint="Check store.url (`m3 config show --origin`); for the embedded PostgreSQL, "
+                              "`m3 postgres status`.") from exc
     return str(row[0]) if row else ""

@@ -189,7 +189,7 @@ def _admin(server_url: str) -> Iterator[Connection]:
     """An AUTOCOMMIT connection to the server's ``postgres`` database (CREATE/DROP DATABASE cannot run in a
     transaction), disposed of afterwards."""
     _require_driver()
-    engine = create_engine(make_url(database_url(server_url, "postgres")), isolation_level="AUTOCOMMIT",
+    engine = create_engine(make_url(server_url).set(database="postgres"), isolation_level="AUTOCOMMIT",
                            poolclass=NullPool)
     try:
         with engine.connect() as conn:
@@ -229,11 +229,6 @@ def drop_database(server_url: str, name: str) -> None:
         conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {_quote(conn, name)} WITH (FORCE)")
 
 
-def database_url(url: str, name: str) -> str:
-    """``url`` pointing at database ``name`` instead."""
-    return make_url(url).set(database=name).render_as_string(hide_password=False)
-
-
 def redact(url: str | URL) -> str:
     """The URL with its password replaced by ``***`` (query values left readable when that is unambiguous)."""
     parsed = make_url(url)
@@ -262,11 +257,6 @@ def lock_all(conn: Connection, keys: Iterable[int]) -> None:
 
 # -- HNSW per model --------------------------------------------------------------------------------
 
-def _model_literal(conn: Connection, model: str) -> str:
-    # Inlined, not bound: the planner must see the literal to use the partial index.
-    return str(literal(model, String()).compile(dialect=conn.dialect, compile_kwargs={"literal_binds": True}))
-
-
 def ensure_hnsw_index(conn: Connection, model: str, dim: int) -> bool:
     """Create the HNSW index of ``model`` at ``dim`` if missing (inside the caller's transaction); True if created.
 
@@ -279,10 +269,12 @@ def ensure_hnsw_index(conn: Connection, model: str, dim: int) -> bool:
     lock_all(conn, [lock_key("hnsw", model, int(dim))])
     if _index_exists(conn, name):  # another process created it while we waited for the lock
         return False
+    # The model inlined, not bound: the planner must see the literal to use the partial index.
+    model_sql = literal(model, String()).compile(dialect=conn.dialect, compile_kwargs={"literal_binds": True})
     conn.exec_driver_sql(
         f"CREATE INDEX {name} ON memory_embeddings USING hnsw ((vector::vector({int(dim)})) vector_cosine_ops) "
         f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}) "
-        f"WHERE model = {_model_literal(conn, model)} AND dim = {int(dim)}"
+        f"WHERE model = {model_sql} AND dim = {int(dim)}"
     )
     log.info("created HNSW index %s for model %s (%d dimensions)", name, model, dim)
     return True
