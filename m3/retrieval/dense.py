@@ -104,12 +104,10 @@ class SqlLeg:
         return [(memory_id, cosine) for memory_id, cosine, _ in found]
 
     def vectors(self, conn: Connection, model: str, ids: Sequence[str]) -> dict[str, Vector]:
-        from m3.store.postgres import vectors_by_ids
-
         out = {i: self._seen[i] for i in ids if i in self._seen}
         missing = [i for i in ids if i not in out]
         if missing:
-            out.update(vectors_by_ids(conn, model, missing))
+            out.update(zip(*vectors.vectors_for(conn, model, m.c.id.in_(missing)), strict=True))
         return out
 
     def forget(self, ids: Iterable[str]) -> None:

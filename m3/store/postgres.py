@@ -12,7 +12,7 @@ import hashlib
 import logging
 import re
 import urllib.parse
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -26,7 +26,6 @@ from sqlalchemy.types import DateTime, TypeEngine
 from m3.errors import ConfigError, ExtraNotInstalled, StoreError
 from m3.store.dialect import Dialect
 from m3.store.fulltext import MAX_TERMS, KeywordHit, ranked
-from m3.store.memories import chunks
 from m3.store.schema import memories as m
 from m3.store.schema import memory_embeddings as e
 from m3.store.types import VectorType, pg_vector_of
@@ -308,15 +307,6 @@ def nearest(conn: Connection, model: str, dim: int, query: Matrix, where: Any, l
         .limit(limit)
     )
     return [(row[0], 1.0 - float(row[2]), row[1]) for row in conn.execute(stmt)]
-
-
-def vectors_by_ids(conn: Connection, model: str, ids: Sequence[str]) -> dict[str, Matrix]:
-    """Stored vectors of ``model`` for ``ids`` (absent ids are left out)."""
-    out: dict[str, Matrix] = {}
-    for chunk in chunks(ids):
-        query = select(e.c.memory_id, e.c.vector).where(e.c.model == model, e.c.memory_id.in_(chunk))
-        out.update((memory_id, vector) for memory_id, vector in conn.execute(query))
-    return out
 
 
 def has_vectors(conn: Connection, model: str) -> bool:
