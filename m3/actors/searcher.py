@@ -194,9 +194,7 @@ class Searcher(StoreReader):
         memory_id = rows.resolve_id(self.conn, msg.id, msg.filter)
         if msg.filter.as_of is not None or msg.filter.valid_at is not None:
             at = {"as_of": msg.filter.as_of, "valid_at": msg.filter.valid_at}
-            chain = rows.version_chain(self.conn, memory_id)
-            admitted = rows.visible_ids(self.conn, chain, time_clause(msg.filter, now))
-            found = [v for v in chain if v in admitted]
+            found = visibility.ids(self.conn, rows.version_chain(self.conn, memory_id), time_clause(msg.filter, now))
             if not found:
                 raise NotFound(f"memory {memory_id} had no version current at that time",
                                hint="See memory_history for when each version was recorded and valid.",
