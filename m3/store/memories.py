@@ -257,12 +257,10 @@ RANKING_COLUMNS = tuple(c for c in m.c if c.name not in ("content", "metadata", 
 
 def rows_by_ids(conn: Connection, ids: Sequence[str], where: Any = None,
                 columns: Sequence[Any] | None = None) -> dict[str, RowMapping]:
-    """Rows for ``ids`` that also satisfy ``where``, with ``columns`` (default: all; ``id`` always); a dict
-    keyed by id."""
+    """Rows for ``ids`` that also satisfy ``where``, with ``columns`` (default: all; given ones include ``id``), a
+    dict keyed by id."""
     out: dict[str, RowMapping] = {}
     wanted = list(columns) if columns is not None else [m]
-    if columns is not None and m.c.id not in columns:
-        wanted.append(m.c.id)
     for chunk in chunks(ids):
         query = select(*wanted).where(m.c.id.in_(chunk), true() if where is None else where)
         out.update((row["id"], row) for row in conn.execute(query).mappings())
