@@ -17,7 +17,7 @@ handler is written. The generic route builds the request from the validated argu
 * an argument the request does not name is only validated (``confirm``).
 
 Tools that orchestrate (several asks, the registry itself, the surface) keep a handler in
-``m3.gateway.tools``, keyed by its function's name (:func:`by_name`). The registry refuses a spec with
+``m3.gateway.tools``, keyed by its function's name. The registry refuses a spec with
 neither a request nor a handler (or both), a handler without a spec, and a request the arguments cannot
 build or whose reply type is not the result: the surfaces derived from it (MCP, CLI, m3_call, HTTP,
 docs) always agree.
@@ -43,11 +43,6 @@ Handler = Callable[["Service", Any, "CallContext"], Awaitable[ToolResult]]
 #: Request fields the generic route fills from the call context rather than from an argument.
 CONTEXT_FIELDS = ("filter", "actor")
 _FILTER_FIELDS = frozenset(MemoryFilter.model_fields) - {"reader_agent_id", "enforce_isolation"}
-
-
-def by_name(*handlers: Handler) -> dict[str, Handler]:
-    """Handlers keyed by their function name, which is the name of their tool."""
-    return {h.__name__: h for h in handlers}
 
 
 def owner(ctx: CallContext, agent_id: str | None) -> str | None:

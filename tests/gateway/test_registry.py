@@ -9,7 +9,7 @@ import pytest
 from m3.actors.supervisor import ActorHandle
 from m3.actors.system import ActorSystem
 from m3.errors import Forbidden
-from m3.gateway.registry import Registry, by_name, default_registry
+from m3.gateway.registry import Registry, default_registry
 from m3.gateway.service import CallContext
 from m3.gateway.tools.meta import embedder_status
 from m3.protocols.base import ACTORS, reply_type
@@ -27,12 +27,12 @@ def test_a_spec_with_neither_a_request_nor_a_handler_is_refused() -> None:
 
 def test_a_handler_without_a_spec_is_refused() -> None:
     with pytest.raises(ValueError, match="handlers without specs: \\['embedder_status'\\]"):
-        Registry([GET], by_name(embedder_status))
+        Registry([GET], {"embedder_status": embedder_status})
 
 
 def test_a_spec_with_both_a_request_and_a_handler_is_refused() -> None:
     with pytest.raises(ValueError, match="both a request and a handler"):
-        Registry([replace(GET, name="embedder_status")], by_name(embedder_status))
+        Registry([replace(GET, name="embedder_status")], {"embedder_status": embedder_status})
 
 
 @pytest.mark.parametrize(("change", "problem"), [
