@@ -34,6 +34,12 @@ class Reply(Protocol):
     def set_exception(self, exc: BaseException) -> None: ...
 
 
+class Mailbox(Protocol):
+    """Where a message can be sent: an actor's handle, or the inbox routers (which pick the agent's router)."""
+
+    def tell(self, message: Message, reply: Reply | None = None) -> None: ...
+
+
 class Answer:
     """A :class:`Reply` that keeps the answer until its waiter, woken by ``_wake``, takes it."""
 

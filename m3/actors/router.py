@@ -113,26 +113,22 @@ class RouterRegistry:
         self._stopping = False
         self.started = 0
 
-    def tell(self, agent_id: str, message: Message, reply: Reply | None = None) -> None:
-        """Send to the agent's router, starting it if none runs (a wait needs one to park at)."""
-        with self._lock:
-            if self._refused(reply):
-                return
-            handle = self._routers.get(agent_id)
-            if handle is None:
-                handle = self._start(agent_id)
-            handle.tell(message, reply)
+    def tell(self, message: Message, reply: Reply | None = None) -> None:
+        """Send a wait, handoff or notification to the router of the agent it is for.
 
-    def deliver(self, agent_id: str, message: SendHandoff | SendNotification, reply: Reply) -> None:
-        """Send a handoff or notification for ``agent_id``: through its router if one runs, else to the Writer.
-
-        Sending never starts a router: only a waiting agent needs one, and a caller naming agents that
-        do not exist must not be able to start actors.
+        A wait starts the router if none runs (it needs one to park at). A handoff or notification goes through
+        the receiver's router if one runs, else straight to the Writer: sending never starts a router, so
+        that a caller naming agents that do not exist cannot start actors.
         """
+        assert isinstance(message, WaitNotifications | SendHandoff | SendNotification)
+        waits = isinstance(message, WaitNotifications)
+        agent_id = message.agent_id if isinstance(message, WaitNotifications) else message.to_agent
         with self._lock:
             if self._refused(reply):
                 return
             handle = self._routers.get(agent_id)
+            if handle is None and waits:
+                handle = self._start(agent_id)
             if handle is not None:
                 handle.tell(message, reply)
                 return

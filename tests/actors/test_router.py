@@ -42,14 +42,14 @@ def routers(start_writer: Callable[..., ActorHandle]) -> Iterator[Callable[[floa
 
 def send(registry: RouterRegistry, to: str, text: str = "hello") -> dict[str, object]:
     reply = ThreadReply()
-    registry.deliver(to, SendNotification(from_agent="a", to_agent=to, message=text), reply)
+    registry.tell(SendNotification(from_agent="a", to_agent=to, message=text), reply)
     result: dict[str, object] = reply.wait(WAIT_S)
     return result
 
 
 def wait_for(registry: RouterRegistry, agent: str, within_s: float) -> ThreadReply:
     reply = ThreadReply()
-    registry.tell(agent, WaitNotifications(agent_id=agent, deadline=time.monotonic() + within_s), reply)
+    registry.tell(WaitNotifications(agent_id=agent, deadline=time.monotonic() + within_s), reply)
     return reply
 
 
