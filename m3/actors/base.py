@@ -34,6 +34,12 @@ class Reply(Protocol):
     def set_exception(self, exc: BaseException) -> None: ...
 
 
+class Mailbox(Protocol):
+    """Where a message can be sent: an actor's handle, or the inbox routers (which pick the agent's router)."""
+
+    def tell(self, message: Message, reply: Reply | None = None) -> None: ...
+
+
 class Answer:
     """A :class:`Reply` that keeps the answer until its waiter, woken by ``_wake``, takes it."""
 
@@ -73,6 +79,30 @@ class ThreadReply(Answer):
 
     def wait(self, timeout: float) -> Any:
         return self._taken(self._done.wait(timeout), timeout)
+
+
+class EarliestTimer:
+    """An actor's one timer: fires by the earliest time it is armed for (``due``, on any clock)."""
+
+    def __init__(self) -> None:
+        self._timer: threading.Timer | None = None
+        self.due: Any = None
+
+    def arm(self, due: Any, delay_s: float, fire: Callable[[], None]) -> None:
+        """Run ``fire`` in ``delay_s`` (from a timer thread), unless the timer fires by ``due`` already."""
+        if self._timer is not None and self.due <= due:
+            return
+        self.cancel()
+        self._timer = threading.Timer(max(0.0, delay_s), fire)
+        self._timer.daemon = True
+        self.due = due
+        self._timer.start()
+
+    def cancel(self) -> None:
+        """Disarm (also: note that it fired)."""
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer, self.due = None, None
 
 
 @dataclass(frozen=True)
@@ -120,12 +150,8 @@ class M3Actor(pykka.ThreadingActor):
     def setup(self) -> None:
         """Open what the actor owns; runs in the actor's thread before any message."""
 
-    def on_receive(self, message: Any) -> Any:
-        if not isinstance(message, Envelope):
-            log.warning("%s ignored a message that is not an Envelope: %r", type(self).__name__, message)
-            return None
+    def on_receive(self, message: Envelope) -> None:  # every tell (ActorHandle, tell_self) sends an Envelope
         self.receive(message)
-        return None
 
     def receive(self, env: Envelope) -> None:
         """Handle one envelope; overridden by actors that defer replies (the Writer)."""

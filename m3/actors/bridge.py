@@ -7,13 +7,11 @@ awaits the event under a deadline. No pykka future is awaited and no thread is p
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
 import trio
 
-from m3.actors.base import Answer
-from m3.actors.supervisor import ActorHandle
+from m3.actors.base import Answer, Mailbox
 from m3.protocols.base import Message, Request
 
 R = TypeVar("R")
@@ -39,18 +37,13 @@ class TrioReply(Answer):
 
 
 @overload
-async def ask(handle: ActorHandle, message: Request[R], timeout: float) -> R: ...
+async def ask(handle: Mailbox, message: Request[R], timeout: float) -> R: ...
 @overload
-async def ask(handle: ActorHandle, message: Message, timeout: float) -> Any: ...
+async def ask(handle: Mailbox, message: Message, timeout: float) -> Any: ...
 
 
-async def ask(handle: ActorHandle, message: Message, timeout: float) -> Any:
-    """Send ``message`` to the actor behind ``handle`` and await its answer (typed ``R`` for a ``Request[R]``)."""
-    return await ask_via(lambda reply: handle.tell(message, reply), timeout)
-
-
-async def ask_via(send: Callable[[TrioReply], None], timeout: float) -> Any:
-    """Like :func:`ask`, for senders that are not one handle (``send`` queues the message with the reply)."""
+async def ask(handle: Mailbox, message: Message, timeout: float) -> Any:
+    """Send ``message`` to ``handle`` and await its answer (typed ``R`` for a ``Request[R]``)."""
     reply = TrioReply()
-    send(reply)
+    handle.tell(message, reply)
     return await reply.wait(timeout)

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from m3.actors.base import Envelope, M3Actor, Reply
+from m3.actors.base import EarliestTimer, Envelope, M3Actor, Reply
 from m3.actors.supervisor import ActorHandle
 from m3.errors import Unavailable
 from m3.protocols.base import Message
@@ -31,9 +31,9 @@ class NotificationsArrived(Message):
 
 
 class RouterTick(Message):
-    """A router's own timer: drop expired waiters, stop when idle. ``generation`` detects activity since."""
+    """A router's own timer: drop expired waiters, stop when idle. ``due`` tells a timer that was replaced."""
 
-    generation: int
+    due: float
 
 Retire = Callable[[Callable[[], bool]], bool]
 
@@ -47,9 +47,7 @@ class Router(M3Actor):
         self._retire = retire
         self._waiters: list[tuple[Reply, float]] = []
         self._last_activity = time.monotonic()
-        self._timer: threading.Timer | None = None
-        self._timer_due = 0.0
-        self._tick = 0
+        self._timer = EarliestTimer()
 
     def receive(self, env: Envelope) -> None:
         msg = env.message
@@ -85,21 +83,12 @@ class Router(M3Actor):
     def _arm(self) -> None:
         """Make sure a timer fires by the earliest waiter deadline or the idle limit."""
         due = min([d for _, d in self._waiters] + [self._last_activity + self._idle_s])
-        if self._timer is not None and self._timer_due <= due:
-            return
-        if self._timer is not None:
-            self._timer.cancel()
-        self._tick += 1
-        tick = RouterTick(generation=self._tick)
-        self._timer = threading.Timer(max(0.0, due - time.monotonic()), self.tell_self, args=(tick,))
-        self._timer.daemon = True
-        self._timer_due = due
-        self._timer.start()
+        self._timer.arm(due, due - time.monotonic(), lambda: self.tell_self(RouterTick(due=due)))
 
     def _on_tick(self, tick: RouterTick) -> None:
-        if tick.generation != self._tick:
+        if tick.due != self._timer.due:
             return  # a timer that was replaced
-        self._timer = None
+        self._timer.cancel()
         now = time.monotonic()
         self._wake(False, by=now)
         idle = not self._waiters and now - self._last_activity >= self._idle_s
@@ -108,9 +97,7 @@ class Router(M3Actor):
         self._arm()
 
     def release(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        self._timer.cancel()
         # Callers re-check the store on False, so stopping (or crashing) never loses a wake-up.
         self._wake(False)
 
@@ -126,26 +113,22 @@ class RouterRegistry:
         self._stopping = False
         self.started = 0
 
-    def tell(self, agent_id: str, message: Message, reply: Reply | None = None) -> None:
-        """Send to the agent's router, starting it if none runs (a wait needs one to park at)."""
-        with self._lock:
-            if self._refused(reply):
-                return
-            handle = self._routers.get(agent_id)
-            if handle is None:
-                handle = self._start(agent_id)
-            handle.tell(message, reply)
+    def tell(self, message: Message, reply: Reply | None = None) -> None:
+        """Send a wait, handoff or notification to the router of the agent it is for.
 
-    def deliver(self, agent_id: str, message: SendHandoff | SendNotification, reply: Reply) -> None:
-        """Send a handoff or notification for ``agent_id``: through its router if one runs, else to the Writer.
-
-        Sending never starts a router: only a waiting agent needs one, and a caller naming agents that
-        do not exist must not be able to start actors.
+        A wait starts the router if none runs (it needs one to park at). A handoff or notification goes through
+        the receiver's router if one runs, else straight to the Writer: sending never starts a router, so
+        that a caller naming agents that do not exist cannot start actors.
         """
+        assert isinstance(message, WaitNotifications | SendHandoff | SendNotification)
+        waits = isinstance(message, WaitNotifications)
+        agent_id = message.agent_id if isinstance(message, WaitNotifications) else message.to_agent
         with self._lock:
             if self._refused(reply):
                 return
             handle = self._routers.get(agent_id)
+            if handle is None and waits:
+                handle = self._start(agent_id)
             if handle is not None:
                 handle.tell(message, reply)
                 return
@@ -180,11 +163,6 @@ class RouterRegistry:
         handle.stop(block=False)
         log.debug("stopped the idle router of %s", agent_id)
         return True
-
-    def handle_of(self, agent_id: str) -> ActorHandle | None:
-        """The agent's running router, if any."""
-        with self._lock:
-            return self._routers.get(agent_id)
 
     def running(self) -> list[str]:
         with self._lock:

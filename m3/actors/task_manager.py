@@ -10,11 +10,11 @@ Writer to sweep.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from m3.actors.base import EarliestTimer
 from m3.actors.reader import StoreReader
 from m3.actors.supervisor import ActorHandle
 from m3.protocols.base import Message
@@ -64,8 +64,7 @@ class TaskManager(StoreReader):
     def __init__(self, options: StoreOptions, *, writer: ActorHandle, **base: Any):
         super().__init__(options, **base)
         self._writer = writer
-        self._timer: threading.Timer | None = None
-        self._timer_at: datetime | None = None
+        self._timer = EarliestTimer()
 
     def setup(self) -> None:
         super().setup()
@@ -74,9 +73,7 @@ class TaskManager(StoreReader):
         self._arm(first)
 
     def release(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        self._timer.cancel()
         super().release()
 
     def handlers(self) -> dict[type[Message], Callable[[Any], Any]]:
@@ -86,20 +83,14 @@ class TaskManager(StoreReader):
     # -- the lease clock -----------------------------------------------------------------------
 
     def _sweep(self, _msg: SweepLeases) -> None:
-        self._timer, self._timer_at = None, None
+        self._timer.cancel()
         self._writer.tell(ExpireLeases(), _SweepReply(self.tell_self))
 
     def _arm(self, at: datetime | None) -> None:
         """Make sure a sweep runs soon after ``at`` (keeps an earlier timer)."""
-        if at is None or (self._timer_at is not None and self._timer_at <= at):
-            return
-        if self._timer is not None:
-            self._timer.cancel()
-        delay = max(0.0, (at - datetime.now(UTC)).total_seconds()) + SWEEP_MARGIN_S
-        self._timer = threading.Timer(delay, self.tell_self, args=(SweepLeases(),))
-        self._timer.daemon = True
-        self._timer_at = at
-        self._timer.start()
+        if at is not None:
+            delay = max(0.0, (at - datetime.now(UTC)).total_seconds()) + SWEEP_MARGIN_S
+            self._timer.arm(at, delay, lambda: self.tell_self(SweepLeases()))
 
     # -- reads ---------------------------------------------------------------------------------
 

@@ -301,7 +301,7 @@ def _at_now(change: Callable[[Connection, Any, datetime], Any], *, notifies: boo
 def _task(change: Callable[[TaskWrites, Any], Any]) -> Operation:
     """A task change by the rules of ``TaskWrites``; reports the agents it notified and the leases it set."""
 
-    def run(tx: Tx, msg: co.TaskChange) -> Outcome:
+    def run(tx: Tx, msg: mem.Change) -> Outcome:
         ops = TaskWrites(tx.conn, tx.clock(), isolation_clause(msg.filter))
         return Outcome(change(ops, msg), Effects(notified=ops.notified, leases=ops.leases))
 

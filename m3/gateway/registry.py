@@ -5,19 +5,21 @@ result model, as it is): their spec names the request (``message``) and the acto
 handler is written. The generic route builds the request from the validated arguments:
 
 * an argument (or computed field of the arguments) goes to the request field of the same name;
-* an argument named ``agent_id`` must be the caller itself when a token binds the caller to an agent
-  (:func:`owner`, else ``forbidden``);
+* an argument named ``agent_id``, or naming the agent acting (notify's ``from_agent``), must be the caller
+  itself when a token binds the caller to an agent (:func:`owner`, else ``forbidden``);
 * an argument annotated ``FromCaller("agent_id")`` / ``FromCaller("user_id")`` that is None takes the
   caller's agent / user (a write defaults to its author; a read narrows to the caller only when asked);
   if the request requires it and the caller has none either, the call fails with ``invalid_argument``;
-* ``filter``, when the request has one, is the caller's read filter: reader = calling agent, isolation
+* the *reader* is the agent acting (an argument marked ``FromCaller("agent_id", acting=True)``) if the
+  request takes one, else the calling agent;
+* ``filter``, when the request has one, is the reader's read filter: isolation
   as configured (``isolation.enforce``), plus every argument named like a :class:`MemoryFilter` field
   that the request does not take itself (``type``, ``agent_id``, ``as_of`` …);
-* ``actor``, when the request has one, is the calling agent (history records it);
+* ``actor``, when the request has one, is the reader (history records it);
 * an argument the request does not name is only validated (``confirm``).
 
 Tools that orchestrate (several asks, the registry itself, the surface) keep a handler in
-``m3.gateway.tools``, keyed by its function's name (:func:`by_name`). The registry refuses a spec with
+``m3.gateway.tools``, keyed by its function's name. The registry refuses a spec with
 neither a request nor a handler (or both), a handler without a spec, and a request the arguments cannot
 build or whose reply type is not the result: the surfaces derived from it (MCP, CLI, m3_call, HTTP,
 docs) always agree.
@@ -43,11 +45,6 @@ Handler = Callable[["Service", Any, "CallContext"], Awaitable[ToolResult]]
 #: Request fields the generic route fills from the call context rather than from an argument.
 CONTEXT_FIELDS = ("filter", "actor")
 _FILTER_FIELDS = frozenset(MemoryFilter.model_fields) - {"reader_agent_id", "enforce_isolation"}
-
-
-def by_name(*handlers: Handler) -> dict[str, Handler]:
-    """Handlers keyed by their function name, which is the name of their tool."""
-    return {h.__name__: h for h in handlers}
 
 
 def owner(ctx: CallContext, agent_id: str | None) -> str | None:
@@ -85,9 +82,9 @@ class Tool:
         return self.spec.result.model_json_schema(mode="serialization")
 
     @cached_property
-    def _from_caller(self) -> dict[str, str]:
-        """Argument name -> the call-context attribute it defaults to."""
-        return {name: meta.attribute for name, info in self.spec.args.model_fields.items()
+    def _from_caller(self) -> dict[str, FromCaller]:
+        """Argument name -> its :class:`FromCaller` mark."""
+        return {name: meta for name, info in self.spec.args.model_fields.items()
                 for meta in info.metadata if isinstance(meta, FromCaller)}
 
     def request(self, args: ToolArgs, ctx: CallContext, *, enforce_isolation: bool) -> Request[Any]:
@@ -96,23 +93,26 @@ class Tool:
         wanted = self.spec.message.model_fields
         values: dict[str, Any] = {}
         narrowing: dict[str, Any] = {}
+        reader = ctx.agent_id
         for name in [*type(args).model_fields, *type(args).model_computed_fields]:
             value = getattr(args, name)
-            if name == "agent_id":
+            mark = self._from_caller.get(name)
+            if name == "agent_id" or (mark is not None and mark.acting):
                 owner(ctx, value)  # a token-bound caller names no other agent
-            if value is None and name in self._from_caller:
-                value = getattr(ctx, self._from_caller[name])
+            if value is None and mark is not None:
+                value = getattr(ctx, mark.attribute)
             if name in wanted:
-                if value is None and name in self._from_caller and wanted[name].is_required():
-                    raise needs_caller(self._from_caller[name])
+                if value is None and mark is not None and wanted[name].is_required():
+                    raise needs_caller(mark.attribute)
                 values[name] = value
+                if mark is not None and mark.acting:
+                    reader = value
             elif name in _FILTER_FIELDS:
                 narrowing[name] = value
-        if "filter" in wanted:
-            values["filter"] = MemoryFilter(reader_agent_id=ctx.agent_id, enforce_isolation=enforce_isolation,
-                                            **narrowing)
+        if "filter" in wanted:  # (an argument named filter, e.g. task_claim's, is another thing)
+            values["filter"] = MemoryFilter(reader_agent_id=reader, enforce_isolation=enforce_isolation, **narrowing)
         if "actor" in wanted and "actor" not in values:
-            values["actor"] = ctx.agent_id
+            values["actor"] = reader
         return self.spec.message(**values)
 
 

@@ -15,8 +15,9 @@ from pydantic import BaseModel, ConfigDict, ValidationInfo, model_validator
 
 R = TypeVar("R")
 
-#: The actors a :class:`ToolSpec` may name: the attributes of ``m3.actors.system.ActorSystem`` that are handles.
-ACTORS: tuple[str, ...] = ("writer", "searcher", "embedder", "directory", "tasks")
+#: The actors a :class:`ToolSpec` may name: the attributes of ``m3.actors.system.ActorSystem`` that are handles,
+#: and ``routers`` (handoffs and notifications, through the receiver's router when one runs).
+ACTORS: tuple[str, ...] = ("writer", "searcher", "embedder", "directory", "tasks", "routers")
 
 
 class Message(BaseModel):
@@ -46,9 +47,11 @@ def reply_type(message: type[Request[Any]]) -> Any:
 @dataclass(frozen=True)
 class FromCaller:
     """Marks an argument that, left out (None), takes the caller's value: ``FromCaller("agent_id")`` or
-    ``FromCaller("user_id")`` of the call context. Used in ``Annotated[...]`` argument types."""
+    ``FromCaller("user_id")`` of the call context. Used in ``Annotated[...]`` argument types. ``acting``: the
+    argument names the agent acting, which is also the reader of the request's filter and its actor."""
 
     attribute: str
+    acting: bool = False
 
 
 class ToolArgs(BaseModel):

@@ -42,14 +42,14 @@ def routers(start_writer: Callable[..., ActorHandle]) -> Iterator[Callable[[floa
 
 def send(registry: RouterRegistry, to: str, text: str = "hello") -> dict[str, object]:
     reply = ThreadReply()
-    registry.deliver(to, SendNotification(from_agent="a", to_agent=to, message=text), reply)
+    registry.tell(SendNotification(from_agent="a", to_agent=to, message=text), reply)
     result: dict[str, object] = reply.wait(WAIT_S)
     return result
 
 
 def wait_for(registry: RouterRegistry, agent: str, within_s: float) -> ThreadReply:
     reply = ThreadReply()
-    registry.tell(agent, WaitNotifications(agent_id=agent, deadline=time.monotonic() + within_s), reply)
+    registry.tell(WaitNotifications(agent_id=agent, deadline=time.monotonic() + within_s), reply)
     return reply
 
 
@@ -60,7 +60,7 @@ def test_a_router_starts_with_the_first_wait_of_its_agent_and_stops_once_idle(
     assert registry.running() == []  # sending needs no router: it goes straight to the Writer
     assert wait_for(registry, "b", 0.01).wait(WAIT_S) is False
     assert registry.running() == ["b"]
-    handle = registry.handle_of("b")
+    handle = registry._routers.get("b")
     assert handle is not None
     assert handle.wait_stopped(WAIT_S)
     assert registry.running() == []
@@ -82,7 +82,7 @@ def test_a_router_holding_a_wait_is_not_stopped_while_the_wait_lasts(
         routers: Callable[[float], RouterRegistry]) -> None:
     registry = routers(0.05)
     waiting = wait_for(registry, "b", 0.5)
-    handle = registry.handle_of("b")
+    handle = registry._routers.get("b")
     assert handle is not None
     assert not handle.wait_stopped(0.25)  # idle time passed twice over, but a caller is waiting
     assert waiting.wait(WAIT_S) is False
@@ -96,7 +96,7 @@ def test_messages_racing_with_idle_stops_are_all_delivered(routers: Callable[[fl
         wait_for(registry, "b", 0.001)  # (re)starts the router, which retires soon after
         outcomes.append(send(registry, "b", f"n{i}"))
         if i % 10 == 9:  # now and then let it retire for sure, so the run sees many starts and stops
-            handle = registry.handle_of("b")
+            handle = registry._routers.get("b")
             assert handle is None or handle.wait_stopped(WAIT_S)
     assert len({o.id for o in outcomes}) == 150
     assert registry.statistics()["started"] >= 15

@@ -16,8 +16,8 @@ def concrete_subclasses(base: type[Message]) -> set[type[Message]]:
     return found
 
 
-def test_every_task_change_has_an_entry_in_the_writers_operation_table() -> None:
-    assert concrete_subclasses(coordination.TaskChange) <= set(OPERATIONS)
+def test_every_change_memories_tasks_shares_conflicts_has_an_entry_in_the_writers_operation_table() -> None:
+    assert concrete_subclasses(memory.Change) <= set(OPERATIONS)
 
 
 def test_memory_changes_refusable_part_way_run_in_savepoints_and_new_writes_do_not() -> None:

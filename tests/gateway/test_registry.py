@@ -6,10 +6,11 @@ from dataclasses import replace
 
 import pytest
 
+from m3.actors.router import RouterRegistry
 from m3.actors.supervisor import ActorHandle
 from m3.actors.system import ActorSystem
 from m3.errors import Forbidden
-from m3.gateway.registry import Registry, by_name, default_registry
+from m3.gateway.registry import Registry, default_registry
 from m3.gateway.service import CallContext
 from m3.gateway.tools.meta import embedder_status
 from m3.protocols.base import ACTORS, reply_type
@@ -27,12 +28,12 @@ def test_a_spec_with_neither_a_request_nor_a_handler_is_refused() -> None:
 
 def test_a_handler_without_a_spec_is_refused() -> None:
     with pytest.raises(ValueError, match="handlers without specs: \\['embedder_status'\\]"):
-        Registry([GET], by_name(embedder_status))
+        Registry([GET], {"embedder_status": embedder_status})
 
 
 def test_a_spec_with_both_a_request_and_a_handler_is_refused() -> None:
     with pytest.raises(ValueError, match="both a request and a handler"):
-        Registry([replace(GET, name="embedder_status")], by_name(embedder_status))
+        Registry([replace(GET, name="embedder_status")], {"embedder_status": embedder_status})
 
 
 @pytest.mark.parametrize(("change", "problem"), [
@@ -50,7 +51,7 @@ def test_a_request_names_its_reply_type_and_every_routed_spec_names_a_started_ac
     assert reply_type(GetMemory) == "memory.MemoryRecord"  # named in a string: tools.memory imports GetMemory
     routed = {t.spec.actor for t in default_registry() if t.spec.message is not None}
     assert routed <= set(ACTORS)
-    assert all(isinstance(getattr(system, name), ActorHandle) for name in ACTORS)
+    assert all(isinstance(getattr(system, name), ActorHandle | RouterRegistry) for name in ACTORS)
 
 
 def test_the_generic_route_fills_the_filter_and_refuses_a_bound_caller_naming_another_agent() -> None:

@@ -13,36 +13,27 @@ from __future__ import annotations
 
 import contextlib
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from m3.actors import bridge
 from m3.errors import NotFound, NotShared, Timeout
 from m3.gateway.registry import acting
 from m3.protocols.messages.coordination import (
     PollNotifications,
-    ReadInbox,
     ResolveMemories,
     SendHandoff,
-    SendNotification,
     WaitNotifications,
 )
 from m3.protocols.messages.memory import MemoryFilter
 from m3.protocols.tools import inbox as p
 from m3.protocols.tools.inbox import (
     MemoryHandoffResult,
-    MemoryInboxResult,
     Notification,
     NotificationsWaitResult,
-    NotifyResult,
 )
 
 if TYPE_CHECKING:
     from m3.gateway.service import CallContext, Service
-
-
-async def deliver(svc: Service, agent_id: str, message: SendHandoff | SendNotification) -> Any:
-    """Send a handoff or notification through the receiver's router (if one runs) to the Writer."""
-    return await bridge.ask_via(lambda reply: svc.system.routers.deliver(agent_id, message, reply), svc.timeout)
 
 
 async def shareable(svc: Service, sender: MemoryFilter, refs: list[str], audience: str | None) -> list[str]:
@@ -68,23 +59,9 @@ async def shareable(svc: Service, sender: MemoryFilter, refs: list[str], audienc
 async def memory_handoff(svc: Service, a: p.MemoryHandoffArgs, ctx: CallContext) -> MemoryHandoffResult:
     sender = acting(ctx, a.from_agent)
     context = await shareable(svc, svc.read_filter(sender), a.context_ids, a.to_agent)
-    handoff: MemoryHandoffResult = await deliver(svc, a.to_agent, SendHandoff(
+    return await bridge.ask(svc.system.routers, SendHandoff(
         from_agent=sender, to_agent=a.to_agent, task=a.task, note=a.note, task_id=a.task_id,
-        context_ids=tuple(context)))
-    return handoff
-
-
-async def memory_inbox(svc: Service, a: p.MemoryInboxArgs, ctx: CallContext) -> MemoryInboxResult:
-    """A handler (not a declaration): the context memories are those the *acting* agent may see."""
-    agent = acting(ctx, a.agent_id)
-    return await svc.ask(svc.system.directory, ReadInbox(agent_id=agent, unread_only=a.unread_only, limit=a.limit,
-                                                         filter=svc.read_filter(agent)))
-
-
-async def notify(svc: Service, a: p.NotifyArgs, ctx: CallContext) -> NotifyResult:
-    sent: NotifyResult = await deliver(svc, a.to_agent, SendNotification(
-        from_agent=acting(ctx, a.from_agent), to_agent=a.to_agent, message=a.message, kind=a.kind, data=a.data))
-    return sent
+        context_ids=tuple(context)), svc.timeout)
 
 
 async def _poll(svc: Service, agent: str, limit: int) -> list[Notification]:
@@ -102,7 +79,7 @@ async def notifications_wait(svc: Service, a: p.NotificationsWaitArgs, ctx: Call
             return NotificationsWaitResult(count=0, items=[], timed_out=True)
         # Register first, then look: a notification committed in between wakes the waiter at once.
         woken = bridge.TrioReply()
-        svc.system.routers.tell(agent, WaitNotifications(agent_id=agent, deadline=deadline), woken)
+        svc.system.routers.tell(WaitNotifications(agent_id=agent, deadline=deadline), woken)
         items = await _poll(svc, agent, a.limit)
         if items:
             break

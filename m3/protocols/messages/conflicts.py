@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from m3.protocols.base import Request
-from m3.protocols.messages.memory import MemoryChange, MemoryFilter
+from m3.protocols.messages.memory import Change, MemoryFilter
 
 if TYPE_CHECKING:  # the tool module imports these requests, so replies are named in strings (see Request)
     from m3.protocols.tools import conflicts  # noqa: F401
@@ -23,7 +23,7 @@ class ListConflicts(Request["conflicts.ConflictsListResult"]):
     filter: MemoryFilter
 
 
-class ResolveConflict(MemoryChange, Request["conflicts.ConflictRecord"]):
+class ResolveConflict(Change, Request["conflicts.ConflictRecord"]):
     """Resolve an open conflict: ``keep_both``, or ``keep_a`` / ``keep_b`` (the other side is superseded)."""
 
     id: str

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field
 
 from m3.protocols.base import Message, Request
-from m3.protocols.messages.memory import MemoryFilter
+from m3.protocols.messages.memory import Change, Filtered, MemoryFilter
 
 if TYPE_CHECKING:  # the tool modules import these requests, so replies are named in strings (see Request)
     from m3.protocols.tools import agents, inbox, tasks  # noqa: F401
@@ -146,15 +146,7 @@ class TaskFilter(Message):
     include_deleted: bool = False
 
 
-class TaskChange(Message):
-    """A change to a task tree, committed by the Writer; ``filter`` (the reader's) decides which result memory
-    the reply may show. Task ids are ids or unique prefixes, resolved in the Writer's transaction."""
-
-    actor: str | None = None
-    filter: MemoryFilter = MemoryFilter()
-
-
-class CreateTask(TaskChange, Request["tasks.TaskRecord"]):
+class CreateTask(Change, Request["tasks.TaskRecord"]):
     title: str
     description: str | None = None
     parent_id: str | None = None
@@ -164,13 +156,13 @@ class CreateTask(TaskChange, Request["tasks.TaskRecord"]):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
-class AssignTask(TaskChange, Request["tasks.TaskRecord"]):
+class AssignTask(Change, Request["tasks.TaskRecord"]):
     id: str
     version: int
     assignee: str | None
 
 
-class UpdateTask(TaskChange, Request["tasks.TaskRecord"]):
+class UpdateTask(Change, Request["tasks.TaskRecord"]):
     """A new state and/or new values of the editable fields (None: unchanged)."""
 
     id: str
@@ -184,55 +176,52 @@ class UpdateTask(TaskChange, Request["tasks.TaskRecord"]):
     reason: str | None = None
 
 
-class SetTaskResult(TaskChange, Request["tasks.TaskRecord"]):
+class SetTaskResult(Change, Request["tasks.TaskRecord"]):
     id: str
     version: int
     memory_id: str | None
     note: str | None = None
 
 
-class DeleteTask(TaskChange, Request["tasks.TaskDeleteResult"]):
+class DeleteTask(Change, Request["tasks.TaskDeleteResult"]):
     id: str
     version: int
     hard: bool = False
     reason: str | None = None
 
 
-class ClaimTask(TaskChange, Request["tasks.TaskClaimResult"]):
+class ClaimTask(Change, Request["tasks.TaskClaimResult"]):
     agent_id: str
     #: Which tasks it considers (``parent_id`` may be a prefix).
     among: TaskFilter
     lease_s: float
 
 
-class RenewLease(TaskChange, Request["tasks.TaskRecord"]):
+class RenewLease(Change, Request["tasks.TaskRecord"]):
     id: str
     agent_id: str
     lease_s: float
 
 
-class ExpireLeases(TaskChange, Request[datetime | None]):
+class ExpireLeases(Change, Request[datetime | None]):
     """Return every task whose lease has run out to pending; answered with the next expiry (or None).
 
     Sent by the TaskManager's lease clock; the Writer tells that clock when the leases it sets end.
     """
 
 
-class GetTask(Request["tasks.TaskDetails"]):
+class GetTask(Filtered, Request["tasks.TaskDetails"]):
     id: str
     history: bool = False
-    filter: MemoryFilter = MemoryFilter()
 
 
-class ListTasks(TaskFilter, Request["tasks.TaskListResult"]):
+class ListTasks(TaskFilter, Filtered, Request["tasks.TaskListResult"]):
     """The tasks its :class:`TaskFilter` fields admit (``parent_id`` may be a prefix)."""
 
     limit: int
-    filter: MemoryFilter = MemoryFilter()
 
 
-class GetTaskTree(Request["tasks.TaskTreeResult"]):
+class GetTaskTree(Filtered, Request["tasks.TaskTreeResult"]):
     id: str
     depth: int
     include_deleted: bool = False
-    filter: MemoryFilter = MemoryFilter()

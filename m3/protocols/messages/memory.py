@@ -82,16 +82,21 @@ class WriteMemory(NewMemory, Request["memory.MemoryWriteResult"]):
     actor: str | None = None
 
 
-class MemoryChange(Message):
-    """A change to existing memories by the agent ``actor`` (history records it). Memories named by id (or
-    prefix) are resolved inside the Writer's transaction as ``filter`` (the caller's visibility) sees them:
-    not_found or ambiguous_id otherwise."""
+class Filtered(Message):
+    """A request that sees the store as ``filter`` does: its reader and isolation."""
 
-    actor: str | None = None
     filter: MemoryFilter = MemoryFilter()
 
 
-class SupersedeMemory(MemoryChange, Request["memory.MemorySupersedeResult"]):
+class Change(Filtered):
+    """A change committed by the Writer for the agent ``actor`` (history records it). Memories and tasks named
+    by id (or prefix) are resolved inside its transaction as ``filter`` (the caller's visibility) sees them:
+    not_found or ambiguous_id otherwise; ``filter`` also decides which result memory a task's reply may show."""
+
+    actor: str | None = None
+
+
+class SupersedeMemory(Change, Request["memory.MemorySupersedeResult"]):
     id: str
     content: str
     title: str | None = None
@@ -102,24 +107,24 @@ class SupersedeMemory(MemoryChange, Request["memory.MemorySupersedeResult"]):
     reason: str | None = None
 
 
-class UpdateMemory(MemoryChange, Request["memory.MemoryRecord"]):
+class UpdateMemory(Change, Request["memory.MemoryRecord"]):
     id: str
     changes: dict[str, Any]
     reason: str | None = None
 
 
-class DeleteMemory(MemoryChange, Request["memory.MemoryDeleteResult"]):
+class DeleteMemory(Change, Request["memory.MemoryDeleteResult"]):
     id: str
     hard: bool = False
     reason: str | None = None
 
 
-class RestoreMemory(MemoryChange, Request["memory.MemoryRestoreResult"]):
+class RestoreMemory(Change, Request["memory.MemoryRestoreResult"]):
     id: str
     reason: str | None = None
 
 
-class PinMemory(MemoryChange, Request["memory.MemoryPinResult"]):
+class PinMemory(Change, Request["memory.MemoryPinResult"]):
     id: str
     pinned: bool = True
 
@@ -128,21 +133,18 @@ class UnpinMemory(PinMemory):
     pinned: bool = False
 
 
-class LinkMemories(MemoryChange, Request["memory.MemoryLinkResult"]):
+class LinkMemories(Change, Request["memory.MemoryLinkResult"]):
     from_id: str
     to_id: str
     type: str
 
 
-class ShareMemory(Request["sharing.MemoryShareResult"]):
-    """Share a private memory with ``agents`` (``share``) or stop sharing it; only its owner (``actor``) may.
-    ``id`` may be a prefix, resolved in the Writer's transaction among what ``filter`` admits."""
+class ShareMemory(Change, Request["sharing.MemoryShareResult"]):
+    """Share a private memory with ``agents`` (``share``) or stop sharing it; only its owner (``actor``) may."""
 
     id: str
     agents: tuple[str, ...]
     share: bool = True
-    filter: MemoryFilter = MemoryFilter()
-    actor: str | None = None
 
 
 class UnshareMemory(ShareMemory):
@@ -236,35 +238,31 @@ class SearchMemories(Request["memory.MemorySearchResult"]):
     explain: bool = False
 
 
-class GetMemory(Request["memory.MemoryRecord"]):
+class GetMemory(Filtered, Request["memory.MemoryRecord"]):
     id: str
-    filter: MemoryFilter = MemoryFilter()
 
 
-class GetHistory(Request["memory.MemoryHistoryResult"]):
+class GetHistory(Filtered, Request["memory.MemoryHistoryResult"]):
     id: str
-    filter: MemoryFilter = MemoryFilter()
 
 
-class GetGraph(Request["memory.MemoryGraphResult"]):
+class GetGraph(Filtered, Request["memory.MemoryGraphResult"]):
     id: str
     depth: int
-    filter: MemoryFilter = MemoryFilter()
 
 
-class VerifyMemories(Request["memory.MemoryVerifyResult"]):
+class VerifyMemories(Filtered, Request["memory.MemoryVerifyResult"]):
     id: str | None = None
-    filter: MemoryFilter = MemoryFilter()
 
 
-class SearchChat(Request["chatlog.ChatlogSearchResult"]):
+class SearchChat(Filtered, Request["chatlog.ChatlogSearchResult"]):
+    """Chat rows matching ``query``; the scope filter of memories applies to them alike."""
+
     query: str
     k: int | None = None
     conversation_id: str | None = None
     role: str | None = None
     agent_id: str | None = None
-    #: The reader and its isolation (the scope filter of memories applies to chat rows alike).
-    filter: MemoryFilter = MemoryFilter()
 
 
 #: What the Searcher counts of the store's vectors (the reply to :class:`EmbeddingStats`).

@@ -19,7 +19,8 @@ from m3.protocols.tools.fields import Identifier, JsonObject, Timestamp
 AgentStatus = Literal["active", "idle", "offline"]
 ACTING_AGENT = "The agent acting; defaults to the caller (through a token: only the token's agent)."
 #: An ``agent_id`` argument: the agent acting, the caller's when left out.
-ActingAgent = Annotated[Identifier | None, FromCaller("agent_id"), Field(description=ACTING_AGENT)]
+ActingAgent = Annotated[Identifier | None, FromCaller("agent_id", acting=True),
+                        Field(description=ACTING_AGENT)]
 
 
 class AgentRecord(ToolResult):

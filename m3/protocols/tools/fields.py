@@ -48,19 +48,20 @@ def _check_text(value: str) -> str:
 #: by validation instead of failing in the database.
 MAX_STORE_INT = 2**31 - 1
 
-#: The ``limits.*`` settings that validation reads; the gateway passes their configured values as the
-#: validation context (``model_validate(raw, context=limits)``), and the defaults apply without one.
+#: The settings that validation reads (``limits.*``, the task lease bounds); the gateway passes their configured
+#: values as the validation context (``model_validate(raw, context=limits)``), and the defaults apply without one.
 LIMIT_KEYS: tuple[str, ...] = (
     "limits.max_content_chars", "limits.max_text_chars", "limits.max_json_bytes", "limits.max_json_depth",
+    "tasks.lease_s", "tasks.max_lease_s",
 )
 
 
-def limit(info: ValidationInfo | None, key: str) -> int:
+def limit(info: ValidationInfo | None, key: str) -> Any:
     """The configured value of ``key`` from the validation context, or its default."""
     context = info.context if info is not None else None
     if isinstance(context, Mapping) and key in context:
-        return int(context[key])
-    return int(setting(key).default)
+        return context[key]
+    return setting(key).default
 
 
 def too_large(code: str, field: str, size: int, limit_value: int, unit: str, key: str) -> PydanticCustomError:

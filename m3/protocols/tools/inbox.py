@@ -82,6 +82,7 @@ class MemoryInboxResult(ToolResult):
 
 MEMORY_INBOX = ToolSpec(
     name="memory_inbox", domain="memory", args=MemoryInboxArgs, result=MemoryInboxResult, read_only=True,
+    message=msg.ReadInbox, actor="directory",
     description=(
         "Read the work other agents handed to this agent: each handoff with its task, note and context "
         "memories. Check it when a session starts and when notified of a handoff; acknowledge what you took "
@@ -128,7 +129,7 @@ class NotifyArgs(ToolArgs):
     kind: str = Field("message", min_length=1, max_length=32, pattern=r"^[a-z][a-z0-9_]*$",
                       description="A short label receivers can act on, e.g. 'review_requested'.")
     data: JsonObject = Field(default_factory=dict, description="Any JSON object for the receiver.")
-    from_agent: Identifier | None = Field(None, description=ACTING_AGENT)
+    from_agent: ActingAgent = None
 
 
 class NotifyResult(ToolResult):
@@ -139,6 +140,7 @@ class NotifyResult(ToolResult):
 
 NOTIFY = ToolSpec(
     name="notify", domain="notifications", args=NotifyArgs, result=NotifyResult,
+    message=msg.SendNotification, actor="routers",
     description=(
         "Send a short message to another agent, e.g. that a review is ready or a shared file changed. It wakes "
         "the receiver's notifications_wait at once. For work the receiver should take over, use memory_handoff."

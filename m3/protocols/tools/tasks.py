@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import AfterValidator, Field, ValidationInfo, computed_field, model_validator
 
-from m3.errors import ConfirmationRequired
+from m3.errors import ConfirmationRequired, InvalidArgument
 from m3.protocols.base import ToolArgs, ToolResult, ToolSpec
 from m3.protocols.messages import coordination as msg
 from m3.protocols.tools.agents import ActingAgent
-from m3.protocols.tools.fields import MAX_STORE_INT, Identifier, JsonObject, MemoryId, Text, Timestamp
+from m3.protocols.tools.fields import MAX_STORE_INT, Identifier, JsonObject, MemoryId, Text, Timestamp, limit
 
 TaskState = Literal["pending", "in_progress", "blocked", "completed", "failed", "cancelled"]
 TaskId = Annotated[str, Field(min_length=8, max_length=36,
@@ -234,6 +234,20 @@ TASK_TREE = ToolSpec(
 
 # --- claims and leases --------------------------------------------------------------------------
 
+def _lease(value: float | None, info: ValidationInfo) -> float:
+    """A lease in seconds: left out, ``tasks.lease_s``; longer than ``tasks.max_lease_s`` is refused."""
+    most: float = limit(info, "tasks.max_lease_s")
+    lease: float = limit(info, "tasks.lease_s") if value is None else value
+    if lease > most:
+        raise InvalidArgument(f"a lease of {lease:g} s is longer than tasks.max_lease_s = {most:g} s",
+                              hint="Ask for a shorter lease and renew it with task_heartbeat.")
+    return lease
+
+
+#: A lease argument; validated (its default too) by :func:`_lease`, so it is a float once validated.
+Lease = Annotated[float | None, AfterValidator(_lease)]
+
+
 class TaskClaimFilter(ToolArgs):
     kind: str | None = Field(None, max_length=100)
     parent_id: str | None = Field(None, min_length=8, max_length=36, description="Only direct subtasks of this.")
@@ -244,8 +258,20 @@ class TaskClaimArgs(ToolArgs):
     agent_id: ActingAgent = None
     filter: TaskClaimFilter | None = Field(
         None, description="Which tasks to consider: {kind, parent_id, creator}; default every pending task.")
-    lease: float | None = Field(None, gt=0,
-                                description="Seconds the claim lasts unless renewed; default tasks.lease_s.")
+    lease: Lease = Field(None, gt=0, validate_default=True,
+                         description="Seconds the claim lasts unless renewed; default tasks.lease_s.")
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def among(self) -> msg.TaskFilter:
+        """Which tasks ClaimTask considers."""
+        want = self.filter or TaskClaimFilter()
+        return msg.TaskFilter(kind=want.kind, parent_id=want.parent_id, creator=want.creator)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def lease_s(self) -> float | None:
+        return self.lease
 
 
 class TaskClaimResult(ToolResult):
@@ -255,6 +281,7 @@ class TaskClaimResult(ToolResult):
 
 TASK_CLAIM = ToolSpec(
     name="task_claim", domain="task", args=TaskClaimArgs, result=TaskClaimResult,
+    message=msg.ClaimTask, actor="writer",
     description=(
         "Take the next pending task (most urgent first) for this agent under a lease, atomically: two agents "
         "never get the same task while its lease is valid. Renew the lease with task_heartbeat during long work; "
@@ -267,11 +294,17 @@ TASK_CLAIM = ToolSpec(
 class TaskHeartbeatArgs(ToolArgs):
     id: TaskId
     agent_id: ActingAgent = None
-    lease: float | None = Field(None, gt=0, description="Seconds from now; default tasks.lease_s.")
+    lease: Lease = Field(None, gt=0, validate_default=True, description="Seconds from now; default tasks.lease_s.")
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def lease_s(self) -> float | None:
+        return self.lease
 
 
 TASK_HEARTBEAT = ToolSpec(
     name="task_heartbeat", domain="task", args=TaskHeartbeatArgs, result=TaskRecord,
+    message=msg.RenewLease, actor="writer",
     description=(
         "Renew your lease on a claimed task while you still work on it. Fails with 'lease_lost' if the lease "
         "already ran out or another agent holds the task: stop and claim again. A renewal does not change the "
