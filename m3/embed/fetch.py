@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -40,7 +41,7 @@ def fetch_model(model: str, folder: Path, *, progress: TextIO | None = None) -> 
     folder.mkdir(parents=True, exist_ok=True)
     problems = {p.name for p in bge_m3.check_files(folder, model)}
     todo = [remote for remote in bge_m3.required_files(model) if remote.name in problems]
-    bar = _Progress(progress, sum(int(r.size) for r in todo))
+    bar = Progress(progress, _bytes_bar, sum(int(r.size) for r in todo))
     done: list[str] = []
     with httpx.Client(timeout=httpx.Timeout(READ_TIMEOUT_S, connect=CONNECT_TIMEOUT_S), follow_redirects=True,
                       headers={"User-Agent": "m3-memory"}) as client:
@@ -69,7 +70,7 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def _download(client: httpx.Client, url: str, remote: Any, folder: Path, bar: _Progress) -> None:
+def _download(client: httpx.Client, url: str, remote: Any, folder: Path, bar: Progress) -> None:
     dest = folder / remote.name
     part = folder / (remote.name + ".part")
     offset = part.stat().st_size if part.exists() else 0
@@ -77,17 +78,17 @@ def _download(client: httpx.Client, url: str, remote: Any, folder: Path, bar: _P
         part.unlink()
         offset = 0
     headers = {"Range": f"bytes={offset}-"} if offset else {}
-    bar.add(offset)
+    bar.update(bar.done + offset, bar.total)
     if offset < remote.size:
         with client.stream("GET", url, headers=headers) as response:
             response.raise_for_status()
             if offset and response.status_code != 206:  # the server ignored the range: start over
-                bar.add(-offset)
+                bar.update(bar.done - offset, bar.total)
                 offset = 0
             with part.open("ab" if offset else "wb") as out:
                 for chunk in response.iter_bytes(CHUNK):
                     out.write(chunk)
-                    bar.add(len(chunk))
+                    bar.update(bar.done + len(chunk), bar.total)
     _verify(part, remote)
     os.replace(part, dest)
 
@@ -101,24 +102,24 @@ def _verify(path: Path, remote: Any) -> None:
         raise _Mismatch(f"{remote.name} does not match its pinned SHA-256 (removed; run again)")
 
 
-class _Progress:
-    """A one-line progress bar: redrawn in place on a terminal, a line per 10 % otherwise."""
+class Progress:
+    """A one-line progress display: redrawn in place on a terminal (at most every 0.2 s), a line per 10 %
+    otherwise; ``render(done, total, seconds)`` gives the text. ``fetch-model`` and ``reembed`` draw with it."""
 
-    def __init__(self, stream: TextIO | None, total: int) -> None:
+    def __init__(self, stream: TextIO | None, render: Callable[[int, int, float], str], total: int = 0) -> None:
         self._stream = stream
-        self.total = total
-        self._done = 0
+        self._render = render
+        self._tty = bool(stream is not None and stream.isatty())
+        self._start = time.monotonic()
         self._last_tenth = -1
         self._last_draw = 0.0
-        self._start = time.monotonic()
-        self._tty = bool(stream is not None and stream.isatty())
+        self.done, self.total = 0, total
 
-    def add(self, n: int) -> None:
-        self._done += n
-        if self._stream is None or self.total <= 0:
+    def update(self, done: int, total: int) -> None:
+        self.done, self.total = done, total
+        if self._stream is None or total <= 0:
             return
-        now = time.monotonic()
-        tenth = self._done * 10 // self.total
+        now, tenth = time.monotonic(), done * 10 // total
         if self._tty and now - self._last_draw >= 0.2:
             self._draw("\r", "")
             self._last_draw = now
@@ -132,10 +133,12 @@ class _Progress:
 
     def _draw(self, prefix: str, suffix: str) -> None:
         assert self._stream is not None
-        share = min(1.0, self._done / self.total)
-        filled = int(share * 30)
-        speed = self._done / max(time.monotonic() - self._start, 1e-6) / (1 << 20)
-        self._stream.write(f"{prefix}[{'#' * filled}{'.' * (30 - filled)}] {share * 100:5.1f}% "
-                           f"{self._done / (1 << 20):,.0f}/{self.total / (1 << 20):,.0f} MiB {speed:5.1f} MiB/s"
-                           f"{suffix}")
+        self._stream.write(prefix + self._render(self.done, self.total, time.monotonic() - self._start) + suffix)
         self._stream.flush()
+
+
+def _bytes_bar(done: int, total: int, seconds: float) -> str:
+    share = min(1.0, done / total)
+    filled = int(share * 30)
+    return (f"[{'#' * filled}{'.' * (30 - filled)}] {share * 100:5.1f}% {done / (1 << 20):,.0f}/"
+            f"{total / (1 << 20):,.0f} MiB {done / max(seconds, 1e-6) / (1 << 20):5.1f} MiB/s")

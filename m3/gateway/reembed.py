@@ -12,6 +12,7 @@ import time
 from typing import Any, TextIO
 
 from m3.config import Config
+from m3.embed.fetch import Progress
 from m3.errors import EmbedderUnavailable
 from m3.gateway.runtime import running
 from m3.protocols.messages.memory import EmbedderInfo, EmbeddingStats
@@ -38,10 +39,13 @@ def reembed(config: Config, progress: TextIO | None = None, *, stop: threading.E
         system = svc.system
         model = system.embedder_backend.model_id
         first = system.searcher.ask(EmbeddingStats(model=model), system.ask_timeout)
-        bar = _Bar(progress, model)
+        base = first["memories"] - first["pending"]
+        bar = Progress(progress, lambda done, total, s: (
+            f"re-embedding for {model}: {done}/{total} memories ({100 * done / total:.0f}%), "
+            f"{(done - base) / max(s, 1e-6):.1f}/s"))
         while True:
             stats = system.searcher.ask(EmbeddingStats(model=model), system.ask_timeout)
-            bar.draw(stats["memories"] - stats["pending"], stats["memories"])
+            bar.update(stats["memories"] - stats["pending"], stats["memories"])
             if stats["pending"] == 0 and stats["active_model"] in (model, None):
                 break
             info = system.embedder.ask(EmbedderInfo(), system.ask_timeout)
@@ -58,36 +62,3 @@ def reembed(config: Config, progress: TextIO | None = None, *, stop: threading.E
                 "embedded": info["embedded"], "reused": info["reused"],
                 "switched": first["active_model"] not in (model, None) and stats["active_model"] == model,
                 "seconds": round(time.monotonic() - started, 3)}
-
-
-class _Bar:
-    """``re-embedding for <model>: done/total (share) rate/s`` on one line (a terminal) or a line per 10 %."""
-
-    def __init__(self, stream: TextIO | None, model: str) -> None:
-        self._stream = stream
-        self._model = model
-        self._tty = bool(stream is not None and stream.isatty())
-        self._start = time.monotonic()
-        self._first: int | None = None
-        self._last_tenth = -1
-        self._drawn = False
-
-    def draw(self, done: int, total: int) -> None:
-        if self._stream is None or total == 0:
-            return
-        if self._first is None:
-            self._first = done
-        tenth = done * 10 // total
-        if not self._tty and tenth == self._last_tenth:
-            return
-        self._last_tenth = tenth
-        rate = (done - self._first) / max(time.monotonic() - self._start, 1e-6)
-        line = f"re-embedding for {self._model}: {done}/{total} memories ({100 * done / total:.0f}%), {rate:.1f}/s"
-        self._stream.write(("\r" + line) if self._tty else line + "\n")
-        self._stream.flush()
-        self._drawn = True
-
-    def close(self) -> None:
-        if self._stream is not None and self._tty and self._drawn:
-            self._stream.write("\n")
-            self._stream.flush()
