@@ -36,8 +36,7 @@ from m3.protocols.tools import chatlog as chat
 from m3.protocols.tools import memory as r
 from m3.retrieval import ranking
 from m3.retrieval.candidate_rows import CandidateRows
-from m3.retrieval.dense import DenseLeg, Vector
-from m3.retrieval.per_dialect import leg_for
+from m3.retrieval.dense import DenseLeg, Vector, leg_for
 from m3.store import embedding_models, fulltext, vectors, visibility
 from m3.store import memories as rows
 from m3.store.dialect import dialect_for

@@ -29,8 +29,7 @@ from m3.protocols.messages import memory as mem
 from m3.protocols.messages.conflicts import ResolveConflict
 from m3.protocols.tools.conflicts import ConflictRecord
 from m3.protocols.tools.memory import MemoryWriteResult
-from m3.retrieval.per_dialect import candidates_for
-from m3.retrieval.supersession import Candidates, SupersessionPolicy, supersede_similar
+from m3.retrieval.supersession import Candidates, SupersessionPolicy, candidates_for, supersede_similar
 from m3.store import agent_writes, chat_writes, conflict_writes, embedding_models, grant_writes, inbox_writes
 from m3.store import memories as rows
 from m3.store.clock import Clock

@@ -22,6 +22,7 @@ from sqlalchemy import Connection, select
 from m3.retrieval.vector_index import VectorIndex
 from m3.store import memories as rows
 from m3.store import vectors
+from m3.store.dialect import Dialect
 from m3.store.schema import memories as m
 
 Vector = npt.NDArray[np.float32]
@@ -115,3 +116,8 @@ class SqlLeg:
 
     def size(self) -> int | None:
         return None
+
+
+def leg_for(dialect: Dialect) -> DenseLeg:
+    """pgvector SQL where the database ranks vectors itself; else an in-memory matrix."""
+    return SqlLeg() if dialect.nearest_in_sql else MatrixLeg()

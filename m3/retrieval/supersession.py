@@ -31,6 +31,7 @@ from m3.retrieval.anchors import compare
 from m3.retrieval.vector_index import VectorIndex
 from m3.store import conflict_writes, inbox_writes, vectors
 from m3.store import memories as rows
+from m3.store.dialect import Dialect
 from m3.store.memory_writes import MemoryWrites
 from m3.store.schema import memories as m
 from m3.store.schema import memory_embeddings as e
@@ -206,3 +207,12 @@ def _author(conn: Connection, memory_id: str) -> str | None:
     found = conn.execute(select(h.c.actor).where(h.c.memory_id == memory_id, h.c.event == "created")
                          .order_by(h.c.seq).limit(1)).first()
     return None if found is None else found[0]
+
+
+def candidates_for(dialect: Dialect, exempt_types: frozenset[str]) -> Candidates:
+    """An in-memory index where writes are serial (it stays exact); else advisory locks and SQL."""
+    if dialect.serial_writes:
+        return CandidateIndex(exempt_types)
+    from m3.retrieval.pg_locks import LockedCandidates  # it builds on this module
+
+    return LockedCandidates(exempt_types)
