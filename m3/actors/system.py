@@ -20,7 +20,7 @@ from m3.protocols.messages.memory import Drain, Flush, SearchWeights
 from m3.retrieval.ranking import SIGNALS
 from m3.retrieval.supersession import SupersessionPolicy
 from m3.store.agents import Liveness
-from m3.store.engine import StoreOptions, migrate, open_engine
+from m3.store.engine import StoreOptions, migrate_store
 
 log = logging.getLogger(__name__)
 
@@ -79,11 +79,7 @@ class ActorSystem:
         self._handles = (self.writer, self.searcher, self.embedder, self.directory, self.tasks)
 
     def start(self) -> ActorSystem:
-        engine = open_engine(self.options, "writer")
-        try:
-            migrate(engine)
-        finally:
-            engine.dispose()
+        migrate_store(self.options)
         for handle in self._handles:
             handle.start()
         self._started = True

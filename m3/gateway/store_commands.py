@@ -67,15 +67,9 @@ def password_warning(key: str, raw: str) -> str | None:
 # -- m3 store migrate | status ---------------------------------------------------------------------
 
 def store_migrate(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
-    from m3.store.engine import StoreOptions, current_revision, migrate, open_engine
+    from m3.store.engine import StoreOptions, migrate_store
 
-    engine = open_engine(StoreOptions(url=config.store_url, busy_timeout_ms=config["store.busy_timeout_ms"]),
-                         "writer")
-    try:
-        before = current_revision(engine)
-        after = migrate(engine)
-    finally:
-        engine.dispose()
+    before, after = migrate_store(StoreOptions(url=config.store_url, busy_timeout_ms=config["store.busy_timeout_ms"]))
     return {**_where(config), "from": before or None, "to": after, "migrated": before != after}
 
 
@@ -131,18 +125,14 @@ def pgdata_of(config: Config) -> Path:
 
 def postgres_start(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
     from m3.store import postgres
-    from m3.store.engine import StoreOptions, migrate, open_engine
+    from m3.store.engine import StoreOptions, migrate_store
 
     pgdata = pgdata_of(config)
     was_running = embedded_pg.status(pgdata) is not None
     cluster = embedded_pg.ensure_cluster(pgdata, port=ns.port)
     postgres.create_database(cluster.url("postgres"), EMBEDDED_DATABASE)
     url = cluster.url(EMBEDDED_DATABASE)
-    engine = open_engine(StoreOptions(url=url), "writer")
-    try:
-        migrate(engine)
-    finally:
-        engine.dispose()
+    migrate_store(StoreOptions(url=url))
     result = {**_cluster_info(cluster, pgdata), "started": not was_running}
     if ns.configure:
         set_in_file(config, "store.url", url)

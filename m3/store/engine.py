@@ -58,6 +58,15 @@ def _write_error(exc: Exception, dialect: Dialect) -> M3Error:
     return StoreError(f"the write failed: {type(reason).__name__}: {reason}")
 
 
+def migrate_store(options: StoreOptions) -> tuple[str, str]:
+    """Open a writer engine for ``options``, :func:`migrate`, close it; the revisions before and after."""
+    engine = open_engine(options, "writer")
+    try:
+        return current_revision(engine), migrate(engine)
+    finally:
+        engine.dispose()
+
+
 def migrate(engine: Engine) -> str:
     """Apply every pending migration; return the schema revision now in place."""
     from m3.store.migrations import HEAD
