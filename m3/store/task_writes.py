@@ -252,7 +252,7 @@ class TaskWrites:
 
     def claim(self, msg: ClaimTask) -> TaskClaimResult:
         """Take the most urgent claimable task under a lease; ``claimed`` false when there is none."""
-        due = self.now + timedelta(seconds=msg.lease_s)
+        due = self.now + timedelta(seconds=msg.lease)
         claimable = rows.claimable_clause(msg.agent_id, self.now)
         among: dict[str, Any] = {"state": None}
         if msg.among.parent_id is not None:
@@ -278,7 +278,7 @@ class TaskWrites:
 
     def renew(self, msg: RenewLease) -> TaskRecord:
         task_id = rows.resolve(self.conn, msg.id)
-        due = self.now + timedelta(seconds=msg.lease_s)
+        due = self.now + timedelta(seconds=msg.lease)
         renewed = self.conn.execute(update(t).where(
             t.c.id == task_id, t.c.owner == msg.agent_id, t.c.state == "in_progress", t.c.deleted_at.is_(None),
             t.c.lease_expires_at.is_not(None), t.c.lease_expires_at > self.now,

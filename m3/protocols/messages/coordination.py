@@ -194,13 +194,13 @@ class ClaimTask(Change, Request["tasks.TaskClaimResult"]):
     agent_id: str
     #: Which tasks it considers (``parent_id`` may be a prefix).
     among: TaskFilter
-    lease_s: float
+    lease: float
 
 
 class RenewLease(Change, Request["tasks.TaskRecord"]):
     id: str
     agent_id: str
-    lease_s: float
+    lease: float
 
 
 class ExpireLeases(Change, Request[datetime | None]):

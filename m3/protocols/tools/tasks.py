@@ -268,11 +268,6 @@ class TaskClaimArgs(ToolArgs):
         want = self.filter or TaskClaimFilter()
         return msg.TaskFilter(kind=want.kind, parent_id=want.parent_id, creator=want.creator)
 
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def lease_s(self) -> float | None:
-        return self.lease
-
 
 class TaskClaimResult(ToolResult):
     claimed: bool
@@ -295,11 +290,6 @@ class TaskHeartbeatArgs(ToolArgs):
     id: TaskId
     agent_id: ActingAgent = None
     lease: Lease = Field(None, gt=0, validate_default=True, description="Seconds from now; default tasks.lease_s.")
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def lease_s(self) -> float | None:
-        return self.lease
 
 
 TASK_HEARTBEAT = ToolSpec(
