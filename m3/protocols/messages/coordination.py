@@ -54,14 +54,15 @@ class RevokeTokens(Request[list[str]]):
 # --- inboxes and notifications (Writer, through the receiver's router) --------------------------
 
 
-class SendHandoff(Request["inbox.MemoryHandoffResult"]):
+class SendHandoff(Filtered, Request["inbox.MemoryHandoffResult"]):
     from_agent: str | None
     to_agent: str
     task: str
     note: str | None = None
     #: The task's id or a unique prefix of it (resolved in the Writer's transaction).
     task_id: str | None = None
-    #: Full memory ids, already resolved and checked against the receiver's visibility.
+    #: Memory ids or prefixes as ``filter`` (the sender's) sees them; with isolation on, each must be one
+    #: the receiver may read (``not_shared``), checked in the Writer's transaction.
     context_ids: tuple[str, ...] = ()
 
 
@@ -123,13 +124,6 @@ class LookupToken(Request[str | None]):
 
 class ListTokens(Request[list[dict[str, Any]]]):
     agent_id: str | None = None
-
-
-class ResolveMemories(Request[list[str]]):
-    """The full ids of memories (ids or unique prefixes) that ``filter`` lets its reader see; NotFound otherwise."""
-
-    refs: tuple[str, ...]
-    filter: MemoryFilter
 
 
 # --- task trees (reads: TaskManager; changes: Writer) --------------------------------------------
