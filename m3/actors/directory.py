@@ -65,9 +65,5 @@ class Directory(StoreReader):
         return agents.list_tokens(self.conn, msg.agent_id)
 
     def list_conflicts(self, msg: ListConflicts) -> ConflictsListResult:
-        flt = conflicts.ConflictFilter(
-            status=None if msg.status == "all" else msg.status, kind=msg.kind, memory_id=msg.memory_id,
-            agent_id=msg.agent_id, user_id=msg.user_id, reader_agent_id=msg.filter.reader_agent_id,
-            enforce_isolation=msg.filter.enforce_isolation, limit=msg.limit)
-        found = conflicts.list_conflicts(self.conn, flt)
+        found = conflicts.list_conflicts(self.conn, msg)
         return ConflictsListResult(count=len(found), items=[ConflictRecord(**row) for row in found])
