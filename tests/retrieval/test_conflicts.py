@@ -34,7 +34,7 @@ def current_ids(url: str) -> set[str]:
 
 def conflicts(url: str, **flt: Any) -> list[dict[str, Any]]:
     with fresh(url) as conn:
-        return list_conflicts(conn, ListConflicts(filter=MemoryFilter(), **flt))
+        return list_conflicts(conn, ListConflicts(**flt))
 
 
 def seen_by(reader: str | None, **fields: Any) -> ListConflicts:

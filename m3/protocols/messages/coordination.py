@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field
 
 from m3.protocols.base import Message, Request
-from m3.protocols.messages.memory import Change, Filtered, MemoryFilter
+from m3.protocols.messages.memory import Change, Filtered
 
 if TYPE_CHECKING:  # the tool modules import these requests, so replies are named in strings (see Request)
     from m3.protocols.tools import agents, inbox, tasks  # noqa: F401
@@ -105,12 +105,12 @@ class ListAgents(Request["agents.AgentListResult"]):
     role: str | None = None
 
 
-class ReadInbox(Request["inbox.MemoryInboxResult"]):
+class ReadInbox(Filtered, Request["inbox.MemoryInboxResult"]):
+    """The agent's handoffs; ``filter`` decides which of their context memories it sees."""
+
     agent_id: str
     unread_only: bool
     limit: int
-    #: Visibility of the context memories (the reader's isolation).
-    filter: MemoryFilter
 
 
 class PollNotifications(Request["inbox.NotificationsResult"]):
