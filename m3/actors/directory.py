@@ -20,13 +20,11 @@ from m3.protocols.messages.coordination import (
     LookupToken,
     PollNotifications,
     ReadInbox,
-    ResolveMemories,
 )
 from m3.protocols.tools.agents import AgentDetails, AgentListResult, AgentRecord
 from m3.protocols.tools.conflicts import ConflictRecord, ConflictsListResult
 from m3.protocols.tools.inbox import InboxItem, MemoryInboxResult, Notification, NotificationsResult
 from m3.store import agents, conflicts, inbox
-from m3.store import memories as memory_rows
 from m3.store.engine import StoreOptions
 from m3.store.filters import isolation_clause
 
@@ -40,7 +38,7 @@ class Directory(StoreReader):
         return {
             GetAgent: self.get_agent, ListAgents: self.list_agents, ReadInbox: self.read_inbox,
             PollNotifications: self.poll, LookupToken: self.lookup_token, ListTokens: self.list_tokens,
-            ResolveMemories: self.resolve_memories, ListConflicts: self.list_conflicts,
+            ListConflicts: self.list_conflicts,
         }
 
     def get_agent(self, msg: GetAgent) -> AgentDetails:
@@ -66,13 +64,6 @@ class Directory(StoreReader):
     def list_tokens(self, msg: ListTokens) -> list[dict[str, Any]]:
         return agents.list_tokens(self.conn, msg.agent_id)
 
-    def resolve_memories(self, msg: ResolveMemories) -> list[str]:
-        return [memory_rows.resolve_id(self.conn, ref, msg.filter) for ref in msg.refs]
-
     def list_conflicts(self, msg: ListConflicts) -> ConflictsListResult:
-        flt = conflicts.ConflictFilter(
-            status=None if msg.status == "all" else msg.status, kind=msg.kind, memory_id=msg.memory_id,
-            agent_id=msg.agent_id, user_id=msg.user_id, reader_agent_id=msg.filter.reader_agent_id,
-            enforce_isolation=msg.filter.enforce_isolation, limit=msg.limit)
-        found = conflicts.list_conflicts(self.conn, flt)
+        found = conflicts.list_conflicts(self.conn, msg)
         return ConflictsListResult(count=len(found), items=[ConflictRecord(**row) for row in found])

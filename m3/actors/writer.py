@@ -33,7 +33,6 @@ from m3.retrieval.supersession import Candidates, SupersessionPolicy, candidates
 from m3.store import agent_writes, chat_writes, conflict_writes, embedding_models, grant_writes, inbox_writes
 from m3.store import memories as rows
 from m3.store.clock import Clock
-from m3.store.conflicts import ConflictFilter
 from m3.store.dialect import dialect_for
 from m3.store.engine import StoreOptions, write_errors
 from m3.store.filters import isolation_clause
@@ -279,8 +278,8 @@ def _vectors(tx: Tx, msgs: list[mem.StoreVectors]) -> list[Outcome]:
 
 
 def _resolve_conflict(tx: Tx, msg: ResolveConflict) -> Outcome:
-    flt = ConflictFilter(reader_agent_id=msg.filter.reader_agent_id, enforce_isolation=msg.filter.enforce_isolation)
-    done = conflict_writes.resolve_conflict(tx.conn, msg.id, msg.resolution, actor=msg.actor, clock=tx.clock, flt=flt)
+    done = conflict_writes.resolve_conflict(tx.conn, msg.id, msg.resolution, actor=msg.actor, clock=tx.clock,
+                                            flt=msg.filter)
     return Outcome(ConflictRecord(**done))
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import Connection, RowMapping, insert, update
 
 from m3.errors import InvalidArgument
+from m3.protocols.messages.memory import MemoryFilter
 from m3.store import conflicts as reads
 from m3.store import memories as rows
 from m3.store.memory_writes import MemoryWrites
@@ -47,7 +48,7 @@ def record_conflict(conn: Connection, older: RowMapping, newer: RowMapping, *, k
 
 
 def resolve_conflict(conn: Connection, conflict_id: str, resolution: str, *, actor: str | None,
-                     clock: Callable[[], datetime], flt: reads.ConflictFilter | None = None) -> dict[str, Any]:
+                     clock: Callable[[], datetime], flt: MemoryFilter | None = None) -> dict[str, Any]:
     """Resolve an open conflict (visible through ``flt``'s isolation); the conflict as it is now."""
     if resolution not in RESOLUTIONS:
         raise InvalidArgument(f"unknown resolution {resolution!r}", hint=f"One of {list(RESOLUTIONS)}.")

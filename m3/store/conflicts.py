@@ -7,56 +7,44 @@ carries (both memories of a pair share one owner): with isolation on, a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, and_, or_, select, true
 
 from m3.errors import NotFound
+from m3.protocols.messages.conflicts import ListConflicts
+from m3.protocols.messages.memory import MemoryFilter
 from m3.store.filters import private_rows_clause
 from m3.store.memories import without_seq
 from m3.store.schema import conflicts as c
 
 KINDS = ("near_duplicate", "contradiction")
-#: The filter fields that match one column each.
-_FIELDS = ("status", "kind", "agent_id", "user_id")
+#: The fields of ListConflicts that match one column each when set (``status`` too, unless ``all``).
+_FIELDS = ("kind", "agent_id", "user_id")
 
 
-@dataclass(frozen=True)
-class ConflictFilter:
-    """Which conflicts a listing returns; ``None`` fields do not filter."""
-
-    status: str | None = "open"
-    kind: str | None = None
-    #: Pairs that involve this memory (as either side).
-    memory_id: str | None = None
-    agent_id: str | None = None
-    user_id: str | None = None
-    reader_agent_id: str | None = None
-    enforce_isolation: bool = True
-    limit: int = 50
-
-
-def visible_clause(flt: ConflictFilter) -> ColumnElement[bool]:
+def visible_clause(flt: MemoryFilter) -> ColumnElement[bool]:
     """With isolation enforced, ``scope=agent`` pairs are visible only to their own agent."""
     return private_rows_clause(c.c.scope, c.c.agent_id, flt.reader_agent_id, flt.enforce_isolation)
 
 
-def _clauses(flt: ConflictFilter) -> list[ColumnElement[bool]]:
-    clauses = [visible_clause(flt), *(c.c[k] == getattr(flt, k) for k in _FIELDS if getattr(flt, k) is not None)]
-    if flt.memory_id is not None:
-        clauses.append(or_(c.c.memory_a == flt.memory_id, c.c.memory_b == flt.memory_id))
+def _clauses(msg: ListConflicts) -> list[ColumnElement[bool]]:
+    clauses = [visible_clause(msg.filter), *(c.c[k] == getattr(msg, k) for k in _FIELDS if getattr(msg, k) is not None)]
+    if msg.status != "all":
+        clauses.append(c.c.status == msg.status)
+    if msg.memory_id is not None:
+        clauses.append(or_(c.c.memory_a == msg.memory_id, c.c.memory_b == msg.memory_id))
     return clauses
 
 
-def list_conflicts(conn: Connection, flt: ConflictFilter) -> list[dict[str, Any]]:
-    """Conflicts matching ``flt``, oldest detected first, at most ``flt.limit``."""
-    query = select(c).where(and_(*_clauses(flt))).order_by(c.c.seq).limit(max(1, flt.limit))
+def list_conflicts(conn: Connection, msg: ListConflicts) -> list[dict[str, Any]]:
+    """Conflicts ``msg`` asks for, oldest detected first, at most ``msg.limit``."""
+    query = select(c).where(and_(*_clauses(msg))).order_by(c.c.seq).limit(max(1, msg.limit))
     return [without_seq(row) for row in conn.execute(query).mappings()]
 
 
-def get_conflict(conn: Connection, conflict_id: str, flt: ConflictFilter | None = None) -> dict[str, Any]:
-    """One conflict by id, if ``flt`` (isolation only; its other fields are ignored) lets its reader see it."""
+def get_conflict(conn: Connection, conflict_id: str, flt: MemoryFilter | None = None) -> dict[str, Any]:
+    """One conflict by id, if ``flt``'s isolation lets its reader see it."""
     where = visible_clause(flt) if flt is not None else true()
     row = conn.execute(select(c).where(c.c.id == conflict_id, where)).mappings().first()
     if row is None:

@@ -16,11 +16,10 @@ from m3.protocols.tools.inbox import (
     NotificationsAckResult,
     NotifyResult,
 )
-from m3.store import agents, tasks
+from m3.store import agents, memories, tasks
 from m3.store.inbox import HANDOFF_LINK
 from m3.store.schema import inbox as ib
 from m3.store.schema import inbox_links as il
-from m3.store.schema import memories as m
 from m3.store.schema import notifications as nt
 
 _ADD_NOTIFICATION = insert(nt)  # built once: the statement memoises its cache key
@@ -44,24 +43,20 @@ def send_notification(conn: Connection, msg: SendNotification, now: datetime) ->
 
 
 def send_handoff(conn: Connection, msg: SendHandoff, now: datetime) -> MemoryHandoffResult:
-    """Put a handoff in the receiver's inbox, link its context and notify the receiver."""
+    """Put a handoff in the receiver's inbox, link its context (memories the receiver may read) and notify it."""
+    context = list(dict.fromkeys(memories.shareable(conn, msg.context_ids, msg.filter, msg.to_agent)))
     task_id = None if msg.task_id is None else tasks.existing(conn, msg.task_id)
     agents.require(conn, msg.to_agent, "recipient agent")
-    present = {r[0] for r in conn.execute(select(m.c.id).where(m.c.id.in_(list(msg.context_ids))))}
-    missing = [i for i in msg.context_ids if i not in present]
-    if missing:
-        raise NotFound(f"context memory {missing[0]!r} no longer exists", details={"missing": missing})
     inbox_id = str(uuid.uuid4())
     conn.execute(insert(ib).values(id=inbox_id, agent_id=msg.to_agent, from_agent=msg.from_agent, task=msg.task,
                                    note=msg.note, task_id=task_id, created_at=now, read_at=None))
-    if msg.context_ids:
-        conn.execute(insert(il), [{"inbox_id": inbox_id, "memory_id": i, "type": HANDOFF_LINK}
-                                  for i in dict.fromkeys(msg.context_ids)])
+    if context:
+        conn.execute(insert(il), [{"inbox_id": inbox_id, "memory_id": i, "type": HANDOFF_LINK} for i in context])
     notification_id = notify(conn, to_agent=msg.to_agent, kind="handoff", message=_headline(msg), now=now,
                              from_agent=msg.from_agent, ref_id=inbox_id,
                              data={"inbox_id": inbox_id, "task_id": task_id})
     return MemoryHandoffResult(id=inbox_id, to_agent=msg.to_agent, from_agent=msg.from_agent, created_at=now,
-                               notification_id=notification_id, context_ids=list(dict.fromkeys(msg.context_ids)))
+                               notification_id=notification_id, context_ids=context)
 
 
 def _headline(msg: SendHandoff) -> str:

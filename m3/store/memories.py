@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlalchemy import Connection, RowMapping, and_, bindparam, delete, func, insert, literal, or_, select, true, update
 
-from m3.errors import AmbiguousId, NotFound
+from m3.errors import AmbiguousId, NotFound, NotShared
 from m3.protocols.messages.memory import MemoryFilter, NewMemory
 from m3.protocols.tools.memory import MemoryRecord
 from m3.store.filters import isolation_clause, time_clause
@@ -61,6 +61,23 @@ def resolve_id(conn: Connection, ref: str, flt: MemoryFilter) -> str:
     if len(found) > 1:
         raise AmbiguousId(f"prefix {ref!r} matches {len(found)} memories", details={"candidates": found[:5]})
     return str(found[0])
+
+
+def shareable(conn: Connection, refs: Iterable[str], sender: MemoryFilter, audience: str | None) -> list[str]:
+    """Full ids of ``refs`` as the ``sender`` filter sees them; with isolation on, each must be visible to ``audience``.
+
+    ``audience`` None means every agent (task results). The check is the store's isolation clause.
+    """
+    ids = [resolve_id(conn, ref, sender) for ref in refs]
+    if sender.enforce_isolation:
+        for memory_id in ids:
+            try:
+                resolve_id(conn, memory_id, MemoryFilter(reader_agent_id=audience, enforce_isolation=True))
+            except NotFound:
+                who = f"agent {audience!r}" if audience else "the other agents"
+                raise NotShared(f"memory {memory_id} is private to its agent (scope=agent); {who} could not read it",
+                                details={"memory_id": memory_id}) from None
+    return ids
 
 
 def load(conn: Connection, memory_id: str) -> RowMapping:

@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, RowMapping, bindparam, delete, insert, not_, select, update
 from sqlalchemy.sql.elements import True_
 
-from m3.errors import Conflict, IllegalTransition, InvalidArgument, LeaseHeld, LeaseLost, NotFound
+from m3.errors import Conflict, IllegalTransition, InvalidArgument, LeaseHeld, LeaseLost
 from m3.protocols.messages.coordination import (
     AssignTask,
     ClaimTask,
@@ -27,7 +27,7 @@ from m3.protocols.messages.coordination import (
     UpdateTask,
 )
 from m3.protocols.tools.tasks import TaskClaimResult, TaskDeleteResult, TaskRecord
-from m3.store import agents, inbox_writes
+from m3.store import agents, inbox_writes, memories
 from m3.store import tasks as rows
 from m3.store.schema import memories as m
 from m3.store.schema import task_events as ev
@@ -211,12 +211,12 @@ class TaskWrites:
         return TaskRecord(**task)
 
     def set_result(self, msg: SetTaskResult) -> TaskRecord:
+        """Link the result memory (as ``msg.filter`` sees it; with isolation on, one every agent may read)."""
+        memory_id = (None if msg.memory_id is None
+                     else memories.shareable(self.conn, [msg.memory_id], msg.filter, None)[0])
         row = self.unleased(self.checked(msg.id, msg.version), msg.actor)
-        if msg.memory_id is not None and self.conn.execute(
-                select(m.c.id).where(m.c.id == msg.memory_id)).first() is None:
-            raise NotFound(f"no memory with id {msg.memory_id!r}")
-        task = self.change(row, msg.actor, guarded=True, result_memory_id=msg.memory_id, result_note=msg.note)
-        self.event(row["id"], "result_set", msg.actor, memory_id=msg.memory_id, note=msg.note)
+        task = self.change(row, msg.actor, guarded=True, result_memory_id=memory_id, result_note=msg.note)
+        self.event(row["id"], "result_set", msg.actor, memory_id=memory_id, note=msg.note)
         return TaskRecord(**task)
 
     def delete(self, msg: DeleteTask) -> TaskDeleteResult:
@@ -252,7 +252,7 @@ class TaskWrites:
 
     def claim(self, msg: ClaimTask) -> TaskClaimResult:
         """Take the most urgent claimable task under a lease; ``claimed`` false when there is none."""
-        due = self.now + timedelta(seconds=msg.lease_s)
+        due = self.now + timedelta(seconds=msg.lease)
         claimable = rows.claimable_clause(msg.agent_id, self.now)
         among: dict[str, Any] = {"state": None}
         if msg.among.parent_id is not None:
@@ -278,7 +278,7 @@ class TaskWrites:
 
     def renew(self, msg: RenewLease) -> TaskRecord:
         task_id = rows.resolve(self.conn, msg.id)
-        due = self.now + timedelta(seconds=msg.lease_s)
+        due = self.now + timedelta(seconds=msg.lease)
         renewed = self.conn.execute(update(t).where(
             t.c.id == task_id, t.c.owner == msg.agent_id, t.c.state == "in_progress", t.c.deleted_at.is_(None),
             t.c.lease_expires_at.is_not(None), t.c.lease_expires_at > self.now,

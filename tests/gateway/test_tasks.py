@@ -190,6 +190,8 @@ def test_a_result_links_a_memory_and_lists_filter_by_effective_state(service: Se
     with_result = call(service, "task_set_result", W1, id=task["id"], version=claimed["version"],
                        memory_id=memory["id"][:8], note="two timeouts")
     assert (with_result["result_memory_id"], with_result["result_note"]) == (memory["id"], "two timeouts")
+    neither = error_of(service, "task_set_result", W1, id=task["id"], version=with_result["version"])
+    assert (neither.code, str(neither)) == ("invalid_argument", "give memory_id, note or both")
     assert [t["id"] for t in call(service, "task_list", LEAD, state="in_progress", owner="worker-1")["items"]] == [
         task["id"]]
     assert call(service, "task_list", LEAD, state="pending")["count"] == 0

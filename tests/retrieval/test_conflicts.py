@@ -8,10 +8,11 @@ from typing import Any
 from sqlalchemy import select
 
 from m3.actors.system import ActorSystem
-from m3.protocols.messages.memory import DeleteMemory, GetHistory, WriteOutcome
+from m3.protocols.messages.conflicts import ListConflicts
+from m3.protocols.messages.memory import DeleteMemory, GetHistory, MemoryFilter, WriteOutcome
 from m3.retrieval.supersession import MAX_CONFLICTS
 from m3.store import schema
-from m3.store.conflicts import ConflictFilter, list_conflicts
+from m3.store.conflicts import list_conflicts
 from tests.actors.conftest import WAIT_S, write_one
 from tests.stored import fresh
 
@@ -33,7 +34,11 @@ def current_ids(url: str) -> set[str]:
 
 def conflicts(url: str, **flt: Any) -> list[dict[str, Any]]:
     with fresh(url) as conn:
-        return list_conflicts(conn, ConflictFilter(enforce_isolation=False, **flt))
+        return list_conflicts(conn, ListConflicts(**flt))
+
+
+def seen_by(reader: str | None, **fields: Any) -> ListConflicts:
+    return ListConflicts(filter=MemoryFilter(reader_agent_id=reader, enforce_isolation=True), **fields)
 
 
 def notifications(url: str, agent: str) -> list[dict[str, Any]]:
@@ -99,10 +104,10 @@ def test_a_conflict_of_a_private_memory_is_listed_only_for_its_agent(system: Act
     write(system, FIRST, type="fact", scope="agent", agent_id="ops")
     write(system, SECOND, type="fact", scope="agent", agent_id="ops")
     with fresh(store_url) as conn:
-        assert len(list_conflicts(conn, ConflictFilter(reader_agent_id="ops"))) == 1
-        assert list_conflicts(conn, ConflictFilter(reader_agent_id="intruder")) == []
-        assert list_conflicts(conn, ConflictFilter(reader_agent_id=None)) == []
-        assert list_conflicts(conn, ConflictFilter(reader_agent_id="ops", status="resolved")) == []
+        assert len(list_conflicts(conn, seen_by("ops"))) == 1
+        assert list_conflicts(conn, seen_by("intruder")) == []
+        assert list_conflicts(conn, seen_by(None)) == []
+        assert list_conflicts(conn, seen_by("ops", status="resolved")) == []
 
 
 def test_erasing_a_memory_removes_the_conflicts_it_was_part_of(system: ActorSystem, store_url: str) -> None:
@@ -110,4 +115,4 @@ def test_erasing_a_memory_removes_the_conflicts_it_was_part_of(system: ActorSyst
     write(system, SECOND, type="fact")
     assert len(conflicts(store_url)) == 1
     system.writer.ask(DeleteMemory(id=first.id, hard=True), WAIT_S)
-    assert conflicts(store_url, status=None) == []
+    assert conflicts(store_url, status="all") == []

@@ -12,14 +12,15 @@ from sqlalchemy.pool import NullPool
 
 from m3.actors.system import ActorSystem
 from m3.errors import InvalidArgument, NotFound
+from m3.protocols.messages.conflicts import ListConflicts
 from m3.protocols.messages.memory import WriteOutcome
 from m3.store.conflict_writes import resolve_conflict
-from m3.store.conflicts import ConflictFilter, get_conflict, list_conflicts
+from m3.store.conflicts import get_conflict, list_conflicts
 from tests.actors.conftest import WAIT_S, write_one
 from tests.stored import memory
 
 FIRST, SECOND = "Customer 4411 ordered 3 laptops on 2026-11-02.", "Customer 4412 ordered 3 laptops on 2026-11-02."
-ANYONE = ConflictFilter(enforce_isolation=False, status=None)
+ANYONE = ListConflicts(status="all")
 
 
 def write(system: ActorSystem, content: str, **fields: Any) -> WriteOutcome:
@@ -62,7 +63,7 @@ def test_keep_both_closes_the_conflict_and_retires_nothing(
     found = only_conflict(transaction)
     done = resolve_conflict(transaction, found["id"], "keep_both", actor="reviewer", clock=clock)
     assert (done["status"], done["resolution"], done["resolved_by"]) == ("resolved", "keep_both", "reviewer")
-    assert list_conflicts(transaction, ConflictFilter(enforce_isolation=False)) == []
+    assert list_conflicts(transaction, ListConflicts()) == []
     transaction.commit()
     assert [memory(store_url, i)["retired_at"] for i in pair] == [None, None]
 
@@ -98,9 +99,9 @@ def test_an_unknown_resolution_or_id_is_a_coded_error(pair: tuple[str, str], tra
 
 def test_listing_filters_by_memory_status_and_kind(pair: tuple[str, str], transaction: Connection) -> None:
     older, newer = pair
-    flt = ConflictFilter(enforce_isolation=False)
-    assert len(list_conflicts(transaction, ConflictFilter(enforce_isolation=False, memory_id=older))) == 1
-    assert len(list_conflicts(transaction, ConflictFilter(enforce_isolation=False, memory_id=newer))) == 1
-    assert list_conflicts(transaction, ConflictFilter(enforce_isolation=False, kind="contradiction")) == []
-    assert list_conflicts(transaction, ConflictFilter(enforce_isolation=False, agent_id="someone")) == []
+    flt = ListConflicts()
+    assert len(list_conflicts(transaction, ListConflicts(memory_id=older))) == 1
+    assert len(list_conflicts(transaction, ListConflicts(memory_id=newer))) == 1
+    assert list_conflicts(transaction, ListConflicts(kind="contradiction")) == []
+    assert list_conflicts(transaction, ListConflicts(agent_id="someone")) == []
     assert len(list_conflicts(transaction, flt)) == 1

@@ -1,7 +1,6 @@
-"""Handlers of handoffs, inboxes and notifications that orchestrate (the rest are declarations).
+"""The one handler of the inbox domain that orchestrates: ``notifications_wait`` (the rest are declarations).
 
-Handoffs and notifications go to the Writer, through the receiver's router
-when one runs; ``notifications_wait`` parks its reply at the waiting
+``notifications_wait`` parks its reply at the waiting
 agent's router, which answers it when a notification for that agent
 commits (or at the deadline). The wait therefore returns as soon as
 something arrives, with no polling loop: it reads the store once before
@@ -16,52 +15,14 @@ import time
 from typing import TYPE_CHECKING
 
 from m3.actors import bridge
-from m3.errors import NotFound, NotShared, Timeout
+from m3.errors import Timeout
 from m3.gateway.registry import acting
-from m3.protocols.messages.coordination import (
-    PollNotifications,
-    ResolveMemories,
-    SendHandoff,
-    WaitNotifications,
-)
-from m3.protocols.messages.memory import MemoryFilter
+from m3.protocols.messages.coordination import PollNotifications, WaitNotifications
 from m3.protocols.tools import inbox as p
-from m3.protocols.tools.inbox import (
-    MemoryHandoffResult,
-    Notification,
-    NotificationsWaitResult,
-)
+from m3.protocols.tools.inbox import Notification, NotificationsWaitResult
 
 if TYPE_CHECKING:
     from m3.gateway.service import CallContext, Service
-
-
-async def shareable(svc: Service, sender: MemoryFilter, refs: list[str], audience: str | None) -> list[str]:
-    """Full ids of ``refs`` as the ``sender`` filter sees them; with isolation on, each must be visible to ``audience``.
-
-    ``audience`` None means every agent (task results). The check is the store's isolation clause.
-    """
-    if not refs:
-        return []
-    ids = await svc.ask(svc.system.directory, ResolveMemories(refs=tuple(refs), filter=sender))
-    if svc.config["isolation.enforce"]:
-        for memory_id in ids:
-            try:
-                await svc.ask(svc.system.directory, ResolveMemories(refs=(memory_id,), filter=MemoryFilter(
-                    reader_agent_id=audience, enforce_isolation=True)))
-            except NotFound:
-                who = f"agent {audience!r}" if audience else "the other agents"
-                raise NotShared(f"memory {memory_id} is private to its agent (scope=agent); {who} could not read it",
-                                details={"memory_id": memory_id}) from None
-    return ids
-
-
-async def memory_handoff(svc: Service, a: p.MemoryHandoffArgs, ctx: CallContext) -> MemoryHandoffResult:
-    sender = acting(ctx, a.from_agent)
-    context = await shareable(svc, svc.read_filter(sender), a.context_ids, a.to_agent)
-    return await bridge.ask(svc.system.routers, SendHandoff(
-        from_agent=sender, to_agent=a.to_agent, task=a.task, note=a.note, task_id=a.task_id,
-        context_ids=tuple(context)), svc.timeout)
 
 
 async def _poll(svc: Service, agent: str, limit: int) -> list[Notification]:

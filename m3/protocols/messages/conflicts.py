@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from m3.protocols.base import Request
-from m3.protocols.messages.memory import Change, MemoryFilter
+from m3.protocols.messages.memory import Change, Filtered
 
 if TYPE_CHECKING:  # the tool module imports these requests, so replies are named in strings (see Request)
     from m3.protocols.tools import conflicts  # noqa: F401
 
 
-class ListConflicts(Request["conflicts.ConflictsListResult"]):
+class ListConflicts(Filtered, Request["conflicts.ConflictsListResult"]):
     """Conflicts matching the fields that are set (status ``all``: any), visible through ``filter``'s isolation."""
 
     status: str = "open"
@@ -20,7 +20,6 @@ class ListConflicts(Request["conflicts.ConflictsListResult"]):
     agent_id: str | None = None
     user_id: str | None = None
     limit: int = 50
-    filter: MemoryFilter
 
 
 class ResolveConflict(Change, Request["conflicts.ConflictRecord"]):

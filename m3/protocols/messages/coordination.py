@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field
 
 from m3.protocols.base import Message, Request
-from m3.protocols.messages.memory import Change, Filtered, MemoryFilter
+from m3.protocols.messages.memory import Change, Filtered
 
 if TYPE_CHECKING:  # the tool modules import these requests, so replies are named in strings (see Request)
     from m3.protocols.tools import agents, inbox, tasks  # noqa: F401
@@ -54,14 +54,15 @@ class RevokeTokens(Request[list[str]]):
 # --- inboxes and notifications (Writer, through the receiver's router) --------------------------
 
 
-class SendHandoff(Request["inbox.MemoryHandoffResult"]):
+class SendHandoff(Filtered, Request["inbox.MemoryHandoffResult"]):
     from_agent: str | None
     to_agent: str
     task: str
     note: str | None = None
     #: The task's id or a unique prefix of it (resolved in the Writer's transaction).
     task_id: str | None = None
-    #: Full memory ids, already resolved and checked against the receiver's visibility.
+    #: Memory ids or prefixes as ``filter`` (the sender's) sees them; with isolation on, each must be one
+    #: the receiver may read (``not_shared``), checked in the Writer's transaction.
     context_ids: tuple[str, ...] = ()
 
 
@@ -104,12 +105,12 @@ class ListAgents(Request["agents.AgentListResult"]):
     role: str | None = None
 
 
-class ReadInbox(Request["inbox.MemoryInboxResult"]):
+class ReadInbox(Filtered, Request["inbox.MemoryInboxResult"]):
+    """The agent's handoffs; ``filter`` decides which of their context memories it sees."""
+
     agent_id: str
     unread_only: bool
     limit: int
-    #: Visibility of the context memories (the reader's isolation).
-    filter: MemoryFilter
 
 
 class PollNotifications(Request["inbox.NotificationsResult"]):
@@ -123,13 +124,6 @@ class LookupToken(Request[str | None]):
 
 class ListTokens(Request[list[dict[str, Any]]]):
     agent_id: str | None = None
-
-
-class ResolveMemories(Request[list[str]]):
-    """The full ids of memories (ids or unique prefixes) that ``filter`` lets its reader see; NotFound otherwise."""
-
-    refs: tuple[str, ...]
-    filter: MemoryFilter
 
 
 # --- task trees (reads: TaskManager; changes: Writer) --------------------------------------------
@@ -194,13 +188,13 @@ class ClaimTask(Change, Request["tasks.TaskClaimResult"]):
     agent_id: str
     #: Which tasks it considers (``parent_id`` may be a prefix).
     among: TaskFilter
-    lease_s: float
+    lease: float
 
 
 class RenewLease(Change, Request["tasks.TaskRecord"]):
     id: str
     agent_id: str
-    lease_s: float
+    lease: float
 
 
 class ExpireLeases(Change, Request[datetime | None]):

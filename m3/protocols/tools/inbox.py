@@ -8,7 +8,7 @@ from pydantic import Field
 
 from m3.protocols.base import ToolArgs, ToolResult, ToolSpec
 from m3.protocols.messages import coordination as msg
-from m3.protocols.tools.agents import ACTING_AGENT, ActingAgent, ActingAgentArgs
+from m3.protocols.tools.agents import ActingAgent, ActingAgentArgs
 from m3.protocols.tools.fields import Identifier, JsonObject, MemoryId, Text, Timestamp
 
 MAX_CONTEXT = 50
@@ -24,7 +24,7 @@ class MemoryHandoffArgs(ToolArgs):
                                         description="Memories the receiver needs; linked to the handoff.")
     note: str | None = Field(None, max_length=20_000, description="Anything else: state, caveats, where you stopped.")
     task_id: str | None = Field(None, min_length=8, max_length=36, description="A shared task this work belongs to.")
-    from_agent: Identifier | None = Field(None, description=ACTING_AGENT)
+    from_agent: ActingAgent = None
 
 
 class MemoryHandoffResult(ToolResult):
@@ -38,6 +38,7 @@ class MemoryHandoffResult(ToolResult):
 
 MEMORY_HANDOFF = ToolSpec(
     name="memory_handoff", domain="memory", args=MemoryHandoffArgs, result=MemoryHandoffResult,
+    message=msg.SendHandoff, actor="routers",
     description=(
         "Hand a piece of work to another agent: it lands in that agent's inbox with 'handoff' links to the "
         "memories it needs, and the agent is notified at once (a notifications_wait returns). Use it when "

@@ -112,9 +112,16 @@ class TaskSetResultArgs(ToolArgs):
     memory_id: MemoryId | None = Field(None, description="The memory that holds the result (write it first).")
     note: str | None = Field(None, max_length=20_000, description="A short outcome, e.g. 'merged as #412'.")
 
+    @model_validator(mode="after")
+    def _something(self) -> TaskSetResultArgs:
+        if self.memory_id is None and self.note is None:
+            raise InvalidArgument("give memory_id, note or both")  # passes validation as is
+        return self
+
 
 TASK_SET_RESULT = ToolSpec(
     name="task_set_result", domain="task", args=TaskSetResultArgs, result=TaskRecord,
+    message=msg.SetTaskResult, actor="writer",
     description=(
         "Attach the outcome of a task: a link to the memory holding the result, and/or a short note. Do it "
         "before completing the task so that whoever reads it finds the result. With isolation on, the memory "
@@ -268,11 +275,6 @@ class TaskClaimArgs(ToolArgs):
         want = self.filter or TaskClaimFilter()
         return msg.TaskFilter(kind=want.kind, parent_id=want.parent_id, creator=want.creator)
 
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def lease_s(self) -> float | None:
-        return self.lease
-
 
 class TaskClaimResult(ToolResult):
     claimed: bool
@@ -295,11 +297,6 @@ class TaskHeartbeatArgs(ToolArgs):
     id: TaskId
     agent_id: ActingAgent = None
     lease: Lease = Field(None, gt=0, validate_default=True, description="Seconds from now; default tasks.lease_s.")
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def lease_s(self) -> float | None:
-        return self.lease
 
 
 TASK_HEARTBEAT = ToolSpec(
