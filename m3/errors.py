@@ -146,12 +146,6 @@ class StoreError(M3Error):
     http_status = 503
 
 
-class IntegrityError(M3Error):
-    code = "integrity_error"
-    default_hint = "The stored content does not match its hash; restore it from history or a backup."
-    http_status = 409  # the stored record is in a state the request cannot be served from
-
-
 class DownloadFailed(Unavailable):
     code = "download_failed"
     default_hint = ("Check the internet connection (or set HF_ENDPOINT to a mirror) and run the command again; "

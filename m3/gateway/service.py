@@ -21,7 +21,6 @@ from m3.config import Config
 from m3.errors import ContentTooLarge, FieldTooLarge, InvalidArgument, InvalidTime, M3Error, UnknownMemoryType
 from m3.gateway.registry import Registry, Tool
 from m3.protocols.base import Request, ToolResult
-from m3.protocols.messages.memory import MemoryFilter
 from m3.protocols.tools.fields import LIMIT_KEYS
 
 log = logging.getLogger(__name__)
@@ -81,10 +80,6 @@ class Service:
     async def ask(self, handle: ActorHandle, message: Request[R]) -> R:
         """Ask one actor under the configured timeout."""
         return await bridge.ask(handle, message, self.timeout)
-
-    def read_filter(self, reader: str | None) -> MemoryFilter:
-        """A filter for reads made as agent ``reader``, with isolation as configured."""
-        return MemoryFilter(reader_agent_id=reader, enforce_isolation=self.config["isolation.enforce"])
 
 
 def limits_of(config: Config) -> dict[str, Any]:
