@@ -15,10 +15,15 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from sqlalchemy import create_engine, make_url
+from sqlalchemy.pool import NullPool
+
 from m3.store import embedded_pg, postgres
-from m3.store.engine import StoreOptions, migrate, open_engine
+from m3.store.engine import StoreOptions, migrate_store
 
 TEMPLATE = "m3_template"
+#: Throw-away clusters only: no durability, faster initdb and commits.
+TEST_SETTINGS = {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}
 
 
 class TestCluster:
@@ -30,28 +35,31 @@ class TestCluster:
         # A short path of our own under /tmp: Unix socket paths are limited to ~104 bytes.
         self.root = Path(tempfile.mkdtemp(prefix="m3-test-pg-"))
         self.cluster = embedded_pg.ensure_cluster(self.root / "data", self.root / "run",
-                                                  settings=embedded_pg.TEST_SETTINGS)
+                                                  settings=TEST_SETTINGS)
         self.server_url = self.cluster.url("postgres")
         self._names = itertools.count(1)
         postgres.create_database(self.server_url, TEMPLATE)
-        engine = open_engine(StoreOptions(url=self.cluster.url(TEMPLATE)), "writer")
-        try:
-            migrate(engine)
-        finally:
-            engine.dispose()  # a template must have no open connection when it is copied
+        migrate_store(StoreOptions(url=self.cluster.url(TEMPLATE)))  # closed after: a template is copied unused
 
     def new_database(self, *, migrated: bool = True) -> str:
         """The URL of a new database: a copy of the migrated template, or empty (no schema, no extension)."""
         name = f"t{os.getpid()}_{next(self._names)}"
-        postgres.create_database(self.server_url, name, template=TEMPLATE if migrated else None)
+        self._admin(f"CREATE DATABASE {name}" + (f" TEMPLATE {TEMPLATE} STRATEGY FILE_COPY" if migrated else ""))
         return self.cluster.url(name)
 
     def drop(self, url: str) -> None:
-        from sqlalchemy import make_url
-
         name = make_url(url).database
         assert name and name != TEMPLATE
-        postgres.drop_database(self.server_url, name)
+        self._admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+    def _admin(self, statement: str) -> None:
+        """Run a statement outside a transaction (CREATE/DROP DATABASE cannot run in one)."""
+        engine = create_engine(self.server_url, isolation_level="AUTOCOMMIT", poolclass=NullPool)
+        try:
+            with engine.connect() as conn:
+                conn.exec_driver_sql(statement)
+        finally:
+            engine.dispose()
 
     def close(self) -> None:
         embedded_pg.destroy(self.cluster.pgdata)

@@ -38,9 +38,6 @@ MAX_SOCKET_PATH = 103
 
 _PLAIN = re.compile(r"[A-Za-z0-9/._-]+")
 
-#: For throw-away test clusters only: no durability, faster initdb and commits.
-TEST_SETTINGS: dict[str, str] = {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}
-
 
 def pg_bin_dir() -> Path:
     """The wheel's ``pginstall/bin``, found without importing the package."""

@@ -153,12 +153,6 @@ def _matches(table: str, matching: str, query: str) -> TextClause:
                 f"AS tsq) AS q WHERE q.tsq IS NOT NULL AND ({matching})").bindparams(text=clean_query(query))
 
 
-def pg_tsquery(conn: Connection, query: str) -> str | None:
-    """The tsquery a PostgreSQL store searches for ``query``, as text; None when it has no lexeme."""
-    found = conn.execute(text(f"SELECT CAST(({_OR_TSQUERY}) AS text)"), {"text": clean_query(query)}).scalar()
-    return None if found is None else str(found)
-
-
 def _require_driver() -> None:
     try:
         import pgvector  # noqa: F401
@@ -201,7 +195,7 @@ def _quote(conn: Connection, name: str) -> str:
     return str(conn.dialect.identifier_preparer.quote(name))
 
 
-def create_database(server_url: str, name: str, *, template: str | None = None) -> bool:
+def create_database(server_url: str, name: str) -> bool:
     """Create database ``name`` on the server of ``server_url`` unless it exists; True when created.
 
     Serialised by a session advisory lock: two processes creating the same
@@ -213,19 +207,10 @@ def create_database(server_url: str, name: str, *, template: str | None = None) 
         try:
             if conn.scalar(text("SELECT 1 FROM pg_database WHERE datname = :n"), {"n": name}):
                 return False
-            sql = f"CREATE DATABASE {_quote(conn, name)}"
-            if template is not None:
-                sql += f" TEMPLATE {_quote(conn, template)} STRATEGY FILE_COPY"
-            conn.exec_driver_sql(sql)
+            conn.exec_driver_sql(f"CREATE DATABASE {_quote(conn, name)}")
             return True
         finally:
             conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": key})
-
-
-def drop_database(server_url: str, name: str) -> None:
-    """Drop database ``name`` if it exists, ending its sessions first."""
-    with _admin(server_url) as conn:
-        conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {_quote(conn, name)} WITH (FORCE)")
 
 
 def redact(url: str | URL) -> str:

@@ -240,9 +240,11 @@ def pg_engine(engine: Engine) -> Engine:
 
 def tsquery(engine: Engine, query: str) -> str | None:
     with engine.connect() as conn:
-        found = postgres.pg_tsquery(conn, query)
+        # The tsquery the store's keyword statement searches for, as text (None: no lexeme).
+        found = conn.execute(text(f"SELECT CAST(({postgres._OR_TSQUERY}) AS text)"),
+                             {"text": postgres.clean_query(query)}).scalar()
         conn.rollback()
-    return found
+    return None if found is None else str(found)
 
 
 @pytest.mark.parametrize(("query", "expected"), [
