@@ -205,6 +205,18 @@ def test_locations_follow_xdg_config_home_codex_home_and_macos(tmp_path: Path) -
     assert BY_ID["opencode"].file(linux) == tmp_path / "xdg/opencode/opencode.jsonc"
 
 
+def test_a_linked_file_is_written_through_the_link(home: Path, tmp_path: Path) -> None:
+    dotfiles = tmp_path / "dotfiles" / "mcp.json"
+    dotfiles.parent.mkdir()
+    dotfiles.write_text(EXISTING["cursor"][1], encoding="utf-8")
+    link = home / EXISTING["cursor"][0]
+    link.parent.mkdir(parents=True)
+    link.symlink_to(dotfiles)
+    run_setup(places(home))
+    assert link.is_symlink() and "m3" in servers_in("cursor", dotfiles.read_text(encoding="utf-8"))
+    assert [b.read_text(encoding="utf-8") for b in backups(link)] == [EXISTING["cursor"][1]]
+
+
 def test_a_relocated_m3_home_is_passed_to_the_clients(home: Path, tmp_path: Path) -> None:
     place(home, "cursor")
     run_setup(places(home, M3_HOME=str(tmp_path / "m3")))

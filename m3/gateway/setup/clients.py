@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,8 +40,6 @@ class Places:
         if home is not None:
             env = {k: v for k, v in env.items() if k not in {"HOME", "XDG_CONFIG_HOME", "CODEX_HOME"}}
         found = home or Path(env.get("HOME") or Path.home())
-        import sys
-
         return cls(found.expanduser().absolute(), dict(env), platform or sys.platform)
 
     @property
@@ -128,7 +127,8 @@ CLIENTS: tuple[Client, ...] = (
     Client("opencode", "OpenCode", "https://opencode.ai/docs/mcp-servers/", "jsonc", _opencode_file,
            lambda p: (p.config_home / "opencode",), opencode, ("opencode",), (("mcp", "servers"), ("mcp",)),
            {"$schema": "https://opencode.ai/config.json"}),
-    Client("claude-desktop", "Claude Desktop", "https://modelcontextprotocol.io/quickstart/user", "json",
+    Client("claude-desktop", "Claude Desktop", "https://modelcontextprotocol.io/docs/develop/connect-local-servers",
+           "json",
            lambda p: p.app_data / "Claude" / "claude_desktop_config.json", lambda p: (p.app_data / "Claude",)),
     Client("vscode", "VS Code", "https://code.visualstudio.com/docs/copilot/reference/mcp-configuration", "jsonc",
            lambda p: _vscode_user(p) / "mcp.json", lambda p: (_vscode_user(p),), typed_stdio, ("code",),

@@ -108,12 +108,13 @@ def backup_path(path: Path, now: datetime) -> Path:
 def apply(change: Change, now: datetime) -> Path | None:
     """Write ``change`` (after a backup of the file it replaces); returns the backup's path."""
     assert change.after is not None
-    path, backup = change.file, None
+    backup = None
+    path = change.file.resolve() if change.file.is_symlink() else change.file  # a dotfile link stays a link
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         mode = 0o600
         if change.before is not None:
-            backup = backup_path(path, now)
+            backup = backup_path(change.file, now)
             shutil.copy2(path, backup)
             mode = path.stat().st_mode & 0o7777
         fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".m3-tmp", dir=path.parent)
