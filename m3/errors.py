@@ -244,6 +244,12 @@ class ClientConfigUnwritable(ConfigError):
     default_hint = "Check that you own details.file and its folder and that the disk is not full, then run it again."
 
 
+class ClientConfigChanged(Conflict):
+    code = "client_config_changed"
+    default_hint = ("The client rewrote its configuration file (details.file) while m3 setup ran; the files written "
+                    "before it keep their backups. Run m3 setup again (it skips what is already done).")
+
+
 def all_error_classes() -> list[type[M3Error]]:
     """Every error class, breadth-first from the base; used to generate docs/errors.md."""
     classes: list[type[M3Error]] = [M3Error]

@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+_SPACE = re.compile(r"[ \t\r\n\ufeff]+")
+_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
 _LITERALS = {"true": True, "false": False, "null": None}
 
@@ -59,7 +61,7 @@ class _Parser:
         while self.pos < len(text):
             char = text[self.pos]
             if char in " \t\r\n\ufeff":
-                self.pos += 1
+                self.pos = _SPACE.match(text, self.pos).end()  # type: ignore[union-attr]  # char matched
             elif char == "/" and self.comments and text.startswith("//", self.pos):
                 newline = text.find("\n", self.pos)
                 self.pos = len(text) if newline < 0 else newline
@@ -84,7 +86,7 @@ class _Parser:
             return self.array()
         if char == '"':
             start = self.pos
-            return Node(start, self.string_end(), json.loads(self.text[start:self.pos]))
+            return Node(start, self.string_end(), self.decode(start))
         for word, literal in _LITERALS.items():
             if self.text.startswith(word, self.pos):
                 start, self.pos = self.pos, self.pos + len(word)
@@ -96,19 +98,18 @@ class _Parser:
         return Node(match.start(), self.pos, json.loads(match.group()))
 
     def string_end(self) -> int:
-        pos = self.pos + 1
-        while pos < len(self.text):
-            char = self.text[pos]
-            if char == "\\":
-                pos += 2
-            elif char == '"':
-                self.pos = pos + 1
-                return self.pos
-            elif char == "\n":
-                break
-            else:
-                pos += 1
-        raise self.fail("unterminated string")
+        match = _STRING.match(self.text, self.pos)
+        if match is None:
+            raise self.fail("unterminated string")
+        self.pos = match.end()
+        return self.pos
+
+    def decode(self, start: int) -> Any:
+        """The string token ``text[start:pos]`` as Python (escapes resolved; control characters refused)."""
+        try:
+            return json.loads(self.text[start:self.pos])
+        except json.JSONDecodeError as exc:
+            raise JsonSyntaxError(f"bad string: {exc.msg.removesuffix(' at')}", self.text, start + exc.pos) from None
 
     def items(self, close: str, item: Any) -> int:
         """Parse ``item()`` separated by commas up to ``close``; returns the offset of ``close``."""
@@ -136,7 +137,8 @@ class _Parser:
             if not self.text.startswith('"', self.pos):
                 raise self.fail("expected a key in double quotes")
             key_start = self.pos
-            key = json.loads(self.text[key_start:self.string_end()])
+            self.string_end()
+            key = self.decode(key_start)
             self.skip()
             if not self.text.startswith(":", self.pos):
                 raise self.fail("expected ':'")
@@ -191,35 +193,41 @@ def indent_unit(text: str, root: Node) -> str:
     return found or "  "
 
 
-def _render(key: str, value: Any, indent: str | None, unit: str) -> str:
+def newline(text: str) -> str:
+    """The file's line ending: CRLF if it has one, else LF."""
+    return "\r\n" if "\r\n" in text else "\n"
+
+
+def _render(key: str, value: Any, indent: str | None, unit: str, nl: str = "\n") -> str:
     """``"key": value`` for a new member; ``indent`` None means the object is written on one line."""
     if indent is None:
         return f"{json.dumps(key)}: {json.dumps(value, ensure_ascii=False)}"
-    body = json.dumps(value, ensure_ascii=False, indent=unit).replace("\n", "\n" + indent)
+    body = json.dumps(value, ensure_ascii=False, indent=unit).replace("\n", nl + indent)
     return f"{json.dumps(key)}: {body}"
 
 
 def set_member(text: str, obj: Node, key: str, value: Any, unit: str) -> str:
     """``text`` with ``obj[key]`` set to ``value``: its value replaced, or a member added at the end."""
     assert obj.members is not None
+    nl = newline(text)
     existing = obj.member(key)
     if existing is not None:
         indent = _line_indent(text, existing.key_start)
-        rendered = _render(key, value, indent, unit).split(": ", 1)[1]
+        rendered = _render(key, value, indent, unit, nl).split(": ", 1)[1]
         return text[:existing.node.start] + rendered + text[existing.node.end:]
     if not obj.members:
         outer = _leading(text, obj.start)
-        added = f"\n{outer}{unit}{_render(key, value, outer + unit, unit)}\n{outer}"
+        added = f"{nl}{outer}{unit}{_render(key, value, outer + unit, unit, nl)}{nl}{outer}"
         return text[:obj.start + 1] + added + text[obj.start + 1:]  # before whatever the braces held
     last = obj.members[-1]
     indent = _line_indent(text, last.key_start)
-    rendered = _render(key, value, indent, unit)
+    rendered = _render(key, value, indent, unit, nl)
     after_last = last.node.end
     trailing = re.match(r"[ \t]*,", text[after_last:])  # JSON with comments may end with a comma
     if trailing:
         at = after_last + trailing.end()
-        return text[:at] + ("\n" + indent if indent is not None else " ") + rendered + "," + text[at:]
-    separator = ",\n" + indent if indent is not None else ", "
+        return text[:at] + (nl + indent if indent is not None else " ") + rendered + "," + text[at:]
+    separator = "," + nl + indent if indent is not None else ", "
     return text[:after_last] + separator + rendered + text[after_last:]
 
 
@@ -240,5 +248,5 @@ def delete_member(text: str, obj: Node, key: str) -> str:
         cut = line_start if _line_indent(text, member.key_start) is not None and line_start > obj.start else (
             member.key_start)
         return text[:cut] + rest
-    closing = "\n" + _leading(text, obj.start)
+    closing = newline(text) + _leading(text, obj.start)
     return text[:obj.start + 1] + (rest[len(closing):] if rest.startswith(closing) else rest)

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from m3.errors import ClientConfigMalformed, ClientConfigUnwritable
+from m3.errors import ClientConfigChanged, ClientConfigMalformed, ClientConfigUnwritable
 from m3.gateway.setup import edit
 from m3.gateway.setup.clients import BY_ID, CLIENTS, Client, Launch, Places
 
@@ -87,7 +87,7 @@ def plan(client: Client, places: Places, *, remove: bool, named: bool) -> Change
 
 def _read(path: Path) -> str | None:
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_bytes().decode("utf-8")  # as it is: CRLF line ends stay CRLF
     except FileNotFoundError:
         return None
     except UnicodeDecodeError:
@@ -110,6 +110,9 @@ def apply(change: Change, now: datetime) -> Path | None:
     assert change.after is not None
     backup = None
     path = change.file.resolve() if change.file.is_symlink() else change.file  # a dotfile link stays a link
+    if _read(change.file) != change.before:  # e.g. Claude Code saved ~/.claude.json since it was read
+        raise ClientConfigChanged(f"{change.file} changed while m3 setup ran; nothing was written to it",
+                                  details={"file": str(change.file)})
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         mode = 0o600
