@@ -7,6 +7,7 @@ removing it must give back the exact text.
 from __future__ import annotations
 
 import json
+import tomllib
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -86,3 +87,32 @@ def test_a_file_the_client_rewrote_meanwhile_is_not_overwritten(tmp_path: Path) 
     with pytest.raises(ClientConfigChanged):
         apply(change, datetime.now(UTC))
     assert path.read_text(encoding="utf-8") == '{"mcpServers": {}, "saved": "by Cursor"}'
+
+
+CODEX = BY_ID["codex"]
+CODEX_ENTRY = {"command": "/opt/m3/bin/m3", "args": [], "env": {"M3_IDENTITY_AGENT_ID": "codex"}}
+
+
+@pytest.mark.parametrize("text", [
+    "",
+    'model = "o3"\n',
+    'model = "o3"\n\n[mcp_servers.docs]\ncommand = "npx"  # keep me\n\n[profiles.fast]\nmodel = "o4-mini"\n',
+    'mcp_servers.docs.command = "npx"\n',
+    '[mcp_servers]\ndocs = { command = "x" }\n',
+    'mcp_servers = { docs = { command = "npx" } }\n',
+])
+def test_codex_tables_in_every_toml_spelling_get_m3_and_lose_it_again(text: str) -> None:
+    added = edit.with_entry(CODEX, text, CODEX_ENTRY, "f")
+    before, after = tomllib.loads(text), tomllib.loads(added)
+    assert after["mcp_servers"].pop("m3") == CODEX_ENTRY
+    assert after == before | ({"mcp_servers": {}} if "mcp_servers" not in before else {})
+    removed = edit.without_entry(CODEX, added, "f")
+    assert tomllib.loads(removed) == before
+    if "{ docs" not in text:  # an inline table is rewritten with its spacing changed
+        assert removed == text
+
+
+def test_codex_entry_pointing_elsewhere_is_replaced() -> None:
+    stale = '[mcp_servers.m3]\ncommand = "/old/m3"\n\n[other]\nx = 1\n'
+    updated = edit.with_entry(CODEX, stale, CODEX_ENTRY, "f")
+    assert tomllib.loads(updated) == {"mcp_servers": {"m3": CODEX_ENTRY}, "other": {"x": 1}}

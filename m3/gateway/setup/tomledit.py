@@ -10,6 +10,7 @@ from typing import Any
 
 import tomlkit
 from tomlkit.exceptions import TOMLKitError
+from tomlkit.items import InlineTable
 
 from m3.errors import ClientConfigMalformed
 
@@ -44,7 +45,8 @@ def put(text: str, table: str, name: str, entry: dict[str, Any], where: str) -> 
     if servers is None:
         servers = tomlkit.table(is_super_table=True)
         doc.append(table, servers)
-    item = tomlkit.table()
+    inline_servers = isinstance(servers, InlineTable)  # mcp_servers = { docs = { … } }
+    item: Any = tomlkit.inline_table() if inline_servers else tomlkit.table()
     for key, value in entry.items():
         if isinstance(value, dict):
             inline = tomlkit.inline_table()
@@ -52,12 +54,14 @@ def put(text: str, table: str, name: str, entry: dict[str, Any], where: str) -> 
             item[key] = inline
         else:
             item[key] = value
-    item.add(tomlkit.nl())  # a blank line before whatever table follows
+    if not inline_servers:
+        item.add(tomlkit.nl())  # a blank line before whatever table follows
     if name in servers:
         servers[name] = item
     else:
         servers.append(name, item)
-    return tomlkit.dumps(doc)
+    result = tomlkit.dumps(doc)
+    return result.rstrip("\n") + "\n" if result.endswith("\n\n") and not text.endswith("\n\n") else result
 
 
 def drop(text: str, table: str, name: str, where: str) -> str:
