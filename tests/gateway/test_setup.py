@@ -125,7 +125,7 @@ def test_a_dry_run_shows_the_diff_and_writes_nothing(home: Path) -> None:
 
 
 @pytest.mark.parametrize(("client", "text"), [
-    ("cursor", '{"mcpServers": {"a": {"command": "x"},}}'),  # a trailing comma: Cursor reads strict JSON
+    ("claude-code", '{"mcpServers": {"a": {"command": "x"},}}'),  # a trailing comma: Claude Code reads strict JSON
     ("claude-desktop", '// my servers\n{"mcpServers": {}}'),
     ("windsurf", '{"mcpServers": ['),
     ("vscode", '{"servers": "none"}'),
@@ -244,7 +244,8 @@ def test_m3_setup_prints_a_report_and_json_with_json(setup_cli: Any, home: Path)
     shown = setup_cli("--dry-run")
     assert shown.status == 0, shown.err
     assert "Claude Code: would add m3 - " + str(path) in shown.stdout and '+    "m3": {' in shown.stdout
-    assert shown.stdout.endswith("would change 1 file (dry run: nothing written)\n")
+    assert shown.stdout.endswith("Not found here: Codex CLI, Cursor, Cline (VS Code extension), Gemini CLI, OpenCode, "
+                                 "Claude Desktop, VS Code, Windsurf\nwould change 1 file (dry run: nothing written)\n")
 
     done = setup_cli("--json", "--client", "claude-code")
     report = json.loads(done.stdout)

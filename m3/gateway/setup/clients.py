@@ -118,7 +118,7 @@ CLIENTS: tuple[Client, ...] = (
     Client("codex", "Codex CLI", "https://github.com/openai/codex/blob/main/docs/config.md", "toml",
            lambda p: _codex_home(p) / "config.toml", lambda p: (_codex_home(p),), standard, ("codex",),
            (("mcp_servers",),)),
-    Client("cursor", "Cursor", "https://cursor.com/docs/mcp", "json",
+    Client("cursor", "Cursor", "https://cursor.com/docs/mcp", "jsonc",
            lambda p: p.home / ".cursor" / "mcp.json", lambda p: (p.home / ".cursor",), standard, ("cursor",)),
     Client("cline", "Cline (VS Code extension)", "https://docs.cline.bot/mcp/configuring-mcp-servers", "json",
            lambda p: _cline_dir(p) / "settings" / "cline_mcp_settings.json", lambda p: (_cline_dir(p),)),

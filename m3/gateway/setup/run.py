@@ -174,14 +174,17 @@ def render_text(report: dict[str, Any]) -> str:
     lines = []
     done = {"add": "added m3", "update": "updated m3's entry", "remove": "removed m3"}
     planned = {"add": "would add m3", "update": "would update m3's entry", "remove": "would remove m3"}
+    absent = [row["label"] for row in report["clients"] if row.get("reason") == "not installed"]
     for row in report["clients"]:
-        if row["change"] == "none":
-            what = row.get("reason", "")
-        else:
-            what = (planned if report["dry_run"] else done)[row["change"]]
+        if row.get("reason") == "not installed":
+            continue
+        what = row.get("reason", "") if row["change"] == "none" else (planned if report["dry_run"] else done)[
+            row["change"]]
         backup = f" (backup: {row['backup']})" if row["backup"] else ""
         lines.append(f"{row['label']}: {what} - {row['file']}{backup}")
         if row.get("diff"):
             lines.append(row["diff"].rstrip("\n"))
+    if absent:
+        lines.append("Not found here: " + ", ".join(absent))
     lines.append(report["message"])
     return "\n".join(lines) + "\n"
