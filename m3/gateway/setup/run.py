@@ -124,6 +124,8 @@ def apply(change: Change, now: datetime) -> Path | None:
         try:
             with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
                 out.write(change.after)
+                out.flush()
+                os.fsync(out.fileno())
             os.chmod(temporary, mode)
             os.replace(temporary, path)
         except BaseException:
