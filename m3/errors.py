@@ -224,6 +224,26 @@ class AddressInUse(ConfigError):
     default_hint = "Another process listens on that address: stop it, or choose another port with --port or serve.port."
 
 
+# --- m3 setup (agent clients' configuration files) ------------------------------------------------
+
+class ClientConfigMalformed(ConfigError):
+    code = "client_config_malformed"
+    default_hint = ("The agent client's configuration file (details.file) cannot be read as its client reads it; fix "
+                    "it by hand (a backup may sit beside it), or leave that client out with --client. Nothing was "
+                    "written to any file.")
+
+
+class ClientConfigUnwritable(ConfigError):
+    code = "client_config_unwritable"
+    default_hint = "Check that you own details.file and its folder and that the disk is not full, then run it again."
+
+
+class ClientConfigChanged(Conflict):
+    code = "client_config_changed"
+    default_hint = ("The client rewrote its configuration file (details.file) while m3 setup ran; the files written "
+                    "before it keep their backups. Run m3 setup again (it skips what is already done).")
+
+
 def all_error_classes() -> list[type[M3Error]]:
     """Every error class, breadth-first from the base; used to generate docs/errors.md."""
     classes: list[type[M3Error]] = [M3Error]

@@ -95,6 +95,26 @@ def _http_serve(config: Config, ns: argparse.Namespace) -> None:
     serve_http(config, ns.host or config["serve.host"], config["serve.port"] if ns.port is None else ns.port)
 
 
+def _setup(config: Config, ns: argparse.Namespace) -> dict[str, Any] | None:
+    import os
+
+    from m3.gateway.setup.clients import Places
+    from m3.gateway.setup.run import render_text, run_setup
+
+    home = Path(ns.home).expanduser() if ns.home else None
+    report = run_setup(Places.of(os.environ, home), remove=ns.remove, dry_run=ns.dry_run, only=ns.client or ())
+    if ns.json:
+        return report
+    sys.stdout.write(render_text(report))
+    return None
+
+
+def _client_names() -> list[str]:
+    from m3.gateway.setup.clients import CLIENTS
+
+    return [c.id for c in CLIENTS]
+
+
 _SECRET_KEY = (arg("key", help="A secret setting, e.g. store.url."),)
 
 ADMIN_COMMANDS: tuple[AdminCommand, ...] = (
@@ -147,5 +167,18 @@ ADMIN_COMMANDS: tuple[AdminCommand, ...] = (
     AdminCommand("token", "revoke", "Revoke a token by id, or every token of an agent with --agent.", tokens.revoke,
                  (arg("id", nargs="?", default=None, help="The token id (from `m3 token list`)."),
                   arg("--agent", default=None, help="Revoke every token of this agent instead."))),
+)
+ADMIN_COMMANDS += (
+    AdminCommand("clients", "setup", "Find the agent clients installed here (Claude Code, Codex, Cursor, Cline, Gemini "
+                 "CLI, OpenCode, Claude Desktop, VS Code, Windsurf) and add m3's MCP server to each, as its own agent; "
+                 "a backup of each file is kept beside it (docs/setup.md).", _setup,
+                 (arg("--dry-run", action="store_true", help="Show the changes as a unified diff; write nothing."),
+                  arg("--remove", action="store_true", help="Take m3's entry out again, leaving the rest as it was."),
+                  arg("--client", action="append", choices=_client_names(), metavar="NAME",
+                      help="Only this client (repeatable), set up even if not detected: " + ", ".join(_client_names())
+                      + "."),
+                  arg("--home", default=None, metavar="DIR", help="Look in DIR instead of the home folder."),
+                  arg("--json", action="store_true", help="Print the report as one JSON document.")),
+                 alias="setup"),
 )
 ALIASES: dict[str, AdminCommand] = {c.alias: c for c in ADMIN_COMMANDS if c.alias}
