@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from m3.config import Config, set_in_file, setting
-from m3.gateway import store_commands, tokens
+from m3.gateway import secret_commands, store_commands, tokens
 from m3.gateway.reembed import reembed
 
 #: The flags and options of one ``ArgumentParser.add_argument`` call.
@@ -50,12 +50,12 @@ def _config_show(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
 def _config_set(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
     value = set_in_file(config, ns.key, ns.value)
     s = setting(ns.key)
-    shown = store_commands.HIDDEN if s.secret else value
+    shown = secret_commands.HIDDEN if s.secret else value
     result: dict[str, Any] = {"file": str(config.file), "key": ns.key, "value": shown}
     if config.origin(ns.key) == "env":
         result["warning"] = f"{s.env_var} is set in the environment and overrides the file"
     elif config.origin(ns.key) == "secret":
-        result["warning"] = "the secrets file (`m3 config set-secret`) overrides the file"
+        result["warning"] = "the secrets vault (`m3 secret set`) overrides the file"
     plain_password = store_commands.password_warning(s.key, str(value))
     if plain_password:
         result["warning"] = "; ".join(w for w in (result.get("warning"), plain_password) if w)
@@ -95,7 +95,7 @@ def _http_serve(config: Config, ns: argparse.Namespace) -> None:
     serve_http(config, ns.host or config["serve.host"], config["serve.port"] if ns.port is None else ns.port)
 
 
-_SECRET_KEY = (arg("key", help="A secret setting, e.g. store.url."),)
+_SECRET_KEY = (arg("key", help="A secret setting: store.url or embed.key."),)
 
 ADMIN_COMMANDS: tuple[AdminCommand, ...] = (
     AdminCommand("config", "show", "Print every setting (with --origin: where it came from).", _config_show,
@@ -119,10 +119,20 @@ ADMIN_COMMANDS: tuple[AdminCommand, ...] = (
     AdminCommand("embedder", "reembed",
                  "Give every memory a vector of the configured model, with progress on stderr; search keeps "
                  "the previous model until this completes, then switches. Resumable.", _reembed),
-    AdminCommand("config", "set-secret", "Store a secret setting (store.url) read from stdin in an owner-only file.",
-                 store_commands.set_secret_command, _SECRET_KEY),
-    AdminCommand("config", "unset-secret", "Remove a secret setting from the secrets file.",
-                 store_commands.unset_secret_command, _SECRET_KEY),
+    AdminCommand("secret", "set", "Store a secret setting (store.url, embed.key), read from stdin, encrypted in the "
+                 "secrets vault.", secret_commands.secret_set, _SECRET_KEY),
+    AdminCommand("secret", "get", "Print a secret setting's value from the vault (for the local user only).",
+                 secret_commands.secret_get, _SECRET_KEY),
+    AdminCommand("secret", "list", "The secret settings, which are set in the vault, where its key is (never a "
+                 "value).", secret_commands.secret_list),
+    AdminCommand("secret", "delete", "Remove a secret setting from the vault.", secret_commands.secret_delete,
+                 _SECRET_KEY),
+    AdminCommand("secret", "migrate", "Move a plaintext secrets.toml of earlier versions into the vault (m3 also "
+                 "does it on first use).", secret_commands.secret_migrate),
+    AdminCommand("config", "set-secret", "Deprecated: use `m3 secret set` (same behaviour, with a warning).",
+                 secret_commands.config_set_secret, _SECRET_KEY),
+    AdminCommand("config", "unset-secret", "Deprecated: use `m3 secret delete` (same behaviour, with a warning).",
+                 secret_commands.config_unset_secret, _SECRET_KEY),
     AdminCommand("store", "migrate", "Bring the store's schema to the newest revision.", store_commands.store_migrate),
     AdminCommand("store", "status", "Backend, URL (password hidden), schema revision and counts of the store.",
                  store_commands.store_status),
