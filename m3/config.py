@@ -9,6 +9,7 @@ value's origin for ``m3 config show --origin``. The roots and the files are desc
 
 from __future__ import annotations
 
+import logging
 import os
 import tomllib
 from collections.abc import Mapping
@@ -24,6 +25,7 @@ Origin = Literal["default", "file", "secret", "env"]
 ValueType = type[str] | type[int] | type[float] | type[bool] | type[list[str]]
 
 CONFIG_FILE_NAME = "m3_config.toml"
+log = logging.getLogger("m3.config")
 
 
 @dataclass(frozen=True)
@@ -187,6 +189,8 @@ class Config:
         self._origins = origins
         self.home = home
         self.file = file
+        #: The old setting names this configuration was given (see :data:`RENAMED_SETTINGS`).
+        self.deprecated: list[dict[str, str]] = []
 
     def __getitem__(self, key: str) -> Any:
         setting(key)
@@ -249,11 +253,12 @@ def _read_file(path: Path) -> dict[str, Any]:
     return flat
 
 
-def load_config(env: Mapping[str, str] | None = None) -> Config:
-    """Resolve every setting from defaults, the config file and ``env`` (default ``os.environ``)."""
+def load_config(env: Mapping[str, str] | None = None, *, renamed: Mapping[str, str] | None = None) -> Config:
+    """Resolve every setting from defaults, the config file and ``env`` (default ``os.environ``); a setting
+    under an old name (``renamed``, default :data:`RENAMED_SETTINGS`) counts under its new one, with a warning."""
     env = os.environ if env is None else env
     file = config_root(env) / CONFIG_FILE_NAME
-    from_file = _read_file(file)
+    from_file, env, deprecated = _upgrade(_read_file(file), env, RENAMED_SETTINGS if renamed is None else renamed)
     values: dict[str, Any] = {}
     origins: dict[str, Origin] = {}
     for key in from_file:
@@ -270,14 +275,40 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
         else:
             values[s.key], origins[s.key] = s.default, "default"
     values["paths.config"] = str(file.parent)
-    return Config(values, origins, home_dir(env), file)
+    config = Config(values, origins, home_dir(env), file)
+    config.deprecated = deprecated
+    return config
+
+
+# -- renamed settings (docs/upgrading.md) ------------------------------------------------------------------
+
+#: Old key → new key of every renamed setting; the old name keeps working (file and environment) with a
+#: warning naming the new one, and `m3 doctor` lists both. None has been renamed yet.
+RENAMED_SETTINGS: dict[str, str] = {}
+
+
+def _upgrade(from_file: dict[str, Any], env: Mapping[str, str],
+             renamed: Mapping[str, str]) -> tuple[dict[str, Any], Mapping[str, str], list[dict[str, str]]]:
+    """The file's values and ``env`` with old setting names moved to the new ones (the new name wins); notes."""
+    notes: list[dict[str, str]] = []
+    upgraded_env = dict(env)
+    for old, new in renamed.items():
+        for where, values, old_name, new_name in (("file", from_file, old, new), (
+                "env", upgraded_env, "M3_" + old.upper().replace(".", "_"), setting(new).env_var)):
+            if old_name not in values:
+                continue
+            ignored = new_name in values
+            values.setdefault(new_name, values.pop(old_name))
+            message = f"setting {old_name} ({where}) was renamed {new_name}" + (
+                f"; {new_name} is set too, so {old_name} is ignored" if ignored else f": use {new_name}")
+            log.warning("%s", message)
+            notes.append({"kind": "setting", "old": old_name, "new": new_name, "where": where, "message": message})
+    return from_file, upgraded_env, notes
 
 
 def _early_value(key: str, env: Mapping[str, str], from_file: dict[str, Any]) -> Any:
     """A setting needed to read the others (the crypto policy of the vault), from the environment or the file."""
-    s = setting(key)
-    raw = env.get(s.env_var, from_file.get(key, s.default))
-    return parse_value(s, raw)
+    return parse_value(s := setting(key), env.get(s.env_var, from_file.get(key, s.default)))
 
 
 def _file_setting(key: str) -> Setting:
@@ -335,20 +366,16 @@ def set_in_file(config: Config, key: str, raw: str) -> Any:
 
 # -- secrets: the encrypted vault beside m3_config.toml (m3/crypto), and the plaintext file it replaces -----
 
-#: The plaintext secrets file of m3 before the vault; its values move into the vault on first use.
-SECRETS_FILE_NAME = "secrets.toml"
-
-
 def vault_of(config_dir: Path, fips_mode: bool = False, key_source: str = "auto") -> Vault:
-    return Vault(config_dir, Provider(fips_mode), key_source)
+    return Vault(config_dir, Provider(fips_mode), key_source)  # the policy: crypto.fips_mode, crypto.key_source
 
 
-def _secret_setting(key: str) -> Setting:
-    s = setting(key)
-    if not s.secret:
+def secret_key(key: str) -> str:
+    """``key`` when it names a secret setting; :class:`ConfigError` otherwise."""
+    if not setting(key).secret:
         raise ConfigError(f"{key} is not a secret setting",
                           hint="Use `m3 config set` for it; secrets are settings such as store.url and embed.key.")
-    return s
+    return key
 
 
 def read_secrets(vault: Vault) -> dict[str, Any]:
@@ -356,35 +383,18 @@ def read_secrets(vault: Vault) -> dict[str, Any]:
     migrate_plaintext(vault)
     values = vault.read_all() if vault.exists() else {}
     for key in values:
-        if not setting(key).secret:
-            raise ConfigError(f"{vault.path}: {key} is not a secret setting",
-                              hint="Remove it with `m3 secret delete`; only secret settings belong in the vault.")
+        secret_key(key)
     return values
 
 
 def migrate_plaintext(vault: Vault) -> list[str]:
-    """Move the values of the plaintext ``secrets.toml`` into ``vault`` (a value the vault already holds wins),
-    then delete the plaintext file; the keys moved."""
-    path = vault.folder / SECRETS_FILE_NAME
-    try:
-        mode = path.stat().st_mode
-    except FileNotFoundError:
-        return []
-    if mode & 0o077:
-        raise ConfigError(f"{path} can be read by other users (mode {mode & 0o777:o})",
-                          hint=f"Run `chmod 600 {path}`, or remove the file and set the secret again.")
-    plain = {_secret_setting(key).key: str(value) for key, value in _read_file(path).items()}
-    held = set(vault.names()) if vault.exists() else set()
-    moved: dict[str, str | None] = {k: v for k, v in plain.items() if k not in held}
-    if moved:
-        vault.put(moved)
-    path.unlink()
-    return sorted(moved)
+    """Move the plaintext ``secrets.toml`` of earlier versions into ``vault`` (see Vault.migrate_plaintext)."""
+    return vault.migrate_plaintext(secret_key)
 
 
 def set_secret(config: Config, key: str, raw: str | None) -> Path:
     """Store (or with ``raw=None`` remove) a secret setting in the vault; return the vault's path."""
-    s = _secret_setting(key)
+    s = setting(secret_key(key))
     vault = config.vault()
     migrate_plaintext(vault)
     return vault.put({s.key: None if raw is None else str(parse_value(s, raw))})

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import os
+import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,8 @@ from m3.crypto.provider import CIPHER, Provider
 from m3.errors import ConfigError, SecretKeyUnavailable, SecretTampered
 
 VAULT_FILE_NAME = "secrets.vault"
+#: The plaintext secrets file of m3 before the vault; :meth:`Vault.migrate_plaintext` moves it in.
+PLAINTEXT_FILE_NAME = "secrets.toml"
 FORMAT = "m3-vault"
 VERSION = 1
 
@@ -61,6 +65,31 @@ class Vault:
                 document["values"][name] = self.provider.seal(key, value.encode("utf-8"), _aad(name))
         self._write(document)
         return self.path
+
+    def migrate_plaintext(self, admit: Callable[[str], str]) -> list[str]:
+        """Seal the values of the plaintext ``secrets.toml`` beside the vault (each key passed through ``admit``,
+        which refuses what may not be stored; a value the vault already holds wins), then delete the plaintext
+        file; the keys moved. The file is refused, unread, when others may read it."""
+        path = self.folder / PLAINTEXT_FILE_NAME
+        try:
+            mode = path.stat().st_mode
+        except FileNotFoundError:
+            return []
+        if mode & 0o077:
+            raise ConfigError(f"{path} can be read by other users (mode {mode & 0o777:o})",
+                              hint=f"Run `chmod 600 {path}`, or remove the file and set the secret again.")
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{path} is not valid TOML: {exc}", hint="Fix the file or remove it.") from None
+        plain = {admit(f"{section}.{name}"): str(value) for section, table in data.items()
+                 if isinstance(table, dict) for name, value in table.items()}
+        held = set(self.names())
+        moved: dict[str, str | None] = {k: v for k, v in plain.items() if k not in held}
+        if moved:
+            self.put(moved)
+        path.unlink()
+        return sorted(moved)
 
     def status(self) -> dict[str, Any]:
         """What doctor shows: where the key is, the cipher, how many values (never a value)."""

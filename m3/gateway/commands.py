@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from m3.config import Config, set_in_file, setting
-from m3.gateway import secret_commands, store_commands, tokens
+from m3.gateway import secret_commands, store_commands, tokens, wheelhouse
 from m3.gateway.reembed import reembed
 
 #: The flags and options of one ``ArgumentParser.add_argument`` call.
@@ -129,10 +129,6 @@ ADMIN_COMMANDS: tuple[AdminCommand, ...] = (
                  _SECRET_KEY),
     AdminCommand("secret", "migrate", "Move a plaintext secrets.toml of earlier versions into the vault (m3 also "
                  "does it on first use).", secret_commands.secret_migrate),
-    AdminCommand("config", "set-secret", "Deprecated: use `m3 secret set` (same behaviour, with a warning).",
-                 secret_commands.config_set_secret, _SECRET_KEY),
-    AdminCommand("config", "unset-secret", "Deprecated: use `m3 secret delete` (same behaviour, with a warning).",
-                 secret_commands.config_unset_secret, _SECRET_KEY),
     AdminCommand("store", "migrate", "Bring the store's schema to the newest revision.", store_commands.store_migrate),
     AdminCommand("store", "status", "Backend, URL (password hidden), schema revision and counts of the store.",
                  store_commands.store_status),
@@ -148,6 +144,12 @@ ADMIN_COMMANDS: tuple[AdminCommand, ...] = (
                  (arg("--host", default=None, help="Address to listen on (default serve.host, 127.0.0.1)."),
                   arg("--port", default=None, type=int, help="Port (default serve.port, 8080; 0 picks a free one).")),
                  alias="serve"),
+    AdminCommand("wheelhouse", "build", "Put the wheels of m3 and every dependency for this platform into DIR, for "
+                 "`pip install --no-index --find-links DIR m3-memory` on a machine without network.",
+                 wheelhouse.build,
+                 (arg("dir", help="The folder to fill (created if missing)."),
+                  arg("--extras", default=None, help="Comma-separated extras to include: postgres, flagembedding."),
+                  arg("--no-deps", action="store_true", help="Only m3's own wheel (to refresh m3 alone)."))),
     AdminCommand("token", "create", "Create a bearer token for an agent; prints {token, agent_id, id} (the token "
                  "only this once).", tokens.create,
                  (arg("--agent", required=True, help="The agent the token acts as (registered if new)."),
@@ -159,3 +161,19 @@ ADMIN_COMMANDS: tuple[AdminCommand, ...] = (
                   arg("--agent", default=None, help="Revoke every token of this agent instead."))),
 )
 ALIASES: dict[str, AdminCommand] = {c.alias: c for c in ADMIN_COMMANDS if c.alias}
+
+#: Renamed admin commands, old ``(domain, name)`` → new: the old spelling runs the new command and its answer
+#: carries a ``warning`` naming the new one (docs/upgrading.md).
+RENAMED_COMMANDS: dict[tuple[str, str], tuple[str, str]] = {
+    ("config", "set-secret"): ("secret", "set"),  # the encrypted vault replaced the plaintext secrets file
+    ("config", "unset-secret"): ("secret", "delete"),
+}
+
+
+def renamed_command_rows() -> list[dict[str, str]]:
+    return [{"kind": "command", "old": f"m3 {' '.join(old)}", "new": f"m3 {' '.join(new)}"}
+            for old, new in RENAMED_COMMANDS.items()]
+
+
+def deprecation_note(old: tuple[str, str]) -> str:
+    return f"`m3 {' '.join(old)}` was renamed: use `m3 {' '.join(RENAMED_COMMANDS[old])}`"

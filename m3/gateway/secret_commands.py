@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import getpass
-import logging
 import sys
 from typing import Any
 
@@ -19,7 +18,6 @@ from m3.config import SETTINGS, Config, migrate_plaintext, set_secret, setting
 from m3.errors import ConfigError, NotFound
 
 HIDDEN = "<set, hidden>"
-log = logging.getLogger("m3.secrets")
 
 
 def secret_set(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
@@ -70,21 +68,6 @@ def secret_migrate(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
     vault = config.vault()
     moved = migrate_plaintext(vault)
     return {**vault.status(), "migrated": moved}
-
-
-def config_set_secret(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
-    return _deprecated(secret_set(config, ns), "config set-secret", "secret set")
-
-
-def config_unset_secret(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
-    return _deprecated(secret_delete(config, ns), "config unset-secret", "secret delete")
-
-
-def _deprecated(result: dict[str, Any], old: str, new: str) -> dict[str, Any]:
-    note = f"`m3 {old}` is deprecated: use `m3 {new}`"
-    log.warning(note)
-    result["warning"] = "; ".join(w for w in (result.get("warning"), note) if w)
-    return result
 
 
 def _shadowed(config: Config, key: str, result: dict[str, Any]) -> dict[str, Any]:
