@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import signal
 import sys
 import threading
@@ -23,6 +24,7 @@ from m3 import __version__
 from m3.config import Config, load_config
 from m3.errors import FieldTooLarge, Interrupted, InvalidArgument, M3Error
 from m3.gateway.commands import ADMIN_COMMANDS, ALIASES, RENAMED_COMMANDS, AdminCommand, deprecation_note
+from m3.gateway.doctor import FallbackConfig, Report
 from m3.gateway.registry import Registry, Tool, default_registry
 from m3.protocols.renames import Renames
 
@@ -216,6 +218,16 @@ async def _call_until_signalled(svc: Any, name: str, args: dict[str, Any], ctx: 
     return dict(outcome["result"])
 
 
+def _load_config(argv: list[str]) -> Config:
+    """The configuration; for ``m3 doctor`` the defaults when it does not load, so that doctor can say why."""
+    try:
+        return load_config()
+    except M3Error as exc:
+        if argv[:1] != ["doctor"] and argv[:2] != ["system", "doctor"]:
+            raise
+        return FallbackConfig(exc, dict(os.environ))
+
+
 def _deprecated(document: Any, note: str) -> Any:
     logging.getLogger("m3.cli").warning("%s", note)
     if isinstance(document, dict):
@@ -230,7 +242,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # still means "stop" (KeyboardInterrupt below, or Interrupted during the call).
         signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        config = load_config()
+        config = _load_config(argv)
         from m3.gateway.runtime import setup_logging
 
         setup_logging(config)
@@ -247,6 +259,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             document = admin.run(config, ns)
             if ns.m3_renamed_from is not None:
                 document = _deprecated(document, deprecation_note(ns.m3_renamed_from))
+            if isinstance(document, Report):  # a command with an exit status of its own (m3 doctor)
+                sys.stdout.write(document.text) if document.text else emit(document.document)
+                return document.status
             if document is not None:
                 emit(document)
             return 0

@@ -89,6 +89,12 @@ def _reembed(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
     return reembed(config, progress=sys.stderr)
 
 
+def _doctor(config: Config, ns: argparse.Namespace) -> Any:
+    from m3.gateway.doctor import doctor
+
+    return doctor(config, ns)
+
+
 def _http_serve(config: Config, ns: argparse.Namespace) -> None:
     from m3.gateway.http_server import serve_http
 
@@ -144,6 +150,12 @@ ADMIN_COMMANDS: tuple[AdminCommand, ...] = (
                  (arg("--host", default=None, help="Address to listen on (default serve.host, 127.0.0.1)."),
                   arg("--port", default=None, type=int, help="Port (default serve.port, 8080; 0 picks a free one).")),
                  alias="serve"),
+    AdminCommand("system", "doctor", "Check the install, configuration, secrets, file modes, store, embedder and "
+                 "disk; each finding is ok, warn or fail with a hint. Exit status 1 if any check fails.", _doctor,
+                 (arg("--fix", action="store_true", help="Repair what is safe to: file modes, migrations, a plaintext "
+                      "secrets file."),
+                  arg("--json", action="store_true", help="Print the JSON report even on a terminal.")),
+                 alias="doctor"),
     AdminCommand("wheelhouse", "build", "Put the wheels of m3 and every dependency for this platform into DIR, for "
                  "`pip install --no-index --find-links DIR m3-memory` on a machine without network.",
                  wheelhouse.build,
