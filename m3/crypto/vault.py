@@ -117,6 +117,7 @@ class Vault:
             raise SecretTampered(f"{self.path} is not a vault (not JSON)") from None
         if (not isinstance(document, dict) or document.get("format") != FORMAT
                 or document.get("key_source") not in ("keyring", "file")
+                or not isinstance(document.get("key_id"), str)
                 or not isinstance(document.get("values"), dict)
                 or not all(isinstance(v, str) for v in document["values"].values())):
             raise SecretTampered(f"{self.path} is not a vault m3 wrote (header or values changed)")

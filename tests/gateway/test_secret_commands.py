@@ -105,6 +105,10 @@ def test_a_vault_that_is_not_json_or_another_key_is_refused(cli: Run, config_dir
     assert cli("config", "show").error()["code"] == "secret_key_unavailable"
     (config_dir / "secrets.vault").write_text("{ not json")
     assert cli("config", "show").error()["code"] == "secret_tampered"
+    for header in ('{"format": "m3-vault", "values": {}}', '{"format": "m3-vault", "key_source": "file", '
+                   '"values": {"embed.key": 1}}', "[]"):
+        (config_dir / "secrets.vault").write_text(header)
+        assert cli("config", "show").error()["code"] == "secret_tampered"
 
 
 def test_a_vault_or_key_file_others_can_read_is_refused(cli: Run, config_dir: Path) -> None:
