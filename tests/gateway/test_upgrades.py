@@ -93,3 +93,24 @@ def test_an_old_setting_name_in_the_file_or_environment_counts_under_the_new_one
     with pytest.raises(M3Error) as unknown:  # without the table the old name is an unknown setting, as before
         load_config({"M3_HOME": str(m3_home)})
     assert unknown.value.code == "config_error"
+
+
+@pytest.mark.anyio
+async def test_http_and_remote_mcp_answer_an_old_tool_name_and_list_only_the_new_one(renamed_service: Service) -> None:
+    import httpx2
+
+    from tests.gateway.test_mcp_http import client_for, serving, token_for
+
+    token, _ = token_for(renamed_service, "agent-a")
+    async with serving(renamed_service) as url:
+        async with httpx2.AsyncClient(base_url=url.removesuffix("/mcp"), timeout=30) as http:
+            headers = {"Authorization": f"Bearer {token}"}
+            await http.post("/v1/tools/memory_write", json={"content": "Deploys happen on Tuesdays."}, headers=headers)
+            answer = await http.post("/v1/tools/memory_recall", json={"query": "deploys", "limit": 1}, headers=headers)
+            assert answer.status_code == 200, answer.text
+            assert answer.json()["count"] == 1
+        async with client_for(url, token) as client:
+            listed = {t.name for t in (await client.list_tools()).tools}
+            assert "memory_search" in listed and "memory_recall" not in listed
+            result = await client.call_tool("memory_recall", {"query": "deploys", "limit": 1})
+            assert not result.is_error
