@@ -1,13 +1,15 @@
-"""Configuration: one TOML file, an owner-only secrets file and ``M3_*`` environment variables.
+"""Configuration: one TOML file, an encrypted secrets vault and ``M3_*`` environment variables.
 
 Every setting is declared once in :data:`SETTINGS` with its type, default and description. A value comes
-from, in rising precedence: the default, ``m3_config.toml`` in the config root, ``secrets.toml`` beside it
-(secret settings only; refused if others can read it), the environment. :class:`Config` remembers each
+from, in rising precedence: the default, ``m3_config.toml`` in the config root, the vault ``secrets.vault``
+beside it (secret settings only, AES-256-GCM through m3/crypto; a plaintext ``secrets.toml`` of earlier
+versions is moved into it on first use), the environment. :class:`Config` remembers each
 value's origin for ``m3 config show --origin``. The roots and the files are described in docs/config.md.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import tomllib
 from collections.abc import Mapping
@@ -15,12 +17,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from m3.crypto.provider import Provider
+from m3.crypto.vault import Vault
 from m3.errors import ConfigError
 
 Origin = Literal["default", "file", "secret", "env"]
 ValueType = type[str] | type[int] | type[float] | type[bool] | type[list[str]]
 
 CONFIG_FILE_NAME = "m3_config.toml"
+log = logging.getLogger("m3.config")
 
 
 @dataclass(frozen=True)
@@ -104,6 +109,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("isolation.enforce", bool, True,
             "When true (the default), scope=agent memories and chat rows are visible only to their own agent and "
             "the agents they are shared with (memory_share), on every read path. False shares everything (m3 0.x)."),
+    Setting("crypto.fips_mode", bool, False,
+            "Use only FIPS-approved algorithms through an OpenSSL in FIPS mode, and refuse (fips_unavailable) "
+            "whatever cannot comply; see docs/governance.md for what is and is not claimed."),
+    Setting("crypto.key_source", str, "auto",
+            "Where a new secrets vault keeps its key: auto (the OS keyring when the optional keyring package has a "
+            "real backend, else a 0600 key file), keyring, or file. An existing vault keeps its own."),
     Setting("actors.ask_timeout_s", float, 30.0, "Longest time a caller waits for an actor's answer."),
     # -- coordination (agents, inboxes, tasks, remote MCP) --
     Setting("agents.active_window_s", float, 120.0, "An agent whose last heartbeat is younger than this is active."),
@@ -178,6 +189,8 @@ class Config:
         self._origins = origins
         self.home = home
         self.file = file
+        #: The old setting names this configuration was given (see :data:`RENAMED_SETTINGS`).
+        self.deprecated: list[dict[str, str]] = []
 
     def __getitem__(self, key: str) -> Any:
         setting(key)
@@ -194,6 +207,10 @@ class Config:
     @property
     def logs_root(self) -> Path:
         return Path(self._values["paths.logs"]).expanduser() if self._values["paths.logs"] else self.home / "logs"
+
+    def vault(self) -> Vault:
+        """The encrypted secrets vault beside the config file, under this configuration's crypto policy."""
+        return vault_of(self.file.parent, self._values["crypto.fips_mode"], self._values["crypto.key_source"])
 
     @property
     def store_url(self) -> str:
@@ -236,16 +253,18 @@ def _read_file(path: Path) -> dict[str, Any]:
     return flat
 
 
-def load_config(env: Mapping[str, str] | None = None) -> Config:
-    """Resolve every setting from defaults, the config file and ``env`` (default ``os.environ``)."""
+def load_config(env: Mapping[str, str] | None = None, *, renamed: Mapping[str, str] | None = None) -> Config:
+    """Resolve every setting from defaults, the config file and ``env`` (default ``os.environ``); a setting
+    under an old name (``renamed``, default :data:`RENAMED_SETTINGS`) counts under its new one, with a warning."""
     env = os.environ if env is None else env
     file = config_root(env) / CONFIG_FILE_NAME
-    from_file = _read_file(file)
+    from_file, env, deprecated = _upgrade(_read_file(file), env, RENAMED_SETTINGS if renamed is None else renamed)
     values: dict[str, Any] = {}
     origins: dict[str, Origin] = {}
     for key in from_file:
         _file_setting(key)
-    secrets = read_secrets(file.parent)
+    early = {key: _early_value(key, env, from_file) for key in ("crypto.fips_mode", "crypto.key_source")}
+    secrets = read_secrets(vault_of(file.parent, early["crypto.fips_mode"], early["crypto.key_source"]))
     for s in SETTINGS:
         if s.env_var in env:
             values[s.key], origins[s.key] = parse_value(s, env[s.env_var]), "env"
@@ -256,7 +275,40 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
         else:
             values[s.key], origins[s.key] = s.default, "default"
     values["paths.config"] = str(file.parent)
-    return Config(values, origins, home_dir(env), file)
+    config = Config(values, origins, home_dir(env), file)
+    config.deprecated = deprecated
+    return config
+
+
+# -- renamed settings (docs/upgrading.md) ------------------------------------------------------------------
+
+#: Old key → new key of every renamed setting; the old name keeps working (file and environment) with a
+#: warning naming the new one, and `m3 doctor` lists both. None has been renamed yet.
+RENAMED_SETTINGS: dict[str, str] = {}
+
+
+def _upgrade(from_file: dict[str, Any], env: Mapping[str, str],
+             renamed: Mapping[str, str]) -> tuple[dict[str, Any], Mapping[str, str], list[dict[str, str]]]:
+    """The file's values and ``env`` with old setting names moved to the new ones (the new name wins); notes."""
+    notes: list[dict[str, str]] = []
+    upgraded_env = dict(env)
+    for old, new in renamed.items():
+        for where, values, old_name, new_name in (("file", from_file, old, new), (
+                "env", upgraded_env, "M3_" + old.upper().replace(".", "_"), setting(new).env_var)):
+            if old_name not in values:
+                continue
+            ignored = new_name in values
+            values.setdefault(new_name, values.pop(old_name))
+            message = f"setting {old_name} ({where}) was renamed {new_name}" + (
+                f"; {new_name} is set too, so {old_name} is ignored" if ignored else f": use {new_name}")
+            log.warning("%s", message)
+            notes.append({"kind": "setting", "old": old_name, "new": new_name, "where": where, "message": message})
+    return from_file, upgraded_env, notes
+
+
+def _early_value(key: str, env: Mapping[str, str], from_file: dict[str, Any]) -> Any:
+    """A setting needed to read the others (the crypto policy of the vault), from the environment or the file."""
+    return parse_value(s := setting(key), env.get(s.env_var, from_file.get(key, s.default)))
 
 
 def _file_setting(key: str) -> Setting:
@@ -312,45 +364,37 @@ def set_in_file(config: Config, key: str, raw: str) -> Any:
     return value
 
 
-# -- secrets (issue 4): an owner-only file beside m3_config.toml -----------------------------------------
+# -- secrets: the encrypted vault beside m3_config.toml (m3/crypto), and the plaintext file it replaces -----
 
-SECRETS_FILE_NAME = "secrets.toml"
+def vault_of(config_dir: Path, fips_mode: bool = False, key_source: str = "auto") -> Vault:
+    return Vault(config_dir, Provider(fips_mode), key_source)  # the policy: crypto.fips_mode, crypto.key_source
 
 
-def read_secrets(config_dir: Path) -> dict[str, Any]:
-    """The secret settings stored beside the config file; refused when group or others may read the file."""
-    path = config_dir / SECRETS_FILE_NAME
-    try:
-        mode = path.stat().st_mode
-    except FileNotFoundError:
-        return {}
-    if mode & 0o077:
-        raise ConfigError(f"{path} can be read by other users (mode {mode & 0o777:o})",
-                          hint=f"Run `chmod 600 {path}`, or remove the file and set the secret again.")
-    values = _read_file(path)
+def secret_key(key: str) -> str:
+    """``key`` when it names a secret setting; :class:`ConfigError` otherwise."""
+    if not setting(key).secret:
+        raise ConfigError(f"{key} is not a secret setting",
+                          hint="Use `m3 config set` for it; secrets are settings such as store.url and embed.key.")
+    return key
+
+
+def read_secrets(vault: Vault) -> dict[str, Any]:
+    """The secret settings in ``vault``, after moving a plaintext ``secrets.toml`` beside it into it."""
+    migrate_plaintext(vault)
+    values = vault.read_all() if vault.exists() else {}
     for key in values:
-        if not setting(key).secret:
-            raise ConfigError(f"{path}: {key} is not a secret setting",
-                              hint="Only secret settings (such as store.url) belong in the secrets file.")
+        secret_key(key)
     return values
 
 
-def set_secret(config: Config, key: str, raw: str | None) -> Path:
-    """Store (or with ``raw=None`` remove) a secret setting in the owner-only secrets file; return its path."""
-    import tomlkit
+def migrate_plaintext(vault: Vault) -> list[str]:
+    """Move the plaintext ``secrets.toml`` of earlier versions into ``vault`` (see Vault.migrate_plaintext)."""
+    return vault.migrate_plaintext(secret_key)
 
-    s = setting(key)
-    if not s.secret:
-        raise ConfigError(f"{key} is not a secret setting",
-                          hint="Use `m3 config set` for it; secrets are settings such as store.url.")
-    current = read_secrets(config.file.parent)
-    if raw is None:
-        current.pop(s.key, None)
-    else:
-        current[s.key] = parse_value(s, raw)
-    doc = tomlkit.document()
-    for full_key, value in current.items():
-        _put(doc, full_key, value)
-    path = config.file.parent / SECRETS_FILE_NAME
-    _replace_file(path, tomlkit.dumps(doc), 0o600)
-    return path
+
+def set_secret(config: Config, key: str, raw: str | None) -> Path:
+    """Store (or with ``raw=None`` remove) a secret setting in the vault; return the vault's path."""
+    s = setting(secret_key(key))
+    vault = config.vault()
+    migrate_plaintext(vault)
+    return vault.put({s.key: None if raw is None else str(parse_value(s, raw))})

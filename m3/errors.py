@@ -244,6 +244,25 @@ class ClientConfigChanged(Conflict):
                     "before it keep their backups. Run m3 setup again (it skips what is already done).")
 
 
+# --- secrets and FIPS mode (docs/governance.md) -------------------------------------------------
+
+class SecretTampered(ConfigError):
+    code = "secret_tampered"
+    default_hint = ("The vault (secrets.vault) was changed outside m3 or is damaged: restore it from a backup, or "
+                    "remove it and set the secrets again with `m3 secret set`.")
+
+
+class SecretKeyUnavailable(ConfigError):
+    code = "secret_key_unavailable"
+    default_hint = "Restore the vault's key (secrets.key, or the OS keyring entry named in the message)."
+
+
+class FipsUnavailable(ConfigError):
+    code = "fips_unavailable"
+    default_hint = ("crypto.fips_mode needs cryptography linked against an OpenSSL running a FIPS provider "
+                    "(docs/governance.md); turn crypto.fips_mode off or install such a build.")
+
+
 def all_error_classes() -> list[type[M3Error]]:
     """Every error class, breadth-first from the base; used to generate docs/errors.md."""
     classes: list[type[M3Error]] = [M3Error]

@@ -1,4 +1,5 @@
-"""The import-layer rule of DESIGN.md: gateway → actors → retrieval → (store, embed) → protocols → (errors, config).
+"""The import-layer rule of DESIGN.md: gateway → actors → retrieval → (store, embed) → protocols → (errors, config),
+with the crypto provider (m3/crypto) below config: config reads the encrypted secrets.
 
 Checked on the source with ``ast``, so imports inside functions count too.
 """
@@ -19,13 +20,14 @@ PACKAGE = Path(__file__).resolve().parents[1] / "m3"
 #: For each layer, the m3 layers it may import (itself always allowed).
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
-    "config": {"errors"},
-    "protocols": {"errors", "config"},
-    "store": {"protocols", "errors", "config"},
-    "embed": {"protocols", "errors", "config"},
-    "retrieval": {"store", "embed", "protocols", "errors", "config"},
-    "actors": {"retrieval", "store", "embed", "protocols", "errors", "config"},
-    "gateway": {"actors", "retrieval", "store", "embed", "protocols", "errors", "config"},
+    "crypto": {"errors"},
+    "config": {"errors", "crypto"},
+    "protocols": {"errors", "config", "crypto"},
+    "store": {"protocols", "errors", "config", "crypto"},
+    "embed": {"protocols", "errors", "config", "crypto"},
+    "retrieval": {"store", "embed", "protocols", "errors", "config", "crypto"},
+    "actors": {"retrieval", "store", "embed", "protocols", "errors", "config", "crypto"},
+    "gateway": {"actors", "retrieval", "store", "embed", "protocols", "errors", "config", "crypto"},
 }
 ROOT_MODULES = {"__init__", "__main__"}
 

@@ -233,6 +233,11 @@ def _packaged_model_path() -> Path:
     return _package_dir(MODEL_PACKAGE, MODEL_DISTRIBUTION) / "model.onnx"
 
 
+def model_file() -> Path:
+    """The packaged ONNX model file (``m3 doctor``); EmbedderUnavailable when its package is not installed."""
+    return _packaged_model_path()
+
+
 # ---------------------------------------------------------------- verifying files
 
 _verified: set[tuple[str, int, int, int, int, int]] = set()

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
+import os
 import signal
 import sys
 import threading
@@ -21,8 +23,10 @@ from typing import Any, NoReturn
 from m3 import __version__
 from m3.config import Config, load_config
 from m3.errors import FieldTooLarge, Interrupted, InvalidArgument, M3Error
-from m3.gateway.commands import ADMIN_COMMANDS, ALIASES, AdminCommand
+from m3.gateway.commands import ADMIN_COMMANDS, ALIASES, RENAMED_COMMANDS, AdminCommand, deprecation_note
+from m3.gateway.doctor import FallbackConfig, Report
 from m3.gateway.registry import Registry, Tool, default_registry
+from m3.protocols.renames import Renames
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -64,13 +68,22 @@ def build_parser(registry: Registry) -> argparse.ArgumentParser:
         actions = sub.add_subparsers(dest="m3_command", metavar="<command>", parser_class=_Parser)
         actions.required = True
         for tool in tools:
-            _add_tool(actions, tool)
+            _add_tool(actions, tool, registry.renames)
         for admin in ADMIN_COMMANDS:
             if admin.domain == name:
-                admin_parser = actions.add_parser(admin.name, help=admin.help, description=admin.help)
-                admin.configure(admin_parser)
-                admin_parser.set_defaults(m3_admin=admin)
+                _add_admin(actions, admin, admin.name, admin.help)
+        for (domain, old), new in RENAMED_COMMANDS.items():
+            admin = next(c for c in ADMIN_COMMANDS if (c.domain, c.name) == new)
+            if domain == name:
+                _add_admin(actions, admin, old, f"Renamed: use `m3 {' '.join(new)}`.", renamed_from=(domain, old))
     return parser
+
+
+def _add_admin(actions: Any, admin: AdminCommand, name: str, helptext: str,
+               renamed_from: tuple[str, str] | None = None) -> None:
+    admin_parser = actions.add_parser(name, help=helptext, description=helptext)
+    admin.configure(admin_parser)
+    admin_parser.set_defaults(m3_admin=admin, m3_renamed_from=renamed_from)
 
 
 def flag_dest(field_name: str) -> str:
@@ -79,19 +92,23 @@ def flag_dest(field_name: str) -> str:
     return f"arg:{field_name}"
 
 
-def _add_tool(actions: Any, tool: Tool) -> None:
+def _add_tool(actions: Any, tool: Tool, renames: Renames) -> None:
     spec = tool.spec
     aliases = [spec.short_name] if spec.short_name != spec.name else []
+    aliases += [old for old, new in renames.tools.items() if new == spec.name]  # Registry.get warns on call
     p = actions.add_parser(spec.name, aliases=aliases, help=spec.summary, description=spec.description)
+    old_names = {new: old for old, new in renames.args.get(spec.name, {}).items()}
     for field_name, info in spec.args.model_fields.items():
-        flags = dict.fromkeys([f"--{field_name}", f"--{field_name.replace('_', '-')}"])  # --a_b and --a-b, once
         kind = _field_kind(tool.input_schema["properties"][field_name])
         helptext = (info.description or "") + (" (JSON)" if kind == "json" else "")
         bare = {"nargs": "?", "const": "true"} if kind == "bool" else {}  # a bare --flag means true
-        p.add_argument(*flags, dest=flag_dest(field_name), default=None, metavar=kind.upper(), help=helptext, **bare)
+        for name, shown in ((field_name, helptext), (old_names.get(field_name), argparse.SUPPRESS)):
+            if name is not None:  # a renamed argument's old flag: hidden, renamed by Registry.upgrade_args
+                flags = dict.fromkeys([f"--{name}", f"--{name.replace('_', '-')}"])  # --a_b and --a-b, once
+                p.add_argument(*flags, dest=flag_dest(name), default=None, metavar=kind.upper(), help=shown, **bare)
     p.add_argument("--json-file", dest="json_file", default=None, metavar="PATH",
                    help="Read the arguments as a JSON object from PATH, or from stdin with -.")
-    p.set_defaults(m3_tool=tool)  # not `tool`: m3_call has an argument of that name
+    p.set_defaults(m3_tool=tool, m3_renamed_args=renames.args.get(spec.name, {}))  # not `tool`: m3_call has one
 
 
 def _field_kind(schema: dict[str, Any]) -> str:
@@ -108,14 +125,19 @@ def tool_arguments(tool: Tool, ns: argparse.Namespace) -> dict[str, Any]:
     args: dict[str, Any] = {}
     if ns.json_file is not None:
         args.update(_read_json_file(ns.json_file))
+    old_names = {new: old for old, new in getattr(ns, "m3_renamed_args", {}).items()}
     for field_name in tool.spec.args.model_fields:
-        raw = getattr(ns, flag_dest(field_name))
-        if raw is None:
-            continue
-        if _field_kind(tool.input_schema["properties"][field_name]) == "json":
-            raw = _load_json(raw, f"--{field_name}", hint="Quote the JSON for the shell, e.g. --metadata '{\"k\": 1}'.")
-        args[field_name] = raw
+        given = [(n, getattr(ns, flag_dest(n), None)) for n in (field_name, old_names.get(field_name)) if n]
+        for name, raw in given:
+            if raw is not None:
+                args[name] = _flag_value(tool, field_name, raw)
     return args
+
+
+def _flag_value(tool: Tool, field_name: str, raw: str) -> Any:
+    if _field_kind(tool.input_schema["properties"][field_name]) == "json":
+        return _load_json(raw, f"--{field_name}", hint="Quote the JSON for the shell, e.g. --metadata '{\"k\": 1}'.")
+    return raw
 
 
 def _read_json_file(path: str) -> dict[str, Any]:
@@ -196,6 +218,23 @@ async def _call_until_signalled(svc: Any, name: str, args: dict[str, Any], ctx: 
     return dict(outcome["result"])
 
 
+def _load_config(argv: list[str]) -> Config:
+    """The configuration; for ``m3 doctor`` the defaults when it does not load, so that doctor can say why."""
+    try:
+        return load_config()
+    except M3Error as exc:
+        if argv[:1] != ["doctor"] and argv[:2] != ["system", "doctor"]:
+            raise
+        return FallbackConfig(exc, dict(os.environ))
+
+
+def _deprecated(document: Any, note: str) -> Any:
+    logging.getLogger("m3.cli").warning("%s", note)
+    if isinstance(document, dict):
+        document["warning"] = "; ".join(w for w in (document.get("warning"), note) if w)
+    return document
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
@@ -203,7 +242,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # still means "stop" (KeyboardInterrupt below, or Interrupted during the call).
         signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        config = load_config()
+        config = _load_config(argv)
         from m3.gateway.runtime import setup_logging
 
         setup_logging(config)
@@ -218,11 +257,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         admin: AdminCommand | None = getattr(ns, "m3_admin", None)
         if admin is not None:
             document = admin.run(config, ns)
+            if ns.m3_renamed_from is not None:
+                document = _deprecated(document, deprecation_note(ns.m3_renamed_from))
+            if isinstance(document, Report):  # a command with an exit status of its own (m3 doctor)
+                sys.stdout.write(document.text) if document.text else emit(document.document)
+                return document.status
             if document is not None:
                 emit(document)
             return 0
         tool: Tool = ns.m3_tool
-        args = tool_arguments(tool, ns)
+        args = registry.upgrade_args(tool, tool_arguments(tool, ns))
         from m3.gateway.service import limits_of, validate_args
 
         validate_args(tool, args, limits_of(config))  # fail fast, before opening (or creating) the store

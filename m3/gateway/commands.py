@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from m3.config import Config, set_in_file, setting
-from m3.gateway import store_commands, tokens
+from m3.gateway import secret_commands, store_commands, tokens, wheelhouse
 from m3.gateway.reembed import reembed
 
 #: The flags and options of one ``ArgumentParser.add_argument`` call.
@@ -50,12 +50,12 @@ def _config_show(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
 def _config_set(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
     value = set_in_file(config, ns.key, ns.value)
     s = setting(ns.key)
-    shown = store_commands.HIDDEN if s.secret else value
+    shown = secret_commands.HIDDEN if s.secret else value
     result: dict[str, Any] = {"file": str(config.file), "key": ns.key, "value": shown}
     if config.origin(ns.key) == "env":
         result["warning"] = f"{s.env_var} is set in the environment and overrides the file"
     elif config.origin(ns.key) == "secret":
-        result["warning"] = "the secrets file (`m3 config set-secret`) overrides the file"
+        result["warning"] = "the secrets vault (`m3 secret set`) overrides the file"
     plain_password = store_commands.password_warning(s.key, str(value))
     if plain_password:
         result["warning"] = "; ".join(w for w in (result.get("warning"), plain_password) if w)
@@ -89,6 +89,12 @@ def _reembed(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
     return reembed(config, progress=sys.stderr)
 
 
+def _doctor(config: Config, ns: argparse.Namespace) -> Any:
+    from m3.gateway.doctor import doctor
+
+    return doctor(config, ns)
+
+
 def _http_serve(config: Config, ns: argparse.Namespace) -> None:
     from m3.gateway.http_server import serve_http
 
@@ -115,7 +121,7 @@ def _client_names() -> list[str]:
     return [c.id for c in CLIENTS]
 
 
-_SECRET_KEY = (arg("key", help="A secret setting, e.g. store.url."),)
+_SECRET_KEY = (arg("key", help="A secret setting: store.url or embed.key."),)
 
 ADMIN_COMMANDS: tuple[AdminCommand, ...] = (
     AdminCommand("config", "show", "Print every setting (with --origin: where it came from).", _config_show,
@@ -139,10 +145,16 @@ ADMIN_COMMANDS: tuple[AdminCommand, ...] = (
     AdminCommand("embedder", "reembed",
                  "Give every memory a vector of the configured model, with progress on stderr; search keeps "
                  "the previous model until this completes, then switches. Resumable.", _reembed),
-    AdminCommand("config", "set-secret", "Store a secret setting (store.url) read from stdin in an owner-only file.",
-                 store_commands.set_secret_command, _SECRET_KEY),
-    AdminCommand("config", "unset-secret", "Remove a secret setting from the secrets file.",
-                 store_commands.unset_secret_command, _SECRET_KEY),
+    AdminCommand("secret", "set", "Store a secret setting (store.url, embed.key), read from stdin, encrypted in the "
+                 "secrets vault.", secret_commands.secret_set, _SECRET_KEY),
+    AdminCommand("secret", "get", "Print a secret setting's value from the vault (for the local user only).",
+                 secret_commands.secret_get, _SECRET_KEY),
+    AdminCommand("secret", "list", "The secret settings, which are set in the vault, where its key is (never a "
+                 "value).", secret_commands.secret_list),
+    AdminCommand("secret", "delete", "Remove a secret setting from the vault.", secret_commands.secret_delete,
+                 _SECRET_KEY),
+    AdminCommand("secret", "migrate", "Move a plaintext secrets.toml of earlier versions into the vault (m3 also "
+                 "does it on first use).", secret_commands.secret_migrate),
     AdminCommand("store", "migrate", "Bring the store's schema to the newest revision.", store_commands.store_migrate),
     AdminCommand("store", "status", "Backend, URL (password hidden), schema revision and counts of the store.",
                  store_commands.store_status),
@@ -158,6 +170,18 @@ ADMIN_COMMANDS: tuple[AdminCommand, ...] = (
                  (arg("--host", default=None, help="Address to listen on (default serve.host, 127.0.0.1)."),
                   arg("--port", default=None, type=int, help="Port (default serve.port, 8080; 0 picks a free one).")),
                  alias="serve"),
+    AdminCommand("system", "doctor", "Check the install, configuration, secrets, file modes, store, embedder and "
+                 "disk; each finding is ok, warn or fail with a hint. Exit status 1 if any check fails.", _doctor,
+                 (arg("--fix", action="store_true", help="Repair what is safe to: file modes, migrations, a plaintext "
+                      "secrets file."),
+                  arg("--json", action="store_true", help="Print the JSON report even on a terminal.")),
+                 alias="doctor"),
+    AdminCommand("wheelhouse", "build", "Put the wheels of m3 and every dependency for this platform into DIR, for "
+                 "`pip install --no-index --find-links DIR m3-memory` on a machine without network.",
+                 wheelhouse.build,
+                 (arg("dir", help="The folder to fill (created if missing)."),
+                  arg("--extras", default=None, help="Comma-separated extras to include: postgres, flagembedding."),
+                  arg("--no-deps", action="store_true", help="Only m3's own wheel (to refresh m3 alone)."))),
     AdminCommand("token", "create", "Create a bearer token for an agent; prints {token, agent_id, id} (the token "
                  "only this once).", tokens.create,
                  (arg("--agent", required=True, help="The agent the token acts as (registered if new)."),
@@ -182,3 +206,19 @@ ADMIN_COMMANDS += (
                  alias="setup"),
 )
 ALIASES: dict[str, AdminCommand] = {c.alias: c for c in ADMIN_COMMANDS if c.alias}
+
+#: Renamed admin commands, old ``(domain, name)`` → new: the old spelling runs the new command and its answer
+#: carries a ``warning`` naming the new one (docs/upgrading.md).
+RENAMED_COMMANDS: dict[tuple[str, str], tuple[str, str]] = {
+    ("config", "set-secret"): ("secret", "set"),  # the encrypted vault replaced the plaintext secrets file
+    ("config", "unset-secret"): ("secret", "delete"),
+}
+
+
+def renamed_command_rows() -> list[dict[str, str]]:
+    return [{"kind": "command", "old": f"m3 {' '.join(old)}", "new": f"m3 {' '.join(new)}"}
+            for old, new in RENAMED_COMMANDS.items()]
+
+
+def deprecation_note(old: tuple[str, str]) -> str:
+    return f"`m3 {' '.join(old)}` was renamed: use `m3 {' '.join(RENAMED_COMMANDS[old])}`"

@@ -8,7 +8,6 @@ them, the client names (``X-M3-Client``) and the priorities (``X-M3-Priority``: 
 from __future__ import annotations
 
 import base64
-import hmac
 import json
 import logging
 import math
@@ -29,6 +28,7 @@ from starlette.routing import Route
 from m3 import __version__
 from m3.actors import bridge
 from m3.config import Config
+from m3.crypto.provider import same_secret
 from m3.embed.base import Embedder
 from m3.embed.factory import create_local_embedder
 from m3.embed.http import CLIENT_HEADER, PRIORITIES, PRIORITY_HEADER
@@ -82,7 +82,7 @@ class EmbedApp:
         async def guarded(request: Request) -> Response:
             try:
                 given = request.headers.get("authorization", "").encode()
-                if self._key and not hmac.compare_digest(given, expected):
+                if self._key and not same_secret(given, expected):
                     raise ApiError(401, "missing or wrong bearer key", code="invalid_api_key")
                 return await route(request)
             except ApiError as exc:

@@ -28,6 +28,7 @@ docs) always agree.
 from __future__ import annotations
 
 import difflib
+import logging
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -36,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from m3.errors import Forbidden, InvalidArgument, UnknownDomain, UnknownTool
 from m3.protocols.base import ACTORS, FromCaller, Request, ToolArgs, ToolResult, ToolSpec, reply_type
 from m3.protocols.messages.memory import MemoryFilter
+from m3.protocols.renames import RENAMES, Renames
 
 if TYPE_CHECKING:
     from m3.gateway.service import CallContext, Service
@@ -45,6 +47,7 @@ Handler = Callable[["Service", Any, "CallContext"], Awaitable[ToolResult]]
 #: Request fields the generic route fills from the call context rather than from an argument.
 CONTEXT_FIELDS = ("filter", "actor")
 _FILTER_FIELDS = frozenset(MemoryFilter.model_fields) - {"reader_agent_id", "enforce_isolation"}
+log = logging.getLogger(__name__)
 
 
 def owner(ctx: CallContext, agent_id: str | None) -> str | None:
@@ -140,7 +143,7 @@ def check_route(spec: ToolSpec) -> None:
 
 
 class Registry:
-    def __init__(self, specs: Iterable[ToolSpec], handlers: Mapping[str, Handler]):
+    def __init__(self, specs: Iterable[ToolSpec], handlers: Mapping[str, Handler], renames: Renames = RENAMES):
         specs = list(specs)
         names = [s.name for s in specs]
         if len(set(names)) != len(names):
@@ -157,17 +160,48 @@ class Registry:
             if spec.message is not None:
                 check_route(spec)
         self._tools = {s.name: Tool(s, handlers.get(s.name)) for s in specs}
+        check_renames(renames, self._tools)
+        self.renames = renames
+        self._warned: set[tuple[str, ...]] = set()
 
     def __iter__(self) -> Iterator[Tool]:
         return iter(self._tools.values())
 
     def get(self, name: str) -> Tool:
+        """The tool named ``name``, or renamed from it (with a warning, once per process and name)."""
+        if name in self.renames.tools:
+            new = self.renames.tools[name]
+            self._warn(("tool", name), f"tool {name} was renamed {new}: call it by the new name")
+            name = new
         tool = self._tools.get(name)
         if tool is None:
             close = difflib.get_close_matches(name, list(self._tools), n=3, cutoff=0.5)
             hint = f"Did you mean {', '.join(close)}?" if close else "Call m3_index to list every tool."
             raise UnknownTool(f"no tool named {name!r}", hint=hint, details={"did_you_mean": close})
         return tool
+
+    def upgrade_args(self, tool: Tool, args: dict[str, Any]) -> dict[str, Any]:
+        """``args`` with the tool's renamed arguments under their new names (a warning each); giving an old and
+        its new name together is ``invalid_argument``."""
+        renamed = self.renames.args.get(tool.spec.name, {})
+        if not renamed or not isinstance(args, dict) or not renamed.keys() & args.keys():
+            return args
+        upgraded = dict(args)
+        for old, new in renamed.items():
+            if old not in upgraded:
+                continue
+            if new in upgraded:
+                raise InvalidArgument(f"{tool.spec.name}: {old} was renamed {new}; give only {new}",
+                                      details={"renamed": {old: new}})
+            upgraded[new] = upgraded.pop(old)
+            self._warn(("argument", tool.spec.name, old), f"{tool.spec.name}: argument {old} was renamed {new}: "
+                       "use the new name")
+        return upgraded
+
+    def _warn(self, key: tuple[str, ...], message: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            log.warning("%s", message)
 
     def domains(self) -> dict[str, list[Tool]]:
         out: dict[str, list[Tool]] = {}
@@ -182,6 +216,19 @@ class Registry:
             hint = f"Did you mean {', '.join(close)}?" if close else f"Domains: {', '.join(sorted(domains))}."
             raise UnknownDomain(f"no tool domain named {name!r}", hint=hint)
         return domains[name]
+
+
+def check_renames(renames: Renames, tools: Mapping[str, Tool]) -> None:
+    """Refuse a rename table that points at no tool or argument, or whose old name is still in use."""
+    for old, new in renames.tools.items():
+        if new not in tools or old in tools:
+            raise ValueError(f"tool rename {old} → {new}: the new name must be a tool and the old one not")
+    for name, renamed in renames.args.items():
+        fields = tools[name].spec.args.model_fields if name in tools else {}
+        for old, new in renamed.items():
+            if new not in fields or old in fields:
+                raise ValueError(f"argument rename {name}.{old} → {new}: the new name must be an argument of "
+                                 "the tool (by its new name) and the old one not")
 
 
 def default_registry() -> Registry:

@@ -59,7 +59,7 @@ class Service:
     async def call(self, name: str, raw_args: dict[str, Any] | None, ctx: CallContext) -> dict[str, Any]:
         """Run tool ``name`` with JSON arguments; return its JSON result. Raises M3Error only."""
         tool = self.registry.get(name)
-        args = validate_args(tool, raw_args or {}, self.limits)
+        args = validate_args(tool, self.registry.upgrade_args(tool, raw_args or {}), self.limits)
         try:
             result = await self.run(tool, args, ctx)
         except M3Error:

@@ -1,56 +1,22 @@
-"""Admin commands for the store: secrets, ``m3 store migrate|status``, ``m3 postgres start|stop|status``.
+"""Admin commands for the store: ``m3 store migrate|status``, ``m3 postgres start|stop|status``.
 
-Nothing here prints a secret: store URLs are shown with the password
-replaced by ``***``, and ``config set-secret`` reads the value from stdin
-(without echo on a terminal), never from the command line, where it would
-land in the shell's history and the process list.
+Nothing here prints a secret: store URLs are shown with the password replaced by ``***`` (secrets themselves:
+secret_commands.py).
 """
 
 from __future__ import annotations
 
 import argparse
-import getpass
-import sys
 from pathlib import Path
 from typing import Any
 
-from m3.config import Config, set_in_file, set_secret, setting
-from m3.errors import ConfigError
+from m3.config import Config, set_in_file
 from m3.store import embedded_pg  # the standard library only: the optional server is imported when needed
 
-HIDDEN = "<set, hidden>"
 EMBEDDED_DATABASE = "m3"
 
 
-# -- secrets ---------------------------------------------------------------------------------------
-
-def set_secret_command(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
-    setting(ns.key)
-    # Never from the command line (shell history, process list); from a terminal without echo.
-    raw = getpass.getpass(f"{ns.key}: ", stream=sys.stderr) if sys.stdin.isatty() else sys.stdin.read()
-    raw = raw.strip()
-    if not raw:
-        raise ConfigError(f"no value for {ns.key} on stdin",
-                          hint=f"Pipe it in, e.g. `printf %s \"$URL\" | m3 config set-secret {ns.key}`.")
-    if ns.key == "store.url":
-        from m3.store.dialect import parse_url
-
-        parse_url(raw)  # refuse a malformed URL now, without repeating it
-    path = set_secret(config, ns.key, raw)
-    return _secret_result(config, ns.key, path, HIDDEN)
-
-
-def unset_secret_command(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
-    path = set_secret(config, ns.key, None)
-    return _secret_result(config, ns.key, path, None)
-
-
-def _secret_result(config: Config, key: str, path: Path, value: str | None) -> dict[str, Any]:
-    result: dict[str, Any] = {"file": str(path), "key": key, "value": value}
-    if config.origin(key) == "env":
-        result["warning"] = f"{setting(key).env_var} is set in the environment and overrides the secret"
-    return result
-
+# -- secrets (the commands: secret_commands.py) ---------------------------------------------------
 
 def password_warning(key: str, raw: str) -> str | None:
     """For ``config set``: a store URL with a password is better kept as a secret."""
@@ -60,7 +26,7 @@ def password_warning(key: str, raw: str) -> str | None:
 
     if parse_url(raw).password:
         return ("the URL holds a password and m3_config.toml is a plain file; "
-                "`m3 config set-secret store.url` keeps it in an owner-only file instead")
+                "`m3 secret set store.url` keeps it encrypted in the secrets vault instead")
     return None
 
 

@@ -9,10 +9,10 @@ administration commands, not tools: no agent can mint itself a token.
 from __future__ import annotations
 
 import argparse
-import secrets
 from typing import Any
 
 from m3.config import Config
+from m3.crypto.provider import new_token as crypto_token
 from m3.errors import InvalidArgument
 from m3.gateway.runtime import running
 from m3.protocols.messages.coordination import CreateToken, ListTokens, RevokeTokens
@@ -23,7 +23,7 @@ MAX_AGENT_CHARS = 200
 
 
 def new_token() -> str:
-    return TOKEN_PREFIX + secrets.token_urlsafe(32)
+    return crypto_token(TOKEN_PREFIX)
 
 
 def _agent_name(raw: str) -> str:

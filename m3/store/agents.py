@@ -7,13 +7,13 @@ as the SHA-256 of a high-entropy random string; the string itself is shown once 
 from __future__ import annotations
 
 import difflib
-import hashlib
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, RowMapping, and_, or_, select
 
+from m3.crypto.provider import token_digest
 from m3.errors import NotFound
 from m3.protocols.tools.agents import AgentRecord
 from m3.store.schema import agent_tokens as tk
@@ -48,7 +48,7 @@ class Liveness:
 
 
 def hash_token(token: str) -> str:
-    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+    return token_digest(token)
 
 
 def load(conn: Connection, agent_id: str) -> RowMapping | None:

@@ -7,8 +7,10 @@ Code asks :func:`dialect_for` once and calls the interface; no other module comp
 from __future__ import annotations
 
 import importlib
+from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -26,6 +28,16 @@ if TYPE_CHECKING:
 #: The module of each SQLAlchemy backend name, imported on first use (PostgreSQL's needs an extra to run).
 _MODULES = {"sqlite": "m3.store.sqlite", "postgresql": "m3.store.postgres"}
 _LOADED: dict[str, Dialect] = {}
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One finding of a dialect's health check (``m3 doctor``): ``ok``, ``warn`` or ``fail``, and what to do."""
+
+    check: str
+    status: Literal["ok", "warn", "fail"]
+    message: str
+    hint: str | None = None
 
 
 class Dialect(Protocol):
@@ -54,6 +66,14 @@ class Dialect(Protocol):
     def status(self, conn: Connection) -> dict[str, Any]:
         """This dialect's own facts for ``m3 store status`` (merged into the report)."""
         return {}
+
+    def health(self, conn: Connection) -> list[Fact]:
+        """This dialect's checks of an open store for ``m3 doctor`` (integrity, journal mode, indexes)."""
+        return []
+
+    def files(self, url: str) -> list[Path]:
+        """The store's files on this machine that must be owner-only (SQLite: the database, WAL and SHM)."""
+        return []
 
     def memory_hits(self, conn: Connection, query: str, where: Any, limit: int, *, selective: bool
                     ) -> list[KeywordHit]:

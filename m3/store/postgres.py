@@ -24,7 +24,7 @@ from sqlalchemy.sql.elements import TextClause
 from sqlalchemy.types import DateTime, TypeEngine
 
 from m3.errors import ConfigError, ExtraNotInstalled, StoreError
-from m3.store.dialect import Dialect
+from m3.store.dialect import Dialect, Fact
 from m3.store.fulltext import MAX_TERMS, KeywordHit, ranked
 from m3.store.schema import memories as m
 from m3.store.schema import memory_embeddings as e
@@ -93,6 +93,9 @@ class PostgresDialect(Dialect):
 
     def status(self, conn: Connection) -> dict[str, Any]:
         return {"postgres": server_details(conn)}
+
+    def health(self, conn: Connection) -> list[Fact]:
+        return [_vector_extension(conn), *_index_health(conn)]
 
     def memory_hits(self, conn: Connection, query: str, where: Any, limit: int, *, selective: bool
                     ) -> list[KeywordHit]:
@@ -306,3 +309,42 @@ def server_details(conn: Connection) -> dict[str, Any]:
         "SELECT indexname FROM pg_indexes WHERE tablename = 'memory_embeddings' "
         "AND indexname LIKE 'ix_embeddings_hnsw_%' ORDER BY indexname"))]
     return {"server_version": version, "pgvector": vector, "hnsw_indexes": indexes}
+
+
+# -- m3 doctor: the extension, invalid indexes, amcheck when installed ("amcheck-lite" without it) -------------
+
+_SCHEMA_INDEXES = ("SELECT c.oid, c.relname, i.indisvalid, a.amname FROM pg_index i "
+                   "JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_namespace n ON n.oid = c.relnamespace "
+                   "JOIN pg_am a ON a.oid = c.relam WHERE n.nspname = current_schema() ORDER BY c.relname")
+
+
+def _vector_extension(conn: Connection) -> Fact:
+    version = conn.execute(text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")).scalar()
+    if version is None:
+        return Fact("store.pgvector", "fail", "the pgvector extension is not installed in this database",
+                    "Run `CREATE EXTENSION vector;` as a superuser (m3 tries it when migrating).")
+    return Fact("store.pgvector", "ok", f"pgvector {version}")
+
+
+def _index_health(conn: Connection) -> list[Fact]:
+    rows = conn.execute(text(_SCHEMA_INDEXES)).all()
+    invalid = [str(r.relname) for r in rows if not r.indisvalid]
+    facts = [Fact("store.indexes", "fail", f"invalid indexes (a failed concurrent build): {', '.join(invalid)}",
+                  f"Run `REINDEX INDEX {invalid[0]};` for each, or drop them and `m3 store migrate`.")
+             if invalid else Fact("store.indexes", "ok", f"{len(rows)} indexes, all valid")]
+    if conn.execute(text("SELECT 1 FROM pg_extension WHERE extname = 'amcheck'")).first() is None:
+        facts.append(Fact("store.integrity", "ok", "indexes valid; B-tree structure not verified (amcheck is not "
+                          "installed)", "For a deeper check, `CREATE EXTENSION amcheck;` and run doctor again."))
+        return facts
+    broken = []
+    for row in rows:
+        if row.amname == "btree" and row.indisvalid:
+            try:
+                with conn.begin_nested():
+                    conn.execute(text("SELECT bt_index_check(:oid)"), {"oid": row.oid})
+            except Exception as exc:  # amcheck reports corruption as an error of the statement
+                broken.append(f"{row.relname}: {str(getattr(exc, 'orig', exc)).strip().splitlines()[0]}")
+    facts.append(Fact("store.integrity", "fail", f"amcheck: {'; '.join(broken)}",
+                      "REINDEX the indexes named, then run doctor again.") if broken
+                 else Fact("store.integrity", "ok", "amcheck bt_index_check: every B-tree index is sound"))
+    return facts

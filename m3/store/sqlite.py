@@ -18,7 +18,7 @@ from sqlalchemy.types import TypeEngine
 
 from m3.errors import ConfigError
 from m3.store import fulltext
-from m3.store.dialect import Dialect, parse_url
+from m3.store.dialect import Dialect, Fact, parse_url
 from m3.store.files import log_tightened, private_dir, private_file
 
 if TYPE_CHECKING:
@@ -93,6 +93,27 @@ class SqliteDialect(Dialect):
             return None
         return text("SELECT rowid AS seq, -bm25(chatlog_fts) AS score FROM chatlog_fts WHERE chatlog_fts MATCH :match"
                     ).bindparams(match=fulltext.fts5_match(terms))
+
+    def health(self, conn: Connection) -> list[Fact]:
+        found = [str(row[0]) for row in conn.exec_driver_sql("PRAGMA integrity_check(20)")]
+        integrity = (Fact("store.integrity", "ok", "PRAGMA integrity_check: ok") if found == ["ok"] else
+                     Fact("store.integrity", "fail", f"PRAGMA integrity_check: {'; '.join(found)}",
+                          "Stop every m3 process, restore the database from a backup (or try `sqlite3 m3.db "
+                          "'.recover'` into a new file), then `m3 store migrate`."))
+        mode = str(conn.exec_driver_sql("PRAGMA journal_mode").scalar())
+        wal = (Fact("store.wal", "ok", "journal_mode is WAL") if mode.lower() == "wal" else
+               Fact("store.wal", "fail", f"journal_mode is {mode}, not WAL",
+                    "m3 turns WAL on when it opens the store: stop the program that turned it off, then run any m3 "
+                    "command (or `m3 doctor --fix`)."))
+        return [integrity, wal]
+
+    def files(self, url: str) -> list[Path]:
+        database = parse_url(url).database
+        if not database or database == ":memory:":
+            return []
+        db = Path(database).expanduser()
+        return [p for p in (db, *(db.with_name(db.name + side) for side in ("-wal", "-shm", "-journal")))
+                if p.exists()]
 
     def bind_time(self, value: datetime) -> Any:
         # Not strftime: its %Y does not zero-pad years before 1000, which breaks both parsing and ordering.

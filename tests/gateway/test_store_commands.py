@@ -95,7 +95,7 @@ def test_a_bad_secret_is_a_config_error_that_does_not_repeat_the_value(cli: Run,
 def test_a_password_written_into_the_config_file_gets_a_warning(cli: Run) -> None:
     done = cli("config", "set", "store.url", SECRET_URL).document()
     assert done["value"] == "<set, hidden>"
-    assert "set-secret" in done["warning"]
+    assert "m3 secret set" in done["warning"]
     assert "s3cret" not in json.dumps(done)
 
 
@@ -195,7 +195,7 @@ def test_the_readme_example_works_unchanged_on_the_embedded_postgres(own_tmp: Pa
     try:
         assert (started["running"], started["started"], started["version"]) == (True, True, "18")
         assert m3("postgres", "start").document()["started"] is False  # already running: reused
-        m3("config", "set-secret", "store.url", stdin=started["url"]).document()
+        m3("secret", "set", "store.url", stdin=started["url"]).document()
         # The README's two commands, as written there:
         written = m3("memory", "memory_write", "--type", "decision", "--title", "project-database",
                      "--content", "We chose PostgreSQL for our website.").document()
