@@ -220,3 +220,17 @@ def test_the_report_for_a_person_names_each_problem_and_its_hint() -> None:
         {"check": "files.modes", "status": "fail", "message": "x is open", "hint": "chmod 600 x", "fixable": True}]}
     shown = doctor.text(document)
     assert "fail  files.modes" in shown and "-> chmod 600 x" in shown and "m3 doctor --fix" in shown
+
+
+def test_agent_wiring_warns_for_a_client_without_m3_until_m3_setup_adds_it(
+        cli: Run, on_store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "user"
+    (home / ".cursor").mkdir(parents=True)
+    (home / ".cursor" / "mcp.json").write_text('{"mcpServers": {"other": {"command": "x"}}}')
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    [before] = by_check(report(cli("doctor", "--json")))["setup.wiring"]
+    assert before["status"] == "warn" and "Cursor" in before["message"] and "m3 setup" in before["hint"]
+    assert cli("setup", "--json", "--client", "cursor").status == 0
+    [after] = by_check(report(cli("doctor", "--json")))["setup.wiring"]
+    assert after["status"] == "ok" and "Cursor" in after["message"]
