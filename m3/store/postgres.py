@@ -112,6 +112,21 @@ class PostgresDialect(Dialect):
         # vector_send: uint16 dimensions, uint16 unused, then big-endian float4s
         return np.frombuffer(data, dtype=">f4", offset=4).astype(np.float32)
 
+    def scrub(self, conn: Connection, tables: list[str]) -> None:
+        # A DELETE leaves dead tuples in the table's pages (and their index entries) until VACUUM; VACUUM (FULL)
+        # writes each table and its indexes and TOAST to new files, and the old files are truncated at commit.
+        # What remains is the WAL, until its segments are recycled (docs/governance.md).
+        raw = conn.connection.dbapi_connection
+        assert raw is not None
+        raw.autocommit = True
+        cur = raw.cursor()
+        try:
+            for table in tables:
+                cur.execute(f"VACUUM (FULL) {_quote(conn, table)}")
+        finally:
+            cur.close()
+            raw.autocommit = False
+
     def store_error(self, exc: BaseException) -> StoreError | None:
         sqlstate = getattr(getattr(exc, "orig", None), "sqlstate", None)
         if sqlstate == "55P03":

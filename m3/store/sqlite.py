@@ -16,7 +16,7 @@ from sqlalchemy import Connection, Engine, LargeBinary, String, TextClause, crea
 from sqlalchemy.pool import NullPool
 from sqlalchemy.types import TypeEngine
 
-from m3.errors import ConfigError
+from m3.errors import ConfigError, StoreError
 from m3.store import fulltext
 from m3.store.dialect import Dialect, parse_url
 from m3.store.files import log_tightened, private_dir, private_file
@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 
 #: Unfiltered searches check the filters on FTS5's best ``PREFILTER_FACTOR * limit`` matches first.
 PREFILTER_FACTOR = 4
+#: The FTS5 tables kept by triggers (migration 0001).
+FTS_TABLES = ("memories_fts", "chatlog_fts")
 _FTS5_SCORE = "bm25(memories_fts, 0.0, 1.0)"  # title weight 0: the title is searched, not scored
 
 
@@ -93,6 +95,29 @@ class SqliteDialect(Dialect):
             return None
         return text("SELECT rowid AS seq, -bm25(chatlog_fts) AS score FROM chatlog_fts WHERE chatlog_fts MATCH :match"
                     ).bindparams(match=fulltext.fts5_match(terms))
+
+    def begin_erasure(self, conn: Connection) -> None:
+        # Deleted content is overwritten with zeros on its page, not just marked free (until scrub turns it off).
+        conn.exec_driver_sql("PRAGMA secure_delete = ON")
+
+    def purge_fulltext(self, conn: Connection) -> None:
+        # An FTS5 'delete' only adds a tombstone segment: the deleted terms stay in older segments until a merge.
+        # 'rebuild' drops the index and builds it again from the rows that remain.
+        for table in FTS_TABLES:
+            conn.exec_driver_sql(f"INSERT INTO {table}({table}) VALUES ('rebuild')")
+
+    def scrub(self, conn: Connection, tables: list[str]) -> None:
+        # VACUUM rewrites the whole file without free pages; the checkpoint then copies the WAL into it and
+        # truncates the WAL to zero bytes, so no earlier page image of a deleted row remains in either file.
+        raw = conn.connection.dbapi_connection
+        assert raw is not None
+        raw.execute("VACUUM")
+        busy, _, _ = raw.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        raw.execute("PRAGMA secure_delete = OFF")
+        if busy:
+            raise StoreError("the erasure committed, but another connection kept the WAL from being truncated",
+                             hint="Stop the other m3 processes on this store and run gdpr_forget again (it "
+                                  "finds nothing left to erase and scrubs the files).")
 
     def bind_time(self, value: datetime) -> Any:
         # Not strftime: its %Y does not zero-pad years before 1000, which breaks both parsing and ordering.
