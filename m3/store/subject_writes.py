@@ -26,7 +26,7 @@ from m3.store.subjects import TABLES, memory_ids, subject_hash, task_ids, where
 
 #: Sections whose matching rows are deleted outright (the others are scrubbed of the subject's name or go by
 #: foreign key with the memories).
-_DELETED = ("grants", "inbox", "notifications", "chat", "tokens", "audit")
+_DELETED = ("grants", "inbox", "chat", "tokens", "audit")
 
 
 def forget(conn: Connection, subject: Subject, *, now: datetime, actor: str | None,
@@ -37,6 +37,8 @@ def forget(conn: Connection, subject: Subject, *, now: datetime, actor: str | No
     counts = {name: conn.execute(select(func.count()).select_from(TABLES[name]).where(clause)).scalar_one()
               for name, clause in sections.items()}
     erased = list(conn.execute(memory_ids(subject)).scalars())
+    # First: which notifications quote the agent's tasks and handoffs is known by their ids.
+    conn.execute(delete(TABLES["notifications"]).where(sections["notifications"]))
     if subject.kind == "agent":
         _forget_agent_traces(conn, subject.id)
     for name in _DELETED:

@@ -54,6 +54,11 @@ def task_ids(subject: Subject) -> Select[Any]:
     return select(t.c.id).where(_is_agent(subject, t.c.creator))
 
 
+def handoff_ids(subject: Subject) -> Select[Any]:
+    """Handoffs to or from the agent."""
+    return select(ib.c.id).where(or_(_is_agent(subject, ib.c.agent_id), _is_agent(subject, ib.c.from_agent)))
+
+
 def where(subject: Subject) -> dict[str, ColumnElement[bool]]:
     """Per table, the rows of the subject (the order is the order of export)."""
     ids = memory_ids(subject)
@@ -68,8 +73,10 @@ def where(subject: Subject) -> dict[str, ColumnElement[bool]]:
         "tokens": _is_agent(subject, tk.c.agent_id),
         "tasks": or_(_is_agent(subject, t.c.creator), _is_agent(subject, t.c.owner)),
         "task_events": or_(te.c.task_id.in_(task_ids(subject)), _is_agent(subject, te.c.actor)),
-        "inbox": or_(_is_agent(subject, ib.c.agent_id), _is_agent(subject, ib.c.from_agent)),
-        "notifications": or_(_is_agent(subject, nt.c.agent_id), _is_agent(subject, nt.c.from_agent)),
+        "inbox": ib.c.id.in_(handoff_ids(subject)),
+        # Also what others were told about the agent's tasks and handoffs: those messages quote them.
+        "notifications": or_(_is_agent(subject, nt.c.agent_id), _is_agent(subject, nt.c.from_agent),
+                             nt.c.ref_id.in_(task_ids(subject)), nt.c.ref_id.in_(handoff_ids(subject))),
         "audit": (or_(ra.c.subject_agent == subject.id, ra.c.reader == subject.id) if subject.kind == "agent"
                   else ra.c.subject_user == subject.id),
     }
