@@ -33,23 +33,17 @@ from m3.protocols.tools.governance import GdprForgetResult
 from m3.protocols.tools.memory import MemoryWriteResult
 from m3.retrieval.per_dialect import candidates_for
 from m3.retrieval.supersession import Candidates, SupersessionPolicy, supersede_similar
-from m3.store import (
-    agent_writes,
-    audit_writes,
-    chat_writes,
-    conflict_writes,
-    embedding_models,
-    grant_writes,
-    inbox_writes,
-    subject_writes,
-)
+from m3.store import agent_writes, chat_writes, conflict_writes, embedding_models, grant_writes, inbox_writes
 from m3.store import memories as rows
+from m3.store.audit_writes import prune as prune_audit
+from m3.store.audit_writes import record as record_audit
 from m3.store.clock import Clock
 from m3.store.conflicts import ConflictFilter
 from m3.store.dialect import dialect_for
 from m3.store.engine import StoreOptions, write_errors
 from m3.store.filters import isolation_clause
 from m3.store.memory_writes import MemoryWrites
+from m3.store.subject_writes import forget as forget_subject
 from m3.store.subjects import SCRUBBED_TABLES
 from m3.store.task_writes import TaskWrites
 
@@ -110,8 +104,8 @@ class Writer(ConnectionOwner):
         files while no transaction is open, then tell the Searcher which memories are gone."""
         now = self._clock()
         with self.conn.begin():
-            digest, counts, erased = subject_writes.forget(self.conn, msg.subject, now=now, actor=msg.actor,
-                                                           dialect=self._dialect)
+            digest, counts, erased = forget_subject(self.conn, msg.subject, now=now, actor=msg.actor,
+                                                    dialect=self._dialect)
         for memory_id in erased:
             self._candidates.discard(memory_id)
         self._publish(Effects(erased=erased))
@@ -311,11 +305,6 @@ def _resolve_conflict(tx: Tx, msg: ResolveConflict) -> Outcome:
     return Outcome(ConflictRecord(**done))
 
 
-def _audit(tx: Tx, msgs: list[gov.RecordReads]) -> list[Outcome]:
-    audit_writes.record(tx.conn, msgs)
-    return [Outcome() for _ in msgs]
-
-
 def _touch(tx: Tx, msg: mem.TouchMemories) -> Outcome:
     rows.touch(tx.conn, msg.ids, msg.at)
     return Outcome()
@@ -349,8 +338,8 @@ OPERATIONS: dict[type[Message], Operation] = {
     mem.StoreVectors: Operation(lambda tx, msg: _vectors(tx, [msg])[0], run_all=_vectors,
                             mergeable=lambda a, b: (a.model, a.dim, a.supersede) == (b.model, b.dim, b.supersede)),
     mem.TouchMemories: Operation(_touch),
-    gov.RecordReads: Operation(lambda tx, msg: _audit(tx, [msg])[0], mergeable=lambda a, b: True, run_all=_audit),
-    gov.PruneAudit: Operation(lambda tx, msg: Outcome(audit_writes.prune(tx.conn, msg.before))),
+    gov.RecordAudit: Operation(lambda tx, msg: Outcome(record_audit(tx.conn, msg.reads))),
+    gov.PruneAudit: Operation(lambda tx, msg: Outcome(prune_audit(tx.conn, msg.before))),
     mem.WriteChat: _at_now(chat_writes.append),
     mem.ShareMemory: _at_now(grant_writes.apply, refusable=True),
     mem.UnshareMemory: _at_now(grant_writes.apply, refusable=True),

@@ -84,12 +84,12 @@ class Service:
         return result
 
     def _audit(self, tool: Tool, result: ToolResult, ctx: CallContext) -> None:
-        """Tell the Writer which rows the result showed to the caller (the read audit; nobody waits for it)."""
+        """Tell the AuditKeeper which rows the result showed to the caller (the read audit; nobody waits for it)."""
         if tool.spec.audit is None or not self.audit_reads:
             return
         refs = tuple(tool.spec.audit(result))
         if refs:
-            self.system.writer.tell(RecordReads(reader=ctx.agent_id, tool=tool.spec.name, at=datetime.now(UTC),
+            self.system.audit_keeper.tell(RecordReads(reader=ctx.agent_id, tool=tool.spec.name, at=datetime.now(UTC),
                                                 refs=refs))
 
     async def ask(self, handle: ActorHandle, message: Request[R]) -> R:

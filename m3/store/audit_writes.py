@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from sqlalchemy import Connection, delete, insert, select
@@ -15,7 +16,7 @@ from m3.store.schema import read_audit as ra
 _INSERT = insert(ra)  # built once: the statement memoises its cache key
 
 
-def record(conn: Connection, batch: list[RecordReads]) -> int:
+def record(conn: Connection, batch: Sequence[RecordReads]) -> int:
     """Add one record per row each read showed, with the row's owner as its subject; how many were added.
 
     Owners are looked up once for the whole batch (one query per kind); a row erased since it was read

@@ -27,8 +27,8 @@ def test_memory_changes_refusable_part_way_run_in_savepoints_and_new_writes_do_n
     assert not any(OPERATIONS[cls].refusable for cls in (memory.WriteMemories, memory.StoreVectors, memory.WriteChat))
 
 
-def test_only_writes_vectors_and_audit_records_merge_with_their_neighbours() -> None:
-    merged = {memory.WriteMemories, memory.StoreVectors, governance.RecordReads}
+def test_only_writes_and_vectors_merge_with_their_neighbours() -> None:
+    merged = {memory.WriteMemories, memory.StoreVectors}
     assert {cls for cls, op in OPERATIONS.items() if op.mergeable is not None} == merged
     assert all(OPERATIONS[cls].run_all is not None for cls in merged)
 

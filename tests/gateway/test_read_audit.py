@@ -24,7 +24,8 @@ LOCAL = CallContext(agent_id=None)
 
 
 async def committed(service: Service) -> None:
-    """Every audit record told so far is committed (the Writer answers a Flush after what was queued)."""
+    """Every audit record told so far is committed: the keeper hands them over, then the Writer commits."""
+    service.system.audit_keeper.ask(Flush(), 30)
     service.system.writer.ask(Flush(), 30)
 
 

@@ -22,12 +22,18 @@ class Subject(Message):
 
 
 class RecordReads(Message):
-    """Rows a tool showed to ``reader`` (fire and forget: the Writer group-commits it with other writes)."""
+    """Rows a tool showed to ``reader`` (fire and forget, to the AuditKeeper, which batches them)."""
 
     reader: str | None
     tool: str
     at: datetime
     refs: tuple[tuple[RefKind, str], ...]
+
+
+class RecordAudit(Message):
+    """The reads the AuditKeeper collected, for the Writer to commit in its next transaction."""
+
+    reads: tuple[RecordReads, ...]
 
 
 class PruneAudit(Request[int]):
