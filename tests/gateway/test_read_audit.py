@@ -132,3 +132,30 @@ async def test_audit_query_refuses_bad_arguments(service: Service) -> None:
     with pytest.raises(M3Error) as raised:
         await service.call("audit_query", {"limit": 0}, LOCAL)
     assert raised.value.code == "invalid_argument"
+
+
+async def test_over_http_each_token_sees_who_read_its_data_and_may_not_erase(service: Service) -> None:
+    import httpx2
+
+    from tests.gateway.test_http_routes import base_of, bearer
+    from tests.gateway.test_mcp_http import serving, token_for
+
+    token_a, _ = token_for(service, "agent-a")
+    token_b, _ = token_for(service, "agent-b")
+    async with serving(service) as url, httpx2.AsyncClient(base_url=base_of(url), timeout=30) as http:
+        async def call(tool: str, args: dict[str, Any], token: str) -> httpx2.Response:
+            return await http.post(f"/v1/tools/{tool}", json=args, headers=bearer(token))
+
+        written = (await call("memory_write", {"content": "Agent a shares this over HTTP.", "scope": "user"},
+                              token_a)).json()
+        await call("memory_get", {"id": written["id"]}, token_b)
+        seen_by_a = (await call("audit_query", {}, token_a)).json()["items"]
+        assert [(r["reader"], r["ref_id"], r["tool"]) for r in seen_by_a] == [("agent-b", written["id"], "memory_get")]
+        assert [r["subject_agent"] for r in (await call("audit_query", {}, token_b)).json()["items"]] == ["agent-a"]
+        mine = (await call("gdpr_export", {"agent_id": "agent-a"}, token_a)).json()
+        assert [m["id"] for m in mine["memories"]] == [written["id"]]
+        assert mine["tokens"] and all("token_hash" not in t for t in mine["tokens"])
+        for tool, args in (("gdpr_export", {"agent_id": "agent-b"}),
+                           ("gdpr_forget", {"agent_id": "agent-a", "confirm": True})):
+            answer = await call(tool, args, token_a)
+            assert answer.status_code == 403 and answer.json()["error"]["code"] == "forbidden", tool
