@@ -41,6 +41,11 @@ _VECTOR_REGISTERED = "m3_vector_registered"
 _PLAIN_VALUE = re.compile(r"[A-Za-z0-9/._-]+")
 
 
+#: What to do when an erasure committed but its scrub could not finish.
+SCRUB_HINT = ("Another connection held a lock on the store: call gdpr_forget again once it is done (it finds nothing "
+              "left to erase and scrubs the files).")
+
+
 class PostgresDialect(Dialect):
     """The :class:`m3.store.dialect.Dialect` of PostgreSQL with pgvector."""
 
@@ -123,6 +128,9 @@ class PostgresDialect(Dialect):
         try:
             for table in tables:
                 cur.execute(f"VACUUM (FULL) {_quote(conn, table)}")
+        except Exception as exc:
+            raise StoreError(f"the erasure committed, but VACUUM (FULL) could not rewrite {table}: "
+                             f"{type(exc).__name__}", hint=SCRUB_HINT) from exc
         finally:
             cur.close()
             raw.autocommit = False

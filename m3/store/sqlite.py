@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 
 #: Unfiltered searches check the filters on FTS5's best ``PREFILTER_FACTOR * limit`` matches first.
 PREFILTER_FACTOR = 4
+#: What to do when an erasure committed but its scrub could not finish.
+SCRUB_HINT = ("Another m3 process kept a transaction open on the store: call gdpr_forget again once it is done or "
+              "stopped (it finds nothing left to erase and scrubs the files).")
 #: The FTS5 tables kept by triggers (migration 0001).
 FTS_TABLES = ("memories_fts", "chatlog_fts")
 _FTS5_SCORE = "bm25(memories_fts, 0.0, 1.0)"  # title weight 0: the title is searched, not scored
@@ -111,13 +114,17 @@ class SqliteDialect(Dialect):
         # truncates the WAL to zero bytes, so no earlier page image of a deleted row remains in either file.
         raw = conn.connection.dbapi_connection
         assert raw is not None
-        raw.execute("VACUUM")
-        busy, _, _ = raw.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-        raw.execute("PRAGMA secure_delete = OFF")
+        try:
+            raw.execute("VACUUM")
+            busy, _, _ = raw.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        except sqlite3.OperationalError as exc:
+            raise StoreError(f"the erasure committed, but the files could not be scrubbed: {exc}",
+                             hint=SCRUB_HINT) from exc
+        finally:
+            raw.execute("PRAGMA secure_delete = OFF")
         if busy:
             raise StoreError("the erasure committed, but another connection kept the WAL from being truncated",
-                             hint="Stop the other m3 processes on this store and run gdpr_forget again (it "
-                                  "finds nothing left to erase and scrubs the files).")
+                             hint=SCRUB_HINT)
 
     def bind_time(self, value: datetime) -> Any:
         # Not strftime: its %Y does not zero-pad years before 1000, which breaks both parsing and ordering.

@@ -177,3 +177,33 @@ async def test_a_token_bound_agent_may_export_only_itself_and_may_not_erase(serv
         with pytest.raises(M3Error) as raised:
             await service.call("gdpr_export", args, LOCAL)
         assert raised.value.code == "invalid_argument"
+
+
+@pytest.mark.store_only("sqlite", reason="a reader holding the WAL is SQLite's case; PostgreSQL's is a lock timeout")
+async def test_an_erasure_whose_scrub_is_blocked_says_it_committed_and_a_second_call_scrubs(
+        env: dict[str, str], embedder: Any, store_url: str) -> None:
+    import sqlite3
+
+    from m3.config import load_config
+    from m3.gateway.registry import default_registry
+
+    system = ActorSystem(load_config({**env, "M3_STORE_BUSY_TIMEOUT_MS": "200"}), embedder).start()
+    try:
+        service = Service(system.config, system, default_registry())
+        await service.call("memory_write", {"content": secret(40)}, ME)
+        system.wait_embedded(60)
+        other = sqlite3.connect(str(make_url(store_url).database), isolation_level=None)
+        try:
+            other.execute("BEGIN")
+            other.execute("SELECT count(*) FROM memories").fetchone()  # a read transaction on the WAL's snapshot
+            with pytest.raises(M3Error) as raised:
+                await service.call("gdpr_forget", {"agent_id": SUBJECT, "confirm": True}, LOCAL)
+            assert raised.value.code == "store_error" and "erasure committed" in raised.value.message
+            assert "gdpr_forget again" in (raised.value.hint or "")
+        finally:
+            other.close()
+        again = await service.call("gdpr_forget", {"agent_id": SUBJECT, "confirm": True}, LOCAL)
+        assert again["counts"]["memories"] == 0
+        assert remaining(raw_bytes(store_url), [secret(40), "qzv40marker"]) == []
+    finally:
+        system.stop()
