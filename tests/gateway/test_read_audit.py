@@ -16,6 +16,7 @@ from m3.gateway.registry import default_registry
 from m3.gateway.service import CallContext, Service
 from m3.protocols.messages.governance import PruneAudit
 from m3.protocols.messages.memory import Flush
+from tests.gateway.outcomes import Run
 
 pytestmark = pytest.mark.anyio
 
@@ -159,3 +160,13 @@ async def test_over_http_each_token_sees_who_read_its_data_and_may_not_erase(ser
                            ("gdpr_forget", {"agent_id": "agent-a", "confirm": True})):
             answer = await call(tool, args, token_a)
             assert answer.status_code == 403 and answer.json()["error"]["code"] == "forbidden", tool
+
+
+def test_a_one_shot_cli_command_commits_its_reads_before_it_exits(m3: Run) -> None:
+    written = m3("memory", "write", "--content", "Read from the command line.", "--scope", "user").document()
+    m3("memory", "get", "--id", written["id"]).document()
+    m3("memory", "search", "--query", "command line").document()
+    found = m3("governance", "audit_query").document()["items"]
+    assert [(r["tool"], r["ref_id"]) for r in found] == [("memory_get", written["id"]),
+                                                         ("memory_search", written["id"])]
+    assert {(r["reader"], r["subject_agent"]) for r in found} == {("local", "local")}  # identity.agent_id
