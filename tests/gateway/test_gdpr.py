@@ -50,6 +50,9 @@ async def write_everything(service: Service) -> dict[str, Any]:
     await service.call("memory_link", {"from_id": first["id"], "to_id": newer["id"]}, ME)
     private = await service.call("memory_write", {"content": secret(18)}, ME)
     await service.call("memory_share", {"id": private["id"], "agents": [KEEPER]}, ME)
+    dropped = await service.call("memory_write", {"content": secret(22)}, ME)
+    await service.call("memory_delete", {"id": dropped["id"], "reason": secret(21)}, ME)
+    await service.call("memory_restore", {"id": dropped["id"], "reason": secret(23)}, ME)
     await service.call("chatlog_write", {"conversation_id": "conv-s", "role": "user", "content": secret(9)}, ME)
     await service.call("memory_handoff", {"to_agent": KEEPER, "task": secret(10), "note": secret(11),
                                           "context_ids": [first["id"]]}, ME)
@@ -69,8 +72,8 @@ async def write_everything(service: Service) -> dict[str, Any]:
     return {"memory": first["id"]}
 
 
-SECRETS = [secret(n) for n in range(1, 21)]
-TOKENS = [f"qzv{n}marker" for n in range(1, 21)] + [f"xylophone{n}" for n in range(1, 21)]
+SECRETS = [secret(n) for n in range(1, 24)]
+TOKENS = [f"qzv{n}marker" for n in range(1, 24)] + [f"xylophone{n}" for n in range(1, 24)]
 
 
 def raw_bytes(store_url: str) -> bytes:
@@ -111,7 +114,7 @@ async def test_export_holds_every_text_of_the_subject_and_forget_leaves_no_byte_
                                        for v in exported["vectors"])
     assert {a["subject_agent"] for a in exported["audit"]} == {SUBJECT}
     assert {a["reader"] for a in exported["audit"]} == {KEEPER, SUBJECT}
-    assert len(exported["memories"]) == 5  # three current memories, an updated and a superseded version
+    assert len(exported["memories"]) == 6  # four current memories, an updated and a superseded version
     assert exported["agent"]["description"] == secret(1)
     system.stop()
     assert remaining(raw_bytes(store_url), SECRETS) == SECRETS  # the scan sees them before the erasure
@@ -119,7 +122,7 @@ async def test_export_holds_every_text_of_the_subject_and_forget_leaves_no_byte_
     refused = m3("governance", "gdpr_forget", "--agent-id", SUBJECT).error()
     assert refused["code"] == "confirmation_required"
     done = m3("governance", "gdpr_forget", "--agent-id", SUBJECT, "--confirm").document()
-    assert done["counts"]["memories"] == 5 and done["counts"]["chat"] == 1 and done["counts"]["agent"] == 1
+    assert done["counts"]["memories"] == 6 and done["counts"]["chat"] == 1 and done["counts"]["agent"] == 1
 
     data = raw_bytes(store_url)
     assert remaining(data, SECRETS + TOKENS) == []
@@ -128,7 +131,7 @@ async def test_export_holds_every_text_of_the_subject_and_forget_leaves_no_byte_
     assert [len(after[k]) for k in ("memories", "history", "chat", "tasks", "inbox", "notifications", "audit")] == [
         0] * 7
     assert after["agent"] is None
-    assert [e["counts"]["memories"] for e in after["erasures"]] == [5]
+    assert [e["counts"]["memories"] for e in after["erasures"]] == [6]
     # The keeper's data is whole, and its export is a zip of JSON files.
     target = tmp_path / "keeper.zip"
     listed = m3("governance", "export-zip", "--agent-id", KEEPER, "--zip", str(target)).document()
