@@ -1,4 +1,4 @@
-"""The Directory: reads of agents, inboxes, notifications, tokens and conflicts.
+"""The Directory: reads of agents, inboxes, notifications, tokens, conflicts, the read audit and GDPR exports.
 
 Each request runs in its own read transaction, so a read sent after a write's reply sees that write.
 Apart from the Searcher, so that token checks and inbox polls never queue behind a search.
@@ -21,10 +21,12 @@ from m3.protocols.messages.coordination import (
     PollNotifications,
     ReadInbox,
 )
+from m3.protocols.messages.governance import ExportSubject, QueryAudit
 from m3.protocols.tools.agents import AgentDetails, AgentListResult, AgentRecord
 from m3.protocols.tools.conflicts import ConflictRecord, ConflictsListResult
+from m3.protocols.tools.governance import AuditQueryResult, AuditRecord, GdprExportResult
 from m3.protocols.tools.inbox import InboxItem, MemoryInboxResult, Notification, NotificationsResult
-from m3.store import agents, conflicts, inbox
+from m3.store import agents, audit, conflicts, inbox, subjects
 from m3.store.engine import StoreOptions
 from m3.store.filters import isolation_clause
 
@@ -39,6 +41,7 @@ class Directory(StoreReader):
             GetAgent: self.get_agent, ListAgents: self.list_agents, ReadInbox: self.read_inbox,
             PollNotifications: self.poll, LookupToken: self.lookup_token, ListTokens: self.list_tokens,
             ListConflicts: self.list_conflicts,
+            QueryAudit: self.query_audit, ExportSubject: self.export_subject,
         }
 
     def get_agent(self, msg: GetAgent) -> AgentDetails:
@@ -67,3 +70,12 @@ class Directory(StoreReader):
     def list_conflicts(self, msg: ListConflicts) -> ConflictsListResult:
         found = conflicts.list_conflicts(self.conn, msg)
         return ConflictsListResult(count=len(found), items=[ConflictRecord(**row) for row in found])
+
+    def query_audit(self, msg: QueryAudit) -> AuditQueryResult:
+        found, next_after = audit.query(self.conn, msg)
+        return AuditQueryResult(count=len(found), items=[AuditRecord(**row) for row in found], next_after=next_after)
+
+    def export_subject(self, msg: ExportSubject) -> GdprExportResult:
+        """Everything about one subject, read in one snapshot."""
+        return GdprExportResult(subject={"kind": msg.subject.kind, "id": msg.subject.id},
+                                exported_at=datetime.now(UTC), **subjects.export(self.conn, msg.subject))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from m3.actors.audit_keeper import AuditKeeper
 from m3.actors.directory import Directory
 from m3.actors.embedder import EmbedderActor
 from m3.actors.router import RouterRegistry
@@ -72,11 +73,15 @@ class ActorSystem:
         self.directory = ActorHandle("directory", Directory, self.options, liveness=Liveness(
             active_s=config["agents.active_window_s"], offline_s=config["agents.offline_after_s"]))
         self.tasks = ActorHandle("tasks", TaskManager, self.options, writer=self.writer)
+        #: Prunes the read audit at start and every audit.prune_interval_s, in long-running processes only.
+        self.audit_keeper = ActorHandle("audit_keeper", AuditKeeper, writer=self.writer,
+                                        retention_days=config["audit.retention_days"],
+                                        interval_s=config["audit.prune_interval_s"], periodic=background)
         self.routers = RouterRegistry(self.writer, idle_s=config["inbox.router_idle_s"])
         self.writer.rebind(searcher=self.searcher, embedder=self.embedder, on_notified=self.routers.arrived,
                            on_leased=lease_clock(self.tasks))
         #: In start order; they stop in reverse, the Writer last.
-        self._handles = (self.writer, self.searcher, self.embedder, self.directory, self.tasks)
+        self._handles = (self.writer, self.searcher, self.embedder, self.directory, self.tasks, self.audit_keeper)
 
     def start(self) -> ActorSystem:
         migrate_store(self.options)

@@ -25,18 +25,24 @@ from m3.actors.supervisor import ActorHandle
 from m3.errors import M3Error
 from m3.protocols.base import Message
 from m3.protocols.messages import coordination as co
+from m3.protocols.messages import governance as gov
 from m3.protocols.messages import memory as mem
 from m3.protocols.messages.conflicts import ResolveConflict
 from m3.protocols.tools.conflicts import ConflictRecord
+from m3.protocols.tools.governance import GdprForgetResult
 from m3.protocols.tools.memory import MemoryWriteResult
 from m3.retrieval.supersession import Candidates, SupersessionPolicy, candidates_for, supersede_similar
 from m3.store import agent_writes, chat_writes, conflict_writes, embedding_models, grant_writes, inbox_writes
 from m3.store import memories as rows
+from m3.store.audit_writes import prune as prune_audit
+from m3.store.audit_writes import record as record_audit
 from m3.store.clock import Clock
 from m3.store.dialect import dialect_for
 from m3.store.engine import StoreOptions, write_errors
 from m3.store.filters import isolation_clause
 from m3.store.memory_writes import MemoryWrites
+from m3.store.subject_writes import forget as forget_subject
+from m3.store.subjects import SCRUBBED_TABLES
 from m3.store.task_writes import TaskWrites
 
 log = logging.getLogger(__name__)
@@ -88,7 +94,21 @@ class Writer(ConnectionOwner):
         self._candidates = candidates_for(self._dialect, policy.exempt_types)
 
     def handlers(self) -> dict[type[Message], Callable[[Any], Any]]:
-        return {mem.ActivateModel: self._activate_model, mem.MarkModelBuilding: self._mark_building}
+        return {mem.ActivateModel: self._activate_model, mem.MarkModelBuilding: self._mark_building,
+                gov.ForgetSubject: self._forget}
+
+    def _forget(self, msg: gov.ForgetSubject) -> GdprForgetResult:
+        """Erase a subject in its own transaction (what was queued before it commits first), then scrub the
+        files while no transaction is open, then tell the Searcher which memories are gone."""
+        now = self._clock()
+        with self.conn.begin():
+            digest, counts, erased = forget_subject(self.conn, msg.subject, now=now, actor=msg.actor,
+                                                    dialect=self._dialect)
+        for memory_id in erased:
+            self._candidates.discard(memory_id)
+        self._publish(Effects(erased=erased))
+        self._dialect.scrub(self.conn, list(SCRUBBED_TABLES))
+        return GdprForgetResult(subject_hash=digest, erased_at=now, counts=counts)
 
     def _activate_model(self, msg: mem.ActivateModel) -> bool:
         with self.conn.begin():
@@ -316,6 +336,8 @@ OPERATIONS: dict[type[Message], Operation] = {
     mem.StoreVectors: Operation(lambda tx, msg: _vectors(tx, [msg])[0], run_all=_vectors,
                             mergeable=lambda a, b: (a.model, a.dim, a.supersede) == (b.model, b.dim, b.supersede)),
     mem.TouchMemories: Operation(_touch),
+    gov.RecordAudit: Operation(lambda tx, msg: Outcome(record_audit(tx.conn, msg.reads))),
+    gov.PruneAudit: Operation(lambda tx, msg: Outcome(prune_audit(tx.conn, msg.before))),
     mem.WriteChat: _at_now(chat_writes.append),
     mem.ShareMemory: _at_now(grant_writes.apply, refusable=True),
     mem.UnshareMemory: _at_now(grant_writes.apply, refusable=True),

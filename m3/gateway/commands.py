@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from m3.config import Config, set_in_file, setting
-from m3.gateway import secret_commands, store_commands, tokens, wheelhouse
+from m3.gateway import governance_commands, secret_commands, store_commands, tokens, wheelhouse
 from m3.gateway.reembed import reembed
 
 #: The flags and options of one ``ArgumentParser.add_argument`` call.
@@ -155,6 +155,12 @@ ADMIN_COMMANDS: tuple[AdminCommand, ...] = (
                  _SECRET_KEY),
     AdminCommand("secret", "migrate", "Move a plaintext secrets.toml of earlier versions into the vault (m3 also "
                  "does it on first use).", secret_commands.secret_migrate),
+    AdminCommand("governance", "export-zip",
+                 "Write everything m3 holds about one agent or user (gdpr_export) as a zip of JSON files, one per "
+                 "section, readable by its owner only.", governance_commands.export_zip,
+                 (arg("--agent-id", default=None, help="The agent subject."),
+                  arg("--user-id", default=None, help="The user subject."),
+                  arg("--zip", required=True, metavar="FILE", help="The zip file to write."))),
     AdminCommand("store", "migrate", "Bring the store's schema to the newest revision.", store_commands.store_migrate),
     AdminCommand("store", "status", "Backend, URL (password hidden), schema revision and counts of the store.",
                  store_commands.store_status),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from pydantic import ValidationError
@@ -21,6 +22,7 @@ from m3.config import Config
 from m3.errors import ContentTooLarge, FieldTooLarge, InvalidArgument, InvalidTime, M3Error, UnknownMemoryType
 from m3.gateway.registry import Registry, Tool
 from m3.protocols.base import Request, ToolResult
+from m3.protocols.messages.governance import RecordReads
 from m3.protocols.tools.fields import LIMIT_KEYS
 
 log = logging.getLogger(__name__)
@@ -55,6 +57,7 @@ class Service:
         self.registry = registry
         self.timeout: float = config["actors.ask_timeout_s"]
         self.limits = limits_of(config)
+        self.audit_reads: bool = config["audit.enabled"]
 
     async def call(self, name: str, raw_args: dict[str, Any] | None, ctx: CallContext) -> dict[str, Any]:
         """Run tool ``name`` with JSON arguments; return its JSON result. Raises M3Error only."""
@@ -72,10 +75,21 @@ class Service:
     async def run(self, tool: Tool, args: Any, ctx: CallContext) -> ToolResult:
         """The tool's handler, or the generic route: its request to its actor, whose reply is the result."""
         if tool.handler is not None:
-            return await tool.handler(self, args, ctx)
-        request = tool.request(args, ctx, enforce_isolation=self.config["isolation.enforce"])
-        result: ToolResult = await self.ask(getattr(self.system, tool.spec.actor), request)
+            result = await tool.handler(self, args, ctx)
+        else:
+            request = tool.request(args, ctx, enforce_isolation=self.config["isolation.enforce"])
+            result = await self.ask(getattr(self.system, tool.spec.actor), request)
+        self._audit(tool, result, ctx)
         return result
+
+    def _audit(self, tool: Tool, result: ToolResult, ctx: CallContext) -> None:
+        """Tell the AuditKeeper which rows the result showed to the caller (the read audit; nobody waits for it)."""
+        if tool.spec.audit is None or not self.audit_reads:
+            return
+        refs = tuple(tool.spec.audit(result))
+        if refs:
+            self.system.audit_keeper.tell(RecordReads(reader=ctx.agent_id, tool=tool.spec.name, at=datetime.now(UTC),
+                                                refs=refs))
 
     async def ask(self, handle: ActorHandle, message: Request[R]) -> R:
         """Ask one actor under the configured timeout."""

@@ -8,6 +8,7 @@ thread shares nothing mutable.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -100,6 +101,9 @@ class ToolSpec:
     message: type[Request[Any]] | None = None
     #: The actor the request goes to, one of :data:`ACTORS`.
     actor: str = ""
+    #: For a tool that shows stored rows: the ``("memory" | "chat", id)`` pairs its result shows, which the
+    #: gateway records in the read audit (docs/governance.md).
+    audit: Callable[[Any], Iterable[tuple[str, str]]] | None = None
 
     @property
     def summary(self) -> str:

@@ -103,6 +103,19 @@ class Dialect(Protocol):
         """A clear StoreError for a failure whose driver text alone would puzzle a user; None otherwise."""
         return None
 
+    def begin_erasure(self, conn: Connection) -> None:
+        """Before an erasure's deletes, in its transaction: make freed space hold no copy of the deleted bytes."""
+        return None
+
+    def purge_fulltext(self, conn: Connection) -> None:
+        """In an erasure's transaction, after its deletes: leave no term of the deleted text in a full-text index."""
+        return None
+
+    def scrub(self, conn: Connection, tables: list[str]) -> None:
+        """After an erasure committed (no transaction open on ``conn``): rewrite ``tables`` so that the database
+        files keep no copy of the deleted rows (docs/governance.md says what remains)."""
+        return None
+
     def retryable(self, exc: BaseException) -> bool:
         """True when the transaction lost a deadlock or serialization race, so running it again is safe."""
         return False

@@ -41,6 +41,11 @@ _VECTOR_REGISTERED = "m3_vector_registered"
 _PLAIN_VALUE = re.compile(r"[A-Za-z0-9/._-]+")
 
 
+#: What to do when an erasure committed but its scrub could not finish.
+SCRUB_HINT = ("Another connection held a lock on the store: call gdpr_forget again once it is done (it finds nothing "
+              "left to erase and scrubs the files).")
+
+
 class PostgresDialect(Dialect):
     """The :class:`m3.store.dialect.Dialect` of PostgreSQL with pgvector."""
 
@@ -114,6 +119,24 @@ class PostgresDialect(Dialect):
     def read_vector(self, data: bytes) -> Matrix:
         # vector_send: uint16 dimensions, uint16 unused, then big-endian float4s
         return np.frombuffer(data, dtype=">f4", offset=4).astype(np.float32)
+
+    def scrub(self, conn: Connection, tables: list[str]) -> None:
+        # A DELETE leaves dead tuples in the table's pages (and their index entries) until VACUUM; VACUUM (FULL)
+        # writes each table and its indexes and TOAST to new files, and the old files are truncated at commit.
+        # What remains is the WAL, until its segments are recycled (docs/governance.md).
+        raw = conn.connection.dbapi_connection
+        assert raw is not None
+        raw.autocommit = True
+        cur = raw.cursor()
+        try:
+            for table in tables:
+                cur.execute(f"VACUUM (FULL) {_quote(conn, table)}")
+        except Exception as exc:
+            raise StoreError(f"the erasure committed, but VACUUM (FULL) could not rewrite {table}: "
+                             f"{type(exc).__name__}", hint=SCRUB_HINT) from exc
+        finally:
+            cur.close()
+            raw.autocommit = False
 
     def store_error(self, exc: BaseException) -> StoreError | None:
         sqlstate = getattr(getattr(exc, "orig", None), "sqlstate", None)

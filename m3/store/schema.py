@@ -273,3 +273,36 @@ conflicts = Table(
     Index("ix_conflicts_status", "status", "seq"),
     Index("ix_conflicts_memory_b", "memory_b"),
 )
+
+
+# --- governance (migration 0007_read_audit) ------------------------------------------------------
+
+#: One row per memory or chat row a tool showed to a reader (kept ``audit.retention_days``): who read, whose
+#: data it was when read, what, through which tool and when.
+read_audit = Table(
+    "read_audit", metadata,
+    Column("seq", SeqType, primary_key=True, autoincrement=True),
+    Column("at", UTCDateTime(), nullable=False),
+    Column("reader", String(200)),
+    Column("subject_agent", String(200)),
+    Column("subject_user", String(200)),
+    Column("kind", String(16), nullable=False),
+    Column("ref_id", String(36), nullable=False),
+    Column("tool", String(64), nullable=False),
+    Index("ix_read_audit_at", "at"),
+    Index("ix_read_audit_subject_agent", "subject_agent", "seq"),
+    Index("ix_read_audit_subject_user", "subject_user", "seq"),
+    Index("ix_read_audit_reader", "reader", "seq"),
+)
+
+#: That gdpr_forget erased a subject: the SHA-256 of ``<kind>:<id>``, when, by whom and how many rows per table.
+erasures = Table(
+    "erasures", metadata,
+    Column("seq", SeqType, primary_key=True, autoincrement=True),
+    Column("subject_hash", String(64), nullable=False),
+    Column("kind", String(8), nullable=False),
+    Column("at", UTCDateTime(), nullable=False),
+    Column("actor", String(200)),
+    Column("counts", json_type(), nullable=False),
+    Index("ix_erasures_subject", "subject_hash"),
+)

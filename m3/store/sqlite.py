@@ -16,7 +16,7 @@ from sqlalchemy import Connection, Engine, LargeBinary, String, TextClause, crea
 from sqlalchemy.pool import NullPool
 from sqlalchemy.types import TypeEngine
 
-from m3.errors import ConfigError
+from m3.errors import ConfigError, StoreError
 from m3.store import fulltext
 from m3.store.dialect import Dialect, Fact, parse_url
 from m3.store.files import log_tightened, private_dir, private_file
@@ -26,6 +26,11 @@ if TYPE_CHECKING:
 
 #: Unfiltered searches check the filters on FTS5's best ``PREFILTER_FACTOR * limit`` matches first.
 PREFILTER_FACTOR = 4
+#: What to do when an erasure committed but its scrub could not finish.
+SCRUB_HINT = ("Another m3 process kept a transaction open on the store: call gdpr_forget again once it is done or "
+              "stopped (it finds nothing left to erase and scrubs the files).")
+#: The FTS5 tables kept by triggers (migration 0001).
+FTS_TABLES = ("memories_fts", "chatlog_fts")
 _FTS5_SCORE = "bm25(memories_fts, 0.0, 1.0)"  # title weight 0: the title is searched, not scored
 
 
@@ -114,6 +119,33 @@ class SqliteDialect(Dialect):
         db = Path(database).expanduser()
         return [p for p in (db, *(db.with_name(db.name + side) for side in ("-wal", "-shm", "-journal")))
                 if p.exists()]
+
+    def begin_erasure(self, conn: Connection) -> None:
+        # Deleted content is overwritten with zeros on its page, not just marked free (until scrub turns it off).
+        conn.exec_driver_sql("PRAGMA secure_delete = ON")
+
+    def purge_fulltext(self, conn: Connection) -> None:
+        # An FTS5 'delete' only adds a tombstone segment: the deleted terms stay in older segments until a merge.
+        # 'rebuild' drops the index and builds it again from the rows that remain.
+        for table in FTS_TABLES:
+            conn.exec_driver_sql(f"INSERT INTO {table}({table}) VALUES ('rebuild')")
+
+    def scrub(self, conn: Connection, tables: list[str]) -> None:
+        # VACUUM rewrites the whole file without free pages; the checkpoint then copies the WAL into it and
+        # truncates the WAL to zero bytes, so no earlier page image of a deleted row remains in either file.
+        raw = conn.connection.dbapi_connection
+        assert raw is not None
+        try:
+            raw.execute("VACUUM")
+            busy, _, _ = raw.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        except sqlite3.OperationalError as exc:
+            raise StoreError(f"the erasure committed, but the files could not be scrubbed: {exc}",
+                             hint=SCRUB_HINT) from exc
+        finally:
+            raw.execute("PRAGMA secure_delete = OFF")
+        if busy:
+            raise StoreError("the erasure committed, but another connection kept the WAL from being truncated",
+                             hint=SCRUB_HINT)
 
     def bind_time(self, value: datetime) -> Any:
         # Not strftime: its %Y does not zero-pad years before 1000, which breaks both parsing and ordering.

@@ -6,7 +6,7 @@ import inspect
 
 from m3.actors.writer import OPERATIONS
 from m3.protocols.base import Message
-from m3.protocols.messages import conflicts, coordination, memory
+from m3.protocols.messages import conflicts, coordination, governance, memory
 
 
 def concrete_subclasses(base: type[Message]) -> set[type[Message]]:
@@ -28,11 +28,11 @@ def test_memory_changes_refusable_part_way_run_in_savepoints_and_new_writes_do_n
 
 
 def test_only_writes_and_vectors_merge_with_their_neighbours() -> None:
-    assert {cls for cls, op in OPERATIONS.items() if op.mergeable is not None} == {
-        memory.WriteMemories, memory.StoreVectors}
-    assert all(OPERATIONS[cls].run_all is not None for cls in (memory.WriteMemories, memory.StoreVectors))
+    merged = {memory.WriteMemories, memory.StoreVectors}
+    assert {cls for cls, op in OPERATIONS.items() if op.mergeable is not None} == merged
+    assert all(OPERATIONS[cls].run_all is not None for cls in merged)
 
 
 def test_the_table_holds_only_messages_of_the_protocol_modules() -> None:
-    modules = {coordination.__name__, memory.__name__, conflicts.__name__}
+    modules = {coordination.__name__, memory.__name__, conflicts.__name__, governance.__name__}
     assert all(inspect.isclass(cls) and cls.__module__ in modules for cls in OPERATIONS)

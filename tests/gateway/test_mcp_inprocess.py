@@ -187,6 +187,9 @@ async def _exercise_every_tool(client: Client, service: Service) -> list[str]:
     await run("embedder_status")
     await _exercise_coordination(run, a["id"], c["id"])
     await _exercise_conflicts(run, service)
+    await run("audit_query", reader="local", limit=5)
+    await run("gdpr_export", agent_id="helper")
+    await run("gdpr_forget", agent_id="nobody-here", confirm=True)
     return done
 
 

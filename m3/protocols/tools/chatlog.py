@@ -84,6 +84,7 @@ CHATLOG_SEARCH = ToolSpec(
         "'what did the user say about the deploy on Monday'. Filter by conversation, role, agent or scope. "
         "With isolation on you find your own messages and those written with scope user or org."
     ),
+    audit=lambda res: (('chat', item.id) for item in res.items),
 )
 
 CHATLOG_TOOLS: tuple[ToolSpec, ...] = (CHATLOG_WRITE, CHATLOG_SEARCH)

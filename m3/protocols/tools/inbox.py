@@ -89,6 +89,7 @@ MEMORY_INBOX = ToolSpec(
         "memories. Check it when a session starts and when notified of a handoff; acknowledge what you took "
         "on with memory_inbox_ack so that it leaves the unread view."
     ),
+    audit=lambda res: (('memory', c.id) for item in res.items for c in item.context),
 )
 
 

@@ -140,6 +140,7 @@ MEMORY_SEARCH = ToolSpec(
         "Filter by type, agent, user, scope or conversation; use as_of to see what was known at a past time "
         "and valid_at for what held at a past time; explain=true shows how each score was made."
     ),
+    audit=lambda res: (('memory', item.id) for item in res.items),
 )
 
 
@@ -157,6 +158,7 @@ MEMORY_GET = ToolSpec(
         "Use it after memory_search when you need the metadata, validity times or history links; with as_of "
         "or valid_at, the version of it that was current (or held) at that time."
     ),
+    audit=lambda res: [('memory', res.id)],
 )
 
 
@@ -308,6 +310,7 @@ MEMORY_HISTORY = ToolSpec(
         "Show everything that happened to a memory: creation, updates with previous values, pins, supersession "
         "and deletion, each with who did it and when, plus its chain of versions."
     ),
+    audit=lambda res: (('memory', memory_id) for memory_id in dict.fromkeys([res.id, *res.versions])),
 )
 
 
@@ -358,6 +361,7 @@ MEMORY_GRAPH = ToolSpec(
     name="memory_graph", domain="memory", args=MemoryGraphArgs, result=MemoryGraphResult, read_only=True,
     message=msg.GetGraph, actor="searcher",
     description="Show the memories linked to one memory, up to three hops away, with the link types.",
+    audit=lambda res: (('memory', node.id) for node in res.nodes),
 )
 
 

@@ -4,4 +4,4 @@
 needs no Alembic import; a test checks it against Alembic's own head.
 """
 
-HEAD = "0006"
+HEAD = "0007_read_audit"
