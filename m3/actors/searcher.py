@@ -55,13 +55,13 @@ PENDING_EMBED_MAX = 32
 
 class Searcher(StoreReader):
     def __init__(self, options: StoreOptions, *, embedder: Embedder, weights: SearchWeights, candidates: int,
-                 writer: ActorHandle, resolve: Callable[[str], Embedder | None], default_k: int, max_k: int,
-                 **base: Any):
+                 writer: ActorHandle | None, resolve: Callable[[str], Embedder | None] | None = None,
+                 default_k: int = 8, max_k: int = 200, **base: Any):
         super().__init__(options, **base)
         #: ``search.k`` and ``limits.max_k``: how many results a search without k gets, and the most it may ask.
         self._default_k, self._max_k = default_k, max_k
         self._configured = embedder
-        self._resolve = resolve
+        self._resolve = resolve or (lambda model: embedder if model == embedder.model_id else None)
         #: Embeds queries with the model whose vectors the index holds (the store's active model).
         self._embedder: Embedder | None = embedder
         self._model = embedder.model_id
@@ -182,7 +182,7 @@ class Searcher(StoreReader):
                             score=round(c.score, 6), explanation=explanation)
 
     def _touch(self, ids: list[str], at: datetime) -> None:
-        if ids:
+        if ids and self._writer is not None:  # a benchmark's Searcher leaves access counts alone
             self._writer.tell(TouchMemories(ids=tuple(ids), at=at))
 
     # -- single memories -----------------------------------------------------------------------
