@@ -16,13 +16,20 @@ import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from m3 import __version__
 from m3.config import Config, load_config
-from m3.errors import FieldTooLarge, Interrupted, InvalidArgument, M3Error
+from m3.errors import ConfigError, FieldTooLarge, Interrupted, InvalidArgument, M3Error
 from m3.gateway.commands import ADMIN_COMMANDS, ALIASES, AdminCommand
-from m3.gateway.registry import Registry, Tool, default_registry
+from m3.gateway.engine import manifest
+
+if TYPE_CHECKING:
+    from m3.gateway.registry import Registry
+
+#: A tool as the command line knows it: an entry of the tool manifest (m3.gateway.engine.manifest).
+ToolEntry = dict[str, Any]
+MODES = ("engine", "embedded")
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -51,13 +58,17 @@ def emit_error(body: dict[str, Any]) -> None:
 
 # --- parser construction ------------------------------------------------------------------------
 
-def build_parser(registry: Registry) -> argparse.ArgumentParser:
+def build_parser(source: Registry | list[ToolEntry]) -> argparse.ArgumentParser:
+    """The parser of every tool (from the registry, or the manifest's entries) and admin command."""
+    entries = manifest.build(source, schemas=False)["tools"] if not isinstance(source, list) else source
     parser = _Parser(prog="m3", description="m3: memory and coordination for AI agents. "
                      "Bare `m3` serves MCP on stdio.")
     parser.add_argument("--version", action="version", version=f"m3 {__version__}")
     # Not `domain`/`command`: a tool argument of that name (m3_index --domain) would overwrite them.
     commands = parser.add_subparsers(dest="m3_domain", metavar="<domain>", parser_class=_Parser)
-    domains = registry.domains()
+    domains: dict[str, list[ToolEntry]] = {}
+    for entry in entries:
+        domains.setdefault(entry["domain"], []).append(entry)
     for name in sorted(set(domains) | {c.domain for c in ADMIN_COMMANDS}):
         tools = domains.get(name, [])
         sub = commands.add_parser(name, help=f"{len(tools)} tools" if tools else "administration")
@@ -79,14 +90,13 @@ def flag_dest(field_name: str) -> str:
     return f"arg:{field_name}"
 
 
-def _add_tool(actions: Any, tool: Tool) -> None:
-    spec = tool.spec
-    aliases = [spec.short_name] if spec.short_name != spec.name else []
-    p = actions.add_parser(spec.name, aliases=aliases, help=spec.summary, description=spec.description)
-    for field_name, info in spec.args.model_fields.items():
+def _add_tool(actions: Any, tool: ToolEntry) -> None:
+    aliases = [tool["short_name"]] if tool["short_name"] != tool["name"] else []
+    p = actions.add_parser(tool["name"], aliases=aliases, help=tool["summary"], description=tool["description"])
+    for field in tool["fields"]:
+        field_name, kind = field["name"], field["kind"]
         flags = dict.fromkeys([f"--{field_name}", f"--{field_name.replace('_', '-')}"])  # --a_b and --a-b, once
-        kind = _field_kind(tool.input_schema["properties"][field_name])
-        helptext = (info.description or "") + (" (JSON)" if kind == "json" else "")
+        helptext = field["help"] + (" (JSON)" if kind == "json" else "")
         bare = {"nargs": "?", "const": "true"} if kind == "bool" else {}  # a bare --flag means true
         p.add_argument(*flags, dest=flag_dest(field_name), default=None, metavar=kind.upper(), help=helptext, **bare)
     p.add_argument("--json-file", dest="json_file", default=None, metavar="PATH",
@@ -94,25 +104,17 @@ def _add_tool(actions: Any, tool: Tool) -> None:
     p.set_defaults(m3_tool=tool)  # not `tool`: m3_call has an argument of that name
 
 
-def _field_kind(schema: dict[str, Any]) -> str:
-    types = {schema.get("type")} | {s.get("type") for s in schema.get("anyOf", [])}
-    if types & {"object", "array"}:
-        return "json"
-    if "boolean" in types:
-        return "bool"
-    return "value"
-
-
-def tool_arguments(tool: Tool, ns: argparse.Namespace) -> dict[str, Any]:
+def tool_arguments(tool: ToolEntry, ns: argparse.Namespace) -> dict[str, Any]:
     """Arguments from ``--json-file`` overlaid with the flags given."""
     args: dict[str, Any] = {}
     if ns.json_file is not None:
         args.update(_read_json_file(ns.json_file))
-    for field_name in tool.spec.args.model_fields:
+    for field in tool["fields"]:
+        field_name = field["name"]
         raw = getattr(ns, flag_dest(field_name))
         if raw is None:
             continue
-        if _field_kind(tool.input_schema["properties"][field_name]) == "json":
+        if field["kind"] == "json":
             raw = _load_json(raw, f"--{field_name}", hint="Quote the JSON for the shell, e.g. --metadata '{\"k\": 1}'.")
         args[field_name] = raw
     return args
@@ -142,7 +144,7 @@ def _load_json(text: str, where: str, hint: str | None = None) -> Any:
 
 # --- running ------------------------------------------------------------------------------------
 
-def run_tool(config: Config, tool: Tool, args: dict[str, Any]) -> None:
+def run_tool(config: Config, name: str, args: dict[str, Any]) -> None:
     """Start m3, run one tool, print the result, then stop (finishing pending embeddings).
 
     SIGINT or SIGTERM during the call cancels it at once: :class:`Interrupted` is raised (exit status 130)
@@ -157,7 +159,7 @@ def run_tool(config: Config, tool: Tool, args: dict[str, Any]) -> None:
     # A one-shot command embeds only its own writes: the backlog is for servers and `m3 embedder reembed`.
     with running(config, background=False) as svc:
         try:
-            result: dict[str, Any] = trio.run(_call_until_signalled, svc, tool.spec.name, args, ctx)
+            result: dict[str, Any] = trio.run(_call_until_signalled, svc, name, args, ctx)
         except Interrupted:
             svc.system.stop(drain_embeddings=False)
             raise
@@ -211,8 +213,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             argv = ["mcp", "serve"]
         elif argv[0] in ALIASES:
             argv = [ALIASES[argv[0]].domain, ALIASES[argv[0]].name, *argv[1:]]
-        registry = default_registry()
-        ns = build_parser(registry).parse_args(argv)
+        mode = engine_mode(config)
+        ns = build_parser(_tool_entries(config, mode)).parse_args(argv)
         if ns.m3_domain is None:
             raise UsageError("m3: give a domain and a command, e.g. `m3 memory write --content …`")
         admin: AdminCommand | None = getattr(ns, "m3_admin", None)
@@ -221,12 +223,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             if document is not None:
                 emit(document)
             return 0
-        tool: Tool = ns.m3_tool
+        tool: ToolEntry = ns.m3_tool
         args = tool_arguments(tool, ns)
+        if mode == "engine":
+            return relay_tool(config, tool["name"], args)
+        from m3.gateway.registry import default_registry
         from m3.gateway.service import limits_of, validate_args
 
-        validate_args(tool, args, limits_of(config))  # fail fast, before opening (or creating) the store
-        run_tool(config, tool, args)
+        # Fail fast, before opening (or creating) the store.
+        validate_args(default_registry().get(tool["name"]), args, limits_of(config))
+        run_tool(config, tool["name"], args)
         return 0
     except UsageError as exc:
         emit_error({"code": "usage_error", "message": str(exc), "hint": "Run `m3 --help` or `m3 <domain> --help`."})
@@ -240,6 +246,51 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:  # before or after the call (starting, stopping): still one JSON error
         emit_error(Interrupted("m3 was interrupted by SIGINT").to_dict())
         return EXIT_INTERRUPTED
+
+
+def engine_mode(config: Config) -> str:
+    """``engine.mode``: ``engine`` (relay to the store's engine) or ``embedded`` (run the actors here)."""
+    mode = str(config["engine.mode"])
+    if mode not in MODES:
+        raise ConfigError(f"engine.mode must be engine or embedded, not {mode!r}",
+                          hint="Run `m3 config set engine.mode engine` (or embedded).")
+    return mode
+
+
+def _tool_entries(config: Config, mode: str) -> list[ToolEntry]:
+    """The tools of the command line: the cached manifest (engine mode: no registry import), else the registry."""
+    if mode == "engine":
+        from m3.gateway.engine.paths import engine_paths
+
+        entries: list[ToolEntry] = manifest.ensure(engine_paths(config).manifest)["tools"]
+        return entries
+    from m3.gateway.registry import default_registry
+
+    built: list[ToolEntry] = manifest.build(default_registry(), schemas=False)["tools"]
+    return built
+
+
+def relay_tool(config: Config, name: str, args: dict[str, Any]) -> int:
+    """Run tool ``name`` in the store's engine (started if need be); print its answer; the exit status."""
+    from m3.gateway.engine.calls import relay
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
+    try:
+        _status, body = relay(config, name, args)
+    except KeyboardInterrupt:
+        raise Interrupted(f"{name} was interrupted by SIGINT",
+                          details={"signal": "SIGINT", "signum": int(signal.SIGINT)}) from None
+    if isinstance(body, dict) and set(body) == {"error"}:
+        emit_error(body["error"])
+        return EXIT_ERROR
+    emit(body)
+    return 0
+
+
+def _interrupt_on_sigterm(signum: int, frame: object) -> None:
+    raise Interrupted(f"the call was interrupted by {signal.Signals(signum).name}",
+                      details={"signal": signal.Signals(signum).name, "signum": signum})
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from m3.config import Config, set_in_file, setting
-from m3.gateway import store_commands, tokens
-from m3.gateway.reembed import reembed
+from m3.gateway import store_commands
 
 #: The flags and options of one ``ArgumentParser.add_argument`` call.
 Arg = tuple[tuple[str, ...], dict[str, Any]]
@@ -86,7 +85,29 @@ def _fetch_model(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
 
 
 def _reembed(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
+    from m3.gateway.reembed import reembed
+
     return reembed(config, progress=sys.stderr)
+
+
+def _token(name: str) -> Callable[[Config, argparse.Namespace], Any]:
+    """``m3.gateway.tokens.<name>``, imported when the command runs (the command line loads without it)."""
+    def run(config: Config, ns: argparse.Namespace) -> Any:
+        from m3.gateway import tokens
+
+        return getattr(tokens, name)(config, ns)
+
+    return run
+
+
+def _engine(name: str) -> Callable[[Config, argparse.Namespace], Any]:
+    """``m3 engine start|stop|status`` (m3.gateway.engine.commands), imported when the command runs."""
+    def run(config: Config, ns: argparse.Namespace) -> Any:
+        from m3.gateway.engine import commands
+
+        return getattr(commands, name)(config, ns)
+
+    return run
 
 
 def _http_serve(config: Config, ns: argparse.Namespace) -> None:
@@ -139,13 +160,21 @@ ADMIN_COMMANDS: tuple[AdminCommand, ...] = (
                   arg("--port", default=None, type=int, help="Port (default serve.port, 8080; 0 picks a free one).")),
                  alias="serve"),
     AdminCommand("token", "create", "Create a bearer token for an agent; prints {token, agent_id, id} (the token "
-                 "only this once).", tokens.create,
+                 "only this once).", _token("create"),
                  (arg("--agent", required=True, help="The agent the token acts as (registered if new)."),
                   arg("--label", default=None, help="A note to tell tokens apart, e.g. the host it is for."))),
-    AdminCommand("token", "list", "List tokens (ids, agents, labels, times; never the tokens).", tokens.list_tokens,
+    AdminCommand("token", "list", "List tokens (ids, agents, labels, times; never the tokens).", _token("list_tokens"),
                  (arg("--agent", default=None, help="Only this agent's tokens."),)),
-    AdminCommand("token", "revoke", "Revoke a token by id, or every token of an agent with --agent.", tokens.revoke,
+    AdminCommand("token", "revoke", "Revoke a token by id, or every token of an agent with --agent.", _token("revoke"),
                  (arg("id", nargs="?", default=None, help="The token id (from `m3 token list`)."),
                   arg("--agent", default=None, help="Revoke every token of this agent instead."))),
+)
+ADMIN_COMMANDS += (
+    AdminCommand("engine", "start", "Start the store's engine (one process hosting the actors; front-ends start it "
+                 "on first use anyway); prints its status.", _engine("start")),
+    AdminCommand("engine", "stop", "Stop the store's engine, after it finishes pending embeddings.", _engine("stop")),
+    AdminCommand("engine", "status", "Whether the store's engine runs, with its pid, version, socket and log; "
+                 "with --stats each actor's queue depth, counts and latency percentiles.", _engine("status"),
+                 (arg("--stats", action="store_true", help="Also each actor's statistics."),)),
 )
 ALIASES: dict[str, AdminCommand] = {c.alias: c for c in ADMIN_COMMANDS if c.alias}
