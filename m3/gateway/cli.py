@@ -20,16 +20,16 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from m3 import __version__
 from m3.config import Config, load_config
-from m3.errors import ConfigError, FieldTooLarge, Interrupted, InvalidArgument, M3Error
+from m3.errors import FieldTooLarge, Interrupted, InvalidArgument, M3Error
 from m3.gateway.commands import ADMIN_COMMANDS, ALIASES, AdminCommand
 from m3.gateway.engine import manifest
+from m3.gateway.engine.paths import engine_mode
 
 if TYPE_CHECKING:
     from m3.gateway.registry import Registry
 
 #: A tool as the command line knows it: an entry of the tool manifest (m3.gateway.engine.manifest).
 ToolEntry = dict[str, Any]
-MODES = ("engine", "embedded")
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -246,15 +246,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:  # before or after the call (starting, stopping): still one JSON error
         emit_error(Interrupted("m3 was interrupted by SIGINT").to_dict())
         return EXIT_INTERRUPTED
-
-
-def engine_mode(config: Config) -> str:
-    """``engine.mode``: ``engine`` (relay to the store's engine) or ``embedded`` (run the actors here)."""
-    mode = str(config["engine.mode"])
-    if mode not in MODES:
-        raise ConfigError(f"engine.mode must be engine or embedded, not {mode!r}",
-                          hint="Run `m3 config set engine.mode engine` (or embedded).")
-    return mode
 
 
 def _tool_entries(config: Config, mode: str) -> list[ToolEntry]:

@@ -62,6 +62,13 @@ def _config_set(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
 
 
 def _mcp_serve(config: Config, ns: argparse.Namespace) -> None:
+    from m3.gateway.engine.paths import engine_mode
+
+    if engine_mode(config) == "engine":
+        from m3.gateway.engine.relay import serve_stdio as relay_stdio
+
+        relay_stdio(config)
+        return
     from m3.gateway.mcp_server import serve_stdio
 
     serve_stdio(config)

@@ -20,11 +20,24 @@ from pathlib import Path
 
 from m3 import __version__
 from m3.config import Config
+from m3.errors import ConfigError
 
 #: The pipe on which a starting engine announces itself (one JSON line).
 READY_FD_ENV = "M3_ENGINE_READY_FD"
 #: AF_UNIX paths longer than this (108 bytes on Linux, less elsewhere) are reached through the folder's fd.
 _MAX_SUN_PATH = 100
+
+
+MODES = ("engine", "embedded")
+
+
+def engine_mode(config: Config) -> str:
+    """``engine.mode``: ``engine`` (front-ends relay to the store's engine) or ``embedded`` (actors in process)."""
+    mode = str(config["engine.mode"])
+    if mode not in MODES:
+        raise ConfigError(f"engine.mode must be engine or embedded, not {mode!r}",
+                          hint="Run `m3 config set engine.mode engine` (or embedded).")
+    return mode
 
 
 @dataclass(frozen=True)
