@@ -118,9 +118,17 @@ def _engine(name: str) -> Callable[[Config, argparse.Namespace], Any]:
 
 
 def _http_serve(config: Config, ns: argparse.Namespace) -> None:
+    from m3.gateway.engine.paths import engine_mode
+
+    host, port = ns.host or config["serve.host"], config["serve.port"] if ns.port is None else ns.port
+    if engine_mode(config) == "engine":
+        from m3.gateway.engine.proxy import serve_http as relay_http
+
+        relay_http(config, host, port)
+        return
     from m3.gateway.http_server import serve_http
 
-    serve_http(config, ns.host or config["serve.host"], config["serve.port"] if ns.port is None else ns.port)
+    serve_http(config, host, port)
 
 
 _SECRET_KEY = (arg("key", help="A secret setting, e.g. store.url."),)

@@ -28,7 +28,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from m3 import __version__
 from m3.config import Config, load_config
-from m3.errors import EngineVersionMismatch
+from m3.errors import EngineVersionMismatch, Unauthorized
 from m3.gateway.engine import manifest
 from m3.gateway.engine.client import AGENT_HEADER, STATS_PATH, STATUS_PATH, STOP_PATH, USER_HEADER, VERSION_HEADER
 from m3.gateway.engine.paths import READY_FD_ENV, EnginePaths, bind, engine_paths, make_run_dir
@@ -101,12 +101,23 @@ class MeasuredService(Service):
         return spec.actor or "handler"
 
 
-class Gate:
-    """Counts requests in flight (the idle clock) and refuses those of another m3 version."""
+IDENTITY_SCOPE_KEY = "m3.identity"
 
-    def __init__(self, app: ASGIApp, state: EngineState):
+
+class Gate:
+    """Counts requests in flight (the idle clock), refuses those of another m3 version, and checks bearer tokens.
+
+    A request with ``Authorization: Bearer`` (relayed by ``m3 serve``) acts as its token's agent, bound to it
+    (``scope["m3.identity"]``); an invalid token is 401. Without one, the headers of a local front-end say who.
+    """
+
+    def __init__(self, app: ASGIApp, state: EngineState, service: Service):
+        from m3.gateway.http_server import StoreTokenVerifier
+
         self.app = app
         self.state = state
+        self.verifier = StoreTokenVerifier(service)
+        self.user = service.config["identity.user_id"] or None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -124,6 +135,16 @@ class Gate:
                          "busy": self.state.inflight, "pid": os.getpid()})
             await JSONResponse({"error": error.to_dict()}, status_code=error.http_status)(scope, receive, send)
             return
+        authorization = headers.get("authorization")
+        if authorization is not None:
+            scheme, _, token = authorization.partition(" ")
+            access = await self.verifier.verify_token(token.strip()) if scheme.lower() == "bearer" else None
+            if access is None:
+                unauthorized = Unauthorized("this route needs a valid bearer token")
+                await JSONResponse({"error": unauthorized.to_dict()}, status_code=401,
+                                   headers={"WWW-Authenticate": 'Bearer realm="m3"'})(scope, receive, send)
+                return
+            scope[IDENTITY_SCOPE_KEY] = CallContext(agent_id=access.client_id, user_id=self.user, bound=True)
         state = self.state
         state.inflight += 1
         state.requests += 1
@@ -139,7 +160,10 @@ def header_identity(config: Config) -> Any:
     default_agent = config["identity.agent_id"] or None
     default_user = config["identity.user_id"] or None
 
-    def of_headers(headers: Any) -> CallContext:
+    def of_headers(headers: Any, scope: Any = None) -> CallContext:
+        bound: CallContext | None = (scope or {}).get(IDENTITY_SCOPE_KEY)
+        if bound is not None:
+            return bound
         agent = headers.get(AGENT_HEADER, None)
         user = headers.get(USER_HEADER, None)
         return CallContext(agent_id=(agent or None) if agent is not None else default_agent,
@@ -179,16 +203,17 @@ def build_engine_app(service: Service, state: EngineState) -> ASGIApp:
     from m3.gateway.rest import rest_routes
 
     of_headers = header_identity(service.config)
-    server = build_server(service, lambda ctx: of_headers(ctx.request.headers if ctx.request is not None else {}))
+    server = build_server(service, lambda ctx: of_headers(ctx.request.headers, ctx.request.scope)
+                          if ctx.request is not None else of_headers({}))
     app = server.streamable_http_app(
         streamable_http_path=MCP_PATH, json_response=True,
         # Reached only through an owner-only socket: there is no browser to rebind a name for.
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
-        custom_starlette_routes=[*rest_routes(service, lambda request: of_headers(request.headers)),
+        custom_starlette_routes=[*rest_routes(service, lambda request: of_headers(request.headers, request.scope)),
                                  *engine_routes(service, state)],
     )
     # The gate behind the guard: a refused request's body has been read, so the connection stays usable.
-    return BodyGuard(Gate(app, state), max_bytes=service.config["serve.max_body_bytes"],
+    return BodyGuard(Gate(app, state, service), max_bytes=service.config["serve.max_body_bytes"],
                      timeout_s=service.config["serve.body_timeout_s"])
 
 
