@@ -121,6 +121,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("engine.idle_exit_s", float, 1800.0,
             "An engine that has had no call for this long exits (0: never); the next call starts it again."),
     Setting("engine.start_timeout_s", float, 60.0, "Longest wait for a starting engine to listen."),
+    Setting("engine.lease_retry_s", float, 5.0,
+            "On a store several engines share (PostgreSQL), how often an engine without the background lease "
+            "tries to take it: the longest a dead holder's background work waits for another engine."),
     Setting("serve.host", str, "127.0.0.1", "Address `m3 serve` listens on (remote MCP over Streamable HTTP)."),
     Setting("serve.port", int, 8080, "Port `m3 serve` listens on; 0 picks a free one."),
     Setting("serve.max_body_bytes", int, 4 * 1024 * 1024,

@@ -245,6 +245,13 @@ class EngineVersionMismatch(Unavailable):
     http_status = 409
 
 
+class EngineSettingsMismatch(EngineVersionMismatch):
+    code = "engine_settings_mismatch"
+    default_hint = ("The running engine was started with other settings (the store's, the embedder's, search or "
+                    "isolation) and is busy, so it was not restarted: run `m3 engine stop` once its calls are done, "
+                    "then call again; settings are the engine's, not each command's.")
+
+
 def all_error_classes() -> list[type[M3Error]]:
     """Every error class, breadth-first from the base; used to generate docs/errors.md."""
     classes: list[type[M3Error]] = [M3Error]

@@ -10,6 +10,7 @@ stdio.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import signal
 import sys
@@ -58,8 +59,12 @@ def emit_error(body: dict[str, Any]) -> None:
 
 # --- parser construction ------------------------------------------------------------------------
 
-def build_parser(source: Registry | list[ToolEntry]) -> argparse.ArgumentParser:
-    """The parser of every tool (from the registry, or the manifest's entries) and admin command."""
+def build_parser(source: Registry | list[ToolEntry], only: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every tool (from the registry, or the manifest's entries) and admin command.
+
+    With ``only`` (the domain a command line names), the other domains are listed without their commands:
+    a one-shot command does not pay for building ninety sub-parsers.
+    """
     entries = manifest.build(source, schemas=False)["tools"] if not isinstance(source, list) else source
     parser = _Parser(prog="m3", description="m3: memory and coordination for AI agents. "
                      "Bare `m3` serves MCP on stdio.")
@@ -74,6 +79,8 @@ def build_parser(source: Registry | list[ToolEntry]) -> argparse.ArgumentParser:
         sub = commands.add_parser(name, help=f"{len(tools)} tools" if tools else "administration")
         actions = sub.add_subparsers(dest="m3_command", metavar="<command>", parser_class=_Parser)
         actions.required = True
+        if only is not None and name != only:
+            continue
         for tool in tools:
             _add_tool(actions, tool)
         for admin in ADMIN_COMMANDS:
@@ -214,7 +221,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif argv[0] in ALIASES:
             argv = [ALIASES[argv[0]].domain, ALIASES[argv[0]].name, *argv[1:]]
         mode = engine_mode(config)
-        ns = build_parser(_tool_entries(config, mode)).parse_args(argv)
+        named = argv[0] if argv and not argv[0].startswith("-") else None
+        ns = build_parser(_tool_entries(config, mode), only=named).parse_args(argv)
         if ns.m3_domain is None:
             raise UsageError("m3: give a domain and a command, e.g. `m3 memory write --content …`")
         admin: AdminCommand | None = getattr(ns, "m3_admin", None)
@@ -226,7 +234,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         tool: ToolEntry = ns.m3_tool
         args = tool_arguments(tool, ns)
         if mode == "engine":
-            return relay_tool(config, tool["name"], args)
+            return relay_tool(config, tool["name"], args, changes=not tool["read_only"])
         from m3.gateway.registry import default_registry
         from m3.gateway.service import limits_of, validate_args
 
@@ -261,9 +269,13 @@ def _tool_entries(config: Config, mode: str) -> list[ToolEntry]:
     return built
 
 
-def relay_tool(config: Config, name: str, args: dict[str, Any]) -> int:
-    """Run tool ``name`` in the store's engine (started if need be); print its answer; the exit status."""
-    from m3.gateway.engine.calls import relay
+def relay_tool(config: Config, name: str, args: dict[str, Any], *, changes: bool = True) -> int:
+    """Run tool ``name`` in the store's engine (started if need be); print its answer; the exit status.
+
+    After a change, as in embedded mode, the command ends once the engine has embedded what was written
+    (bounded by ``embed.drain_timeout_s``), so the next command sees its vectors and supersessions.
+    """
+    from m3.gateway.engine.calls import flush, relay
 
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
@@ -275,7 +287,10 @@ def relay_tool(config: Config, name: str, args: dict[str, Any]) -> int:
     if isinstance(body, dict) and set(body) == {"error"}:
         emit_error(body["error"])
         return EXIT_ERROR
-    emit(body)
+    emit(body)  # before the flush: the caller has its answer while embeddings finish
+    if changes:
+        with contextlib.suppress(KeyboardInterrupt):  # the answer is out; the engine embeds the rest anyway
+            flush(config)
     return 0
 
 

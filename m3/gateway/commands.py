@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from m3.config import Config, set_in_file, setting
-from m3.gateway import store_commands
 
 #: The flags and options of one ``ArgumentParser.add_argument`` call.
 Arg = tuple[tuple[str, ...], dict[str, Any]]
@@ -49,6 +48,8 @@ def _config_show(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
 def _config_set(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
     value = set_in_file(config, ns.key, ns.value)
     s = setting(ns.key)
+    from m3.gateway import store_commands
+
     shown = store_commands.HIDDEN if s.secret else value
     result: dict[str, Any] = {"file": str(config.file), "key": ns.key, "value": shown}
     if config.origin(ns.key) == "env":
@@ -107,6 +108,16 @@ def _token(name: str) -> Callable[[Config, argparse.Namespace], Any]:
     return run
 
 
+def _store(name: str) -> Callable[[Config, argparse.Namespace], Any]:
+    """``m3.gateway.store_commands.<name>``, imported when the command runs."""
+    def run(config: Config, ns: argparse.Namespace) -> Any:
+        from m3.gateway import store_commands
+
+        return getattr(store_commands, name)(config, ns)
+
+    return run
+
+
 def _engine(name: str) -> Callable[[Config, argparse.Namespace], Any]:
     """``m3 engine start|stop|status`` (m3.gateway.engine.commands), imported when the command runs."""
     def run(config: Config, ns: argparse.Namespace) -> Any:
@@ -156,19 +167,19 @@ ADMIN_COMMANDS: tuple[AdminCommand, ...] = (
                  "Give every memory a vector of the configured model, with progress on stderr; search keeps "
                  "the previous model until this completes, then switches. Resumable.", _reembed),
     AdminCommand("config", "set-secret", "Store a secret setting (store.url) read from stdin in an owner-only file.",
-                 store_commands.set_secret_command, _SECRET_KEY),
+                 _store("set_secret_command"), _SECRET_KEY),
     AdminCommand("config", "unset-secret", "Remove a secret setting from the secrets file.",
-                 store_commands.unset_secret_command, _SECRET_KEY),
-    AdminCommand("store", "migrate", "Bring the store's schema to the newest revision.", store_commands.store_migrate),
+                 _store("unset_secret_command"), _SECRET_KEY),
+    AdminCommand("store", "migrate", "Bring the store's schema to the newest revision.", _store("store_migrate")),
     AdminCommand("store", "status", "Backend, URL (password hidden), schema revision and counts of the store.",
-                 store_commands.store_status),
+                 _store("store_status")),
     AdminCommand("postgres", "start", "Start the embedded PostgreSQL (pgvector) under the engine root; "
-                 "prints its store URL.", store_commands.postgres_start,
+                 "prints its store URL.", _store("postgres_start"),
                  (arg("--port", type=int, default=5432, help="Names the Unix socket file (no TCP is opened)."),
                   arg("--configure", action="store_true", help="Also write the printed URL into store.url."))),
-    AdminCommand("postgres", "stop", "Stop the embedded PostgreSQL.", store_commands.postgres_stop),
+    AdminCommand("postgres", "stop", "Stop the embedded PostgreSQL.", _store("postgres_stop")),
     AdminCommand("postgres", "status", "Whether the embedded PostgreSQL runs, and its URL.",
-                 store_commands.postgres_status),
+                 _store("postgres_status")),
     AdminCommand("mcp", "http", "Serve MCP over Streamable HTTP (/mcp) and every tool as POST /v1/tools/{name} "
                  "behind bearer tokens; prints {url, tools_url, pid} once listening.", _http_serve,
                  (arg("--host", default=None, help="Address to listen on (default serve.host, 127.0.0.1)."),

@@ -7,20 +7,22 @@ A call that finds no engine starts one and is then sent; a call the engine dies 
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from m3.config import Config
 from m3.errors import EngineUnavailable
 from m3.gateway.engine import client
-from m3.gateway.engine.paths import EnginePaths, engine_paths
+from m3.gateway.engine.paths import EnginePaths, engine_paths, settings_fingerprint
 from m3.gateway.engine.spawn import ensure_engine
 
-MISMATCH = "engine_version_mismatch"
+MISMATCH = ("engine_version_mismatch", "engine_settings_mismatch")
 
 
 def caller_headers(config: Config) -> dict[str, str]:
     """Whom this front-end speaks for: the configured agent and user ('' for none)."""
-    return client.identity_headers(config["identity.agent_id"] or "", config["identity.user_id"] or "")
+    return client.identity_headers(config["identity.agent_id"] or "", config["identity.user_id"] or "",
+                                   settings_fingerprint(config))
 
 
 def relay(config: Config, name: str, args: dict[str, Any], *, headers: dict[str, str] | None = None,
@@ -37,7 +39,7 @@ def relay(config: Config, name: str, args: dict[str, Any], *, headers: dict[str,
         except client.EngineLost as exc:
             raise EngineUnavailable(f"the engine went away during {name} ({exc}); whether the call ran is unknown",
                                     details={"log": str(paths.log)}) from None
-        if status == 409 and _code(body) == MISMATCH and attempt < 2:
+        if status == 409 and _code(body) in MISMATCH and attempt < 2:
             ensure_engine(config, paths)  # an idle engine of another version is replaced; a busy one refuses
             continue
         return status, body
@@ -49,3 +51,10 @@ def _code(body: Any) -> str | None:
         code = body["error"].get("code")
         return code if isinstance(code, str) else None
     return None
+
+
+def flush(config: Config, paths: EnginePaths | None = None) -> None:
+    """Wait until the engine has embedded everything written so far (bounded on its side); never raises."""
+    paths = paths or engine_paths(config)
+    with contextlib.suppress(client.EngineDown, client.EngineLost, OSError):  # else the backlog embeds it later
+        client.request(paths.sock, "POST", client.FLUSH_PATH, timeout=config["embed.drain_timeout_s"] + 5.0)

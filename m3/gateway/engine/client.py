@@ -18,10 +18,12 @@ from m3.gateway.engine.paths import connect
 AGENT_HEADER = "X-M3-Agent"
 USER_HEADER = "X-M3-User"
 VERSION_HEADER = "X-M3-Version"
+SETTINGS_HEADER = "X-M3-Settings"
 TOOLS_PATH = "/v1/tools"
 STATUS_PATH = "/v1/engine/status"
 STATS_PATH = "/v1/engine/stats"
 STOP_PATH = "/v1/engine/stop"
+FLUSH_PATH = "/v1/engine/flush"
 
 
 class EngineDown(Exception):
@@ -41,8 +43,10 @@ class _UnixConnection(http.client.HTTPConnection):
         self.sock = connect(self._sock_path, self.timeout)
 
 
-def identity_headers(agent_id: str | None, user_id: str | None) -> dict[str, str]:
+def identity_headers(agent_id: str | None, user_id: str | None, settings: str | None = None) -> dict[str, str]:
     headers = {VERSION_HEADER: __version__}
+    if settings is not None:
+        headers[SETTINGS_HEADER] = settings
     if agent_id is not None:
         headers[AGENT_HEADER] = agent_id
     if user_id is not None:

@@ -40,6 +40,22 @@ def engine_mode(config: Config) -> str:
     return mode
 
 
+#: Settings that are a front-end's own (who it speaks for, how it finds and serves the engine): they may differ
+#: between front-ends of one engine. Every other setting is the engine's.
+_FRONT_END_SETTINGS = ("identity.", "engine.", "serve.", "paths.")
+
+
+def settings_fingerprint(config: Config) -> str:
+    """A digest of the settings the engine runs with; a front-end with other ones gets a fresh engine."""
+    from m3.config import SETTINGS
+
+    values = {s.key: config[s.key] for s in SETTINGS if not s.key.startswith(_FRONT_END_SETTINGS)}
+    values.update({"store.url": config.store_url, "paths.engine": str(config.engine_root),
+                   "paths.logs": str(config.logs_root)})
+    text = repr(sorted(values.items()))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
 @dataclass(frozen=True)
 class EnginePaths:
     run_dir: Path

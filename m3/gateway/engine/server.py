@@ -16,6 +16,8 @@ import signal
 import sys
 import time
 from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -28,10 +30,19 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from m3 import __version__
 from m3.config import Config, load_config
-from m3.errors import EngineVersionMismatch, Unauthorized
+from m3.errors import EngineSettingsMismatch, EngineVersionMismatch, M3Error, Unauthorized
 from m3.gateway.engine import manifest
-from m3.gateway.engine.client import AGENT_HEADER, STATS_PATH, STATUS_PATH, STOP_PATH, USER_HEADER, VERSION_HEADER
-from m3.gateway.engine.paths import READY_FD_ENV, EnginePaths, bind, engine_paths, make_run_dir
+from m3.gateway.engine.client import (
+    AGENT_HEADER,
+    FLUSH_PATH,
+    SETTINGS_HEADER,
+    STATS_PATH,
+    STATUS_PATH,
+    STOP_PATH,
+    USER_HEADER,
+    VERSION_HEADER,
+)
+from m3.gateway.engine.paths import READY_FD_ENV, EnginePaths, bind, engine_paths, make_run_dir, settings_fingerprint
 from m3.gateway.service import CallContext, Service
 
 if TYPE_CHECKING:
@@ -56,16 +67,19 @@ class EngineState:
         self.last_activity = time.monotonic()
         self.latencies: dict[str, deque[float]] = {}
         self.stop = trio.Event()
+        self.shared: SharedWork | None = None
+        self.settings = settings_fingerprint(config)
 
     def record(self, actor: str, seconds: float) -> None:
         self.latencies.setdefault(actor, deque(maxlen=_LATENCIES_KEPT)).append(seconds)
 
     def status(self) -> dict[str, Any]:
-        return {"version": __version__, "pid": os.getpid(), "store_key": self.paths.key,
+        return {"version": __version__, "settings": self.settings, "pid": os.getpid(), "store_key": self.paths.key,
                 "socket": str(self.paths.sock), "log": str(self.paths.log), "started_at": self.started,
                 "uptime_s": round(time.time() - self.started, 3), "inflight": self.inflight,
                 "requests": self.requests, "idle_s": round(time.monotonic() - self.last_activity, 3),
-                "idle_exit_s": self.config["engine.idle_exit_s"]}
+                "idle_exit_s": self.config["engine.idle_exit_s"],
+                **(self.shared.status() if self.shared is not None else {})}
 
 
 def percentiles(samples: deque[float] | None) -> dict[str, float | int | None]:
@@ -128,6 +142,13 @@ class Gate:
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         theirs = headers.get(VERSION_HEADER.lower())
+        settings = headers.get(SETTINGS_HEADER.lower())
+        if theirs == __version__ and settings is not None and settings != self.state.settings:
+            other = EngineSettingsMismatch(
+                "the engine runs with other settings than this front-end's",
+                details={"busy": self.state.inflight, "pid": os.getpid()})
+            await JSONResponse({"error": other.to_dict()}, status_code=other.http_status)(scope, receive, send)
+            return
         if theirs is not None and theirs != __version__:
             error = EngineVersionMismatch(
                 f"the engine runs m3 {__version__} and this front-end is m3 {theirs}",
@@ -189,8 +210,17 @@ def engine_routes(service: Service, state: EngineState) -> list[Route]:
     async def stop(_request: Request) -> Response:
         return JSONResponse({"stopping": True, "pid": os.getpid()}, background=BackgroundTask(stop_soon))
 
+    async def flush(_request: Request) -> Response:
+        """Wait (bounded) until every memory written so far has its vector stored and supersession ran."""
+        limit: float = service.config["embed.drain_timeout_s"]
+        try:
+            await trio.to_thread.run_sync(service.system.wait_embedded, limit, abandon_on_cancel=True)
+        except M3Error as exc:
+            return JSONResponse({"flushed": False, "reason": exc.message})
+        return JSONResponse({"flushed": True})
+
     return [Route(STATUS_PATH, status, methods=["GET"]), Route(STATS_PATH, stats, methods=["GET"]),
-            Route(STOP_PATH, stop, methods=["POST"])]
+            Route(STOP_PATH, stop, methods=["POST"]), Route(FLUSH_PATH, flush, methods=["POST"])]
 
 
 def build_engine_app(service: Service, state: EngineState) -> ASGIApp:
@@ -296,9 +326,11 @@ def run(config: Config) -> int:
         os.pwrite(pid_fd, str(os.getpid()).encode("ascii"), 0)
         sock_fd = bind(paths.sock).detach()  # only the life lock's holder binds or removes the socket
         try:
-            with running(config) as plain:
-                service = MeasuredService(plain, EngineState(paths, config))
-                state = service._state
+            with _shared_store(config) as shared_work, running(config, background=shared_work.background) as plain:
+                state = EngineState(paths, config)
+                state.shared = shared_work
+                service = MeasuredService(plain, state)
+                shared_work.attach(plain.system)
                 _write_manifest(paths, service.registry)
                 ready = {"ready": True, "pid": os.getpid(), "version": __version__, "socket": str(paths.sock)}
                 log.info("engine %s listening on %s", os.getpid(), paths.sock)
@@ -308,6 +340,64 @@ def run(config: Config) -> int:
     finally:
         os.close(pid_fd)  # releases the life lock; the file stays (a waiter may hold it open)
     return 0
+
+
+class SharedWork:
+    """On a store several engines share: the cross-engine wake and the background lease (else nothing)."""
+
+    def __init__(self, config: Config):
+        from m3.actors.system import store_options
+        from m3.gateway.engine.shared import BackgroundLease, shared_store
+
+        self.config = config
+        self.shared = shared_store(config)
+        self.options = store_options(config)
+        self.lease: BackgroundLease | None = None
+        self.wake: Any = None
+        self._system: Any = None
+        if self.shared:
+            self.lease = BackgroundLease(self.options, "embedder", config["engine.lease_retry_s"], self._taken)
+            self.lease.try_take()
+
+    @property
+    def background(self) -> bool:
+        return self.lease.held if self.lease is not None else True
+
+    def _taken(self) -> None:
+        from m3.actors.embedder import TakeBackground
+
+        if self._system is not None:
+            self._system.embedder.tell(TakeBackground())
+
+    def attach(self, system: Any) -> None:
+        from m3.gateway.engine.shared import CrossEngineWake
+
+        self._system = system
+        if not self.shared:
+            return
+        assert self.lease is not None
+        self.lease.start()
+        self.wake = CrossEngineWake(self.options, system.routers.arrived).start()
+        system.notified_hooks.append(self.wake.notified)
+
+    def status(self) -> dict[str, Any]:
+        return {"shared_store": self.shared, "background": {"embedder": self.background},
+                "wakes_from_other_engines": self.wake.received if self.wake is not None else 0}
+
+    def close(self) -> None:
+        if self.wake is not None:
+            self.wake.stop()
+        if self.lease is not None:
+            self.lease.stop()
+
+
+@contextmanager
+def _shared_store(config: Config) -> Iterator[SharedWork]:
+    work = SharedWork(config)
+    try:
+        yield work
+    finally:
+        work.close()  # after the actors stopped: the lease is let go once the backlog work has ended
 
 
 def _write_manifest(paths: EnginePaths, registry: Registry) -> None:
@@ -324,5 +414,6 @@ def main() -> int:
         return run(config)
     except Exception as exc:
         log.exception("the engine failed")
-        _announce({"error": {"code": getattr(exc, "code", "internal_error"), "message": str(exc)}})
+        _announce({"error": {"code": getattr(exc, "code", "internal_error"),
+                             "message": getattr(exc, "message", str(exc)), "hint": getattr(exc, "hint", None)}})
         return 1

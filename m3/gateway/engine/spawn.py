@@ -21,9 +21,17 @@ from typing import Any
 
 from m3 import __version__
 from m3.config import Config
-from m3.errors import EngineUnavailable, EngineVersionMismatch
+from m3.errors import EngineSettingsMismatch, EngineUnavailable, EngineVersionMismatch, M3Error, all_error_classes
 from m3.gateway.engine import client
-from m3.gateway.engine.paths import READY_FD_ENV, EnginePaths, engine_paths, file_lock, holder_alive, make_run_dir
+from m3.gateway.engine.paths import (
+    READY_FD_ENV,
+    EnginePaths,
+    engine_paths,
+    file_lock,
+    holder_alive,
+    make_run_dir,
+    settings_fingerprint,
+)
 
 _LOG_TAIL_BYTES = 2000
 
@@ -31,8 +39,10 @@ _LOG_TAIL_BYTES = 2000
 def ensure_engine(config: Config, paths: EnginePaths | None = None) -> dict[str, Any]:
     """The status of the store's engine of this version, started (or, when idle, restarted) if need be."""
     paths = paths or engine_paths(config)
+    want = settings_fingerprint(config)
     found = client.status(paths.sock)
-    if found is not None and found.get("version") == __version__:
+    if _fits(found, want):
+        assert found is not None
         return found
     timeout: float = config["engine.start_timeout_s"]
     make_run_dir(paths.run_dir)
@@ -41,7 +51,7 @@ def ensure_engine(config: Config, paths: EnginePaths | None = None) -> dict[str,
             raise EngineUnavailable(f"another front-end has been starting the engine for over {timeout:g} s",
                                     details={"lock": str(paths.lock), "log": str(paths.log)})
         found = client.status(paths.sock)
-        if found is not None and found.get("version") != __version__:
+        if found is not None and not _fits(found, want):
             replace_old(config, paths, found)
             found = None
         if found is None:
@@ -49,8 +59,17 @@ def ensure_engine(config: Config, paths: EnginePaths | None = None) -> dict[str,
     return found
 
 
+def _fits(found: dict[str, Any] | None, settings: str) -> bool:
+    return found is not None and found.get("version") == __version__ and found.get("settings") == settings
+
+
 def replace_old(config: Config, paths: EnginePaths, found: dict[str, Any]) -> None:
-    """Stop an engine of another version when it is idle; refuse with ``engine_version_mismatch`` when busy."""
+    """Stop an engine of another version or other settings when idle; refuse with a coded error when busy."""
+    if found.get("inflight", 0) > 0 and found.get("version") == __version__:
+        raise EngineSettingsMismatch(
+            f"the engine of this store runs with other settings than this command's and is busy with "
+            f"{found.get('inflight')} call(s)",
+            details={"busy": found.get("inflight"), "pid": found.get("pid")})
     if found.get("inflight", 0) > 0:
         raise EngineVersionMismatch(
             f"the engine of this store runs m3 {found.get('version')}, this command is m3 {__version__}, and the "
@@ -63,11 +82,7 @@ def replace_old(config: Config, paths: EnginePaths, found: dict[str, Any]) -> No
 def _spawn(config: Config, paths: EnginePaths, timeout: float) -> dict[str, Any]:
     make_run_dir(paths.logs_dir)
     read_fd, write_fd = os.pipe()
-    # The engine serves the store and the folders of ``config``, whatever this process's environment says.
-    env = {**os.environ, READY_FD_ENV: str(write_fd), "M3_HOME": str(config.home),
-           "M3_PATHS_CONFIG": str(config["paths.config"]), "M3_PATHS_ENGINE": str(config.engine_root),
-           "M3_PATHS_LOGS": str(config.logs_root), "M3_PATHS_RUN": str(config.run_root),
-           "M3_STORE_URL": config.store_url}
+    env = {**engine_env(config), READY_FD_ENV: str(write_fd)}
     log_fd = os.open(paths.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
         child = subprocess.Popen(
@@ -96,9 +111,31 @@ def _spawn(config: Config, paths: EnginePaths, timeout: float) -> dict[str, Any]
         found = client.status(paths.sock)
         if found is not None:
             return found
-    message = answer.get("error", {}).get("message") or ("no answer" if line is None else "it exited")
-    raise EngineUnavailable(f"the engine did not start: {message}",
-                            details={"log": str(paths.log), "log_tail": _tail(paths)})
+    error = answer.get("error") or {}
+    details = {"log": str(paths.log), "log_tail": _tail(paths)}
+    coded = {cls.code: cls for cls in all_error_classes()}.get(str(error.get("code")))
+    if coded is not None and coded is not M3Error:  # the engine's own coded reason (a bad setting …)
+        raise coded(str(error.get("message")), hint=error.get("hint"), details=details)
+    message = error.get("message") or ("no answer" if line is None else "it exited")
+    raise EngineUnavailable(f"the engine did not start: {message}", details=details)
+
+
+def engine_env(config: Config) -> dict[str, str]:
+    """This process's environment with ``config`` spelled out as ``M3_*`` variables: the engine runs with the
+    settings of the front-end that starts it, whatever this process's own environment says."""
+    from m3.config import SETTINGS
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("M3_")}
+    env["M3_HOME"] = str(config.home)
+    for s in SETTINGS:
+        if config.origin(s.key) == "default" and not s.key.startswith("paths."):
+            continue
+        value = config[s.key]
+        env[s.env_var] = (",".join(value) if isinstance(value, list) else
+                          ("true" if value else "false") if isinstance(value, bool) else str(value))
+    env.update({"M3_PATHS_ENGINE": str(config.engine_root), "M3_PATHS_LOGS": str(config.logs_root),
+                "M3_PATHS_RUN": str(config.run_root), "M3_STORE_URL": config.store_url})
+    return env
 
 
 def _read_line(fd: int, timeout: float) -> str | None:
