@@ -69,6 +69,7 @@ class EngineState:
         self.stop = trio.Event()
         self.shared: SharedWork | None = None
         self.settings = settings_fingerprint(config)
+        self.scheduler: Any = None
 
     def record(self, actor: str, seconds: float) -> None:
         self.latencies.setdefault(actor, deque(maxlen=_LATENCIES_KEPT)).append(seconds)
@@ -223,6 +224,26 @@ def engine_routes(service: Service, state: EngineState) -> list[Route]:
             Route(STOP_PATH, stop, methods=["POST"]), Route(FLUSH_PATH, flush, methods=["POST"])]
 
 
+EMBED_PATH = "/embed"
+
+
+def _embed_routes(service: Service) -> tuple[list[Any], Any]:
+    """When the engine embeds in process: the embed server's routes (``/embed/v1/embeddings`` …) over the
+    engine's own model, so the machine loads it once. With ``embed.backend = http`` or a shared ``embed.url``
+    the model lives elsewhere (``m3 embedder serve``) and there is nothing to mount."""
+    config = service.config
+    if config["embed.backend"] == "http" or config["embed.url"]:
+        return [], None
+    from starlette.routing import Mount
+
+    from m3.embed.scheduler import Scheduler
+    from m3.gateway.embed_server import EmbedApp
+
+    backend = service.system.embedder_backend
+    scheduler = Scheduler(backend, max_batch=config["embed.max_batch"]).start()
+    return [Mount(EMBED_PATH, app=EmbedApp(backend, scheduler, key=config["embed.key"]).starlette())], scheduler
+
+
 def build_engine_app(service: Service, state: EngineState) -> ASGIApp:
     """``/mcp``, the tool routes, the OpenAPI document and the engine's own routes, behind the gate."""
     from mcp.server.transport_security import TransportSecuritySettings
@@ -233,6 +254,8 @@ def build_engine_app(service: Service, state: EngineState) -> ASGIApp:
     from m3.gateway.rest import rest_routes
 
     of_headers = header_identity(service.config)
+    embed_routes, scheduler = _embed_routes(service)
+    state.scheduler = scheduler
     server = build_server(service, lambda ctx: of_headers(ctx.request.headers, ctx.request.scope)
                           if ctx.request is not None else of_headers({}))
     app = server.streamable_http_app(
@@ -240,7 +263,7 @@ def build_engine_app(service: Service, state: EngineState) -> ASGIApp:
         # Reached only through an owner-only socket: there is no browser to rebind a name for.
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         custom_starlette_routes=[*rest_routes(service, lambda request: of_headers(request.headers, request.scope)),
-                                 *engine_routes(service, state)],
+                                 *engine_routes(service, state), *embed_routes],
     )
     # The gate behind the guard: a refused request's body has been read, so the connection stays usable.
     return BodyGuard(Gate(app, state, service), max_bytes=service.config["serve.max_body_bytes"],
@@ -334,7 +357,12 @@ def run(config: Config) -> int:
                 _write_manifest(paths, service.registry)
                 ready = {"ready": True, "pid": os.getpid(), "version": __version__, "socket": str(paths.sock)}
                 log.info("engine %s listening on %s", os.getpid(), paths.sock)
-                trio.run(serve_engine, build_engine_app(service, state), sock_fd, state, lambda: _announce(ready))
+                try:
+                    trio.run(serve_engine, build_engine_app(service, state), sock_fd, state,
+                             lambda: _announce(ready))
+                finally:
+                    if state.scheduler is not None:
+                        state.scheduler.stop()
         finally:
             paths.sock.unlink(missing_ok=True)
     finally:

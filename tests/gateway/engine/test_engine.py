@@ -181,3 +181,20 @@ def test_a_wait_in_one_front_end_wakes_within_a_bound_of_a_notify_from_another(m
     assert code == 200 and body["timed_out"] is False
     assert [n["message"] for n in body["items"]] == ["review ready"]
     assert got["woke"] - acked < 1.0  # far inside the 20 s timeout: woken, not timed out
+
+
+def test_the_engine_serves_its_own_model_as_the_embed_server_s_routes(m3: Run, env: dict[str, str],
+                                                                        embedder: Any) -> None:
+    assert m3("engine", "start").status == 0
+    sock = engine_paths(load_config(env)).sock
+    code, models = client.request(sock, "GET", "/embed/v1/models", timeout=10)
+    assert code == 200, models
+    model = models["data"][0]["id"]
+    code, body = client.request(sock, "POST", "/embed/v1/embeddings",
+                                {"model": model, "input": ["the deploy key rotates"]}, timeout=60)
+    assert code == 200, body
+    vector = body["data"][0]["embedding"]
+    assert len(vector) == 384
+    expected = embedder.embed(["the deploy key rotates"])[0]
+    assert max(abs(a - float(b)) for a, b in zip(vector, expected, strict=True)) < 1e-5
+    assert body["model"] == model
