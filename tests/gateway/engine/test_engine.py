@@ -198,3 +198,21 @@ def test_the_engine_serves_its_own_model_as_the_embed_server_s_routes(m3: Run, e
     expected = embedder.embed(["the deploy key rotates"])[0]
     assert max(abs(a - float(b)) for a, b in zip(vector, expected, strict=True)) < 1e-5
     assert body["model"] == model
+
+
+def test_status_with_stats_reports_each_actor_and_an_idle_engine_exits_by_itself(
+        m3: Run, child_env: dict[str, str], env: dict[str, str]) -> None:
+    child_env["M3_ENGINE_IDLE_EXIT_S"] = "1"
+    assert m3("memory", "write", "--content", "counted by the writer").status == 0
+    stats = m3("engine", "status", "--stats").document()
+    actors = {row["actor"]: row for row in stats["actors"]}
+    assert {"writer", "searcher", "embedder", "directory", "tasks", "routers", "handler"} <= set(actors)
+    writer = actors["writer"]
+    assert writer["handled"] >= 1 and writer["failed"] == 0 and writer["queue_depth"] == 0
+    assert writer["latency"]["calls"] >= 1 and writer["latency"]["p50_ms"] is not None
+    fd = os.open(engine_paths(load_config(env)).pid, os.O_RDONLY)
+    try:
+        assert wait_lock(fd, 30)  # idle for engine.idle_exit_s: it exits on its own
+    finally:
+        os.close(fd)
+    assert m3("engine", "status").document()["running"] is False
