@@ -284,9 +284,10 @@ async def serve_engine(app: ASGIApp, sock_fd: int, state: EngineState, ready: An
     async with trio.open_nursery() as nursery:
         async with trio.open_nursery() as watchers:
             watchers.start_soon(_stop_on_signals, state.stop)
-            watchers.start_soon(_stop_when_idle, state)
             await nursery.start(partial(serve, app, hc, shutdown_trigger=state.stop.wait))  # type: ignore[arg-type]
             ready()
+            state.last_activity = time.monotonic()  # the idle clock starts once the engine listens
+            watchers.start_soon(_stop_when_idle, state)
             await state.stop.wait()
             watchers.cancel_scope.cancel()
         nursery.cancel_scope.deadline = trio.current_time() + 10  # bounded graceful close of open streams

@@ -202,7 +202,7 @@ def test_the_engine_serves_its_own_model_as_the_embed_server_s_routes(m3: Run, e
 
 def test_status_with_stats_reports_each_actor_and_an_idle_engine_exits_by_itself(
         m3: Run, child_env: dict[str, str], env: dict[str, str]) -> None:
-    child_env["M3_ENGINE_IDLE_EXIT_S"] = "1"
+    child_env["M3_ENGINE_IDLE_EXIT_S"] = "3"
     assert m3("memory", "write", "--content", "counted by the writer").status == 0
     stats = m3("engine", "status", "--stats").document()
     actors = {row["actor"]: row for row in stats["actors"]}
