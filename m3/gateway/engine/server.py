@@ -16,8 +16,6 @@ import signal
 import sys
 import time
 from collections import deque
-from collections.abc import Iterator
-from contextlib import contextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +41,7 @@ from m3.gateway.engine.client import (
     VERSION_HEADER,
 )
 from m3.gateway.engine.paths import READY_FD_ENV, EnginePaths, bind, engine_paths, make_run_dir, settings_fingerprint
+from m3.gateway.engine.shared import shared_store_work
 from m3.gateway.service import CallContext, Service
 
 if TYPE_CHECKING:
@@ -67,7 +66,7 @@ class EngineState:
         self.last_activity = time.monotonic()
         self.latencies: dict[str, deque[float]] = {}
         self.stop = trio.Event()
-        self.shared: SharedWork | None = None
+        self.shared: Any = None  # a SharedWork (m3.gateway.engine.shared)
         self.settings = settings_fingerprint(config)
         self.scheduler: Any = None
 
@@ -350,7 +349,7 @@ def run(config: Config) -> int:
         os.pwrite(pid_fd, str(os.getpid()).encode("ascii"), 0)
         sock_fd = bind(paths.sock).detach()  # only the life lock's holder binds or removes the socket
         try:
-            with _shared_store(config) as shared_work, running(config, background=shared_work.background) as plain:
+            with shared_store_work(config) as shared_work, running(config, background=shared_work.background) as plain:
                 state = EngineState(paths, config)
                 state.shared = shared_work
                 service = MeasuredService(plain, state)
@@ -369,64 +368,6 @@ def run(config: Config) -> int:
     finally:
         os.close(pid_fd)  # releases the life lock; the file stays (a waiter may hold it open)
     return 0
-
-
-class SharedWork:
-    """On a store several engines share: the cross-engine wake and the background lease (else nothing)."""
-
-    def __init__(self, config: Config):
-        from m3.actors.system import store_options
-        from m3.gateway.engine.shared import BackgroundLease, shared_store
-
-        self.config = config
-        self.shared = shared_store(config)
-        self.options = store_options(config)
-        self.lease: BackgroundLease | None = None
-        self.wake: Any = None
-        self._system: Any = None
-        if self.shared:
-            self.lease = BackgroundLease(self.options, "embedder", config["engine.lease_retry_s"], self._taken)
-            self.lease.try_take()
-
-    @property
-    def background(self) -> bool:
-        return self.lease.held if self.lease is not None else True
-
-    def _taken(self) -> None:
-        from m3.actors.embedder import TakeBackground
-
-        if self._system is not None:
-            self._system.embedder.tell(TakeBackground())
-
-    def attach(self, system: Any) -> None:
-        from m3.gateway.engine.shared import CrossEngineWake
-
-        self._system = system
-        if not self.shared:
-            return
-        assert self.lease is not None
-        self.lease.start()
-        self.wake = CrossEngineWake(self.options, system.routers.arrived).start()
-        system.notified_hooks.append(self.wake.notified)
-
-    def status(self) -> dict[str, Any]:
-        return {"shared_store": self.shared, "background": {"embedder": self.background},
-                "wakes_from_other_engines": self.wake.received if self.wake is not None else 0}
-
-    def close(self) -> None:
-        if self.wake is not None:
-            self.wake.stop()
-        if self.lease is not None:
-            self.lease.stop()
-
-
-@contextmanager
-def _shared_store(config: Config) -> Iterator[SharedWork]:
-    work = SharedWork(config)
-    try:
-        yield work
-    finally:
-        work.close()  # after the actors stopped: the lease is let go once the backlog work has ended
 
 
 def _write_manifest(paths: EnginePaths, registry: Registry) -> None:

@@ -18,7 +18,8 @@ import logging
 import queue
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from m3.config import Config
@@ -163,3 +164,58 @@ class BackgroundLease:
             with contextlib.suppress(Exception):
                 self._conn.close()  # the session ends: the lock is released for another engine
             self._conn = None
+
+
+class SharedWork:
+    """On a store several engines share: the cross-engine wake and the background lease (else nothing)."""
+
+    def __init__(self, config: Config):
+        from m3.actors.system import store_options
+
+        self.config = config
+        self.shared = shared_store(config)
+        self.options = store_options(config)
+        self.lease: BackgroundLease | None = None
+        self.wake: Any = None
+        self._system: Any = None
+        if self.shared:
+            self.lease = BackgroundLease(self.options, "embedder", config["engine.lease_retry_s"], self._taken)
+            self.lease.try_take()
+
+    @property
+    def background(self) -> bool:
+        return self.lease.held if self.lease is not None else True
+
+    def _taken(self) -> None:
+        from m3.actors.embedder import TakeBackground
+
+        if self._system is not None:
+            self._system.embedder.tell(TakeBackground())
+
+    def attach(self, system: Any) -> None:
+        self._system = system
+        if not self.shared:
+            return
+        assert self.lease is not None
+        self.lease.start()
+        self.wake = CrossEngineWake(self.options, system.routers.arrived).start()
+        system.notified_hooks.append(self.wake.notified)
+
+    def status(self) -> dict[str, Any]:
+        return {"shared_store": self.shared, "background": {"embedder": self.background},
+                "wakes_from_other_engines": self.wake.received if self.wake is not None else 0}
+
+    def close(self) -> None:
+        if self.wake is not None:
+            self.wake.stop()
+        if self.lease is not None:
+            self.lease.stop()
+
+
+@contextmanager
+def shared_store_work(config: Config) -> Iterator[SharedWork]:
+    work = SharedWork(config)
+    try:
+        yield work
+    finally:
+        work.close()  # after the actors stopped: the lease is let go once the backlog work has ended
