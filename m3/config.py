@@ -47,6 +47,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("paths.engine", str, "", "Directory of the databases; empty means $M3_HOME/engine."),
     Setting("paths.config", str, "", "Directory of m3_config.toml; set only by environment."),
     Setting("paths.logs", str, "", "Directory of log files; empty means $M3_HOME/logs."),
+    Setting("paths.run", str, "",
+            "Directory of the engines' sockets, locks and pid files (owner-only); empty means $M3_HOME/run."),
     Setting("store.url", str, "", "SQLAlchemy URL of the store; empty means SQLite at <engine>/m3.db.", secret=True),
     Setting("store.sqlite_synchronous", str, "NORMAL",
             "SQLite synchronous mode. NORMAL survives a process crash; FULL also survives power loss."),
@@ -130,6 +132,15 @@ SETTINGS: tuple[Setting, ...] = (
             "How often a long-running process (m3 serve, the engine) prunes the read audit; it also prunes at start."),
     Setting("tasks.lease_s", float, 300.0, "Default lease of a claimed task; task_heartbeat renews it."),
     Setting("tasks.max_lease_s", float, 86400.0, "Longest lease a claim or heartbeat may ask for."),
+    Setting("engine.mode", str, "engine",
+            "engine: CLI, MCP stdio and `m3 serve` relay to one engine process per store, started on first use; "
+            "embedded: every process runs its own actors on the store (Python applications, tests)."),
+    Setting("engine.idle_exit_s", float, 1800.0,
+            "An engine that has had no call for this long exits (0: never); the next call starts it again."),
+    Setting("engine.start_timeout_s", float, 60.0, "Longest wait for a starting engine to listen."),
+    Setting("engine.lease_retry_s", float, 5.0,
+            "On a store several engines share (PostgreSQL), how often an engine without the background lease "
+            "tries to take it: the longest a dead holder's background work waits for another engine."),
     Setting("serve.host", str, "127.0.0.1", "Address `m3 serve` listens on (remote MCP over Streamable HTTP)."),
     Setting("serve.port", int, 8080, "Port `m3 serve` listens on; 0 picks a free one."),
     Setting("serve.max_body_bytes", int, 4 * 1024 * 1024,
@@ -217,6 +228,10 @@ class Config:
     def vault(self) -> Vault:
         """The encrypted secrets vault beside the config file, under this configuration's crypto policy."""
         return vault_of(self.file.parent, self._values["crypto.fips_mode"], self._values["crypto.key_source"])
+
+    @property
+    def run_root(self) -> Path:
+        return Path(self._values["paths.run"]).expanduser() if self._values["paths.run"] else self.home / "run"
 
     @property
     def store_url(self) -> str:

@@ -263,6 +263,28 @@ class FipsUnavailable(ConfigError):
                     "(docs/governance.md); turn crypto.fips_mode off or install such a build.")
 
 
+# --- the engine (one per store, docs/architecture.md) -----------------------------------------------
+
+class EngineUnavailable(Unavailable):
+    code = "engine_unavailable"
+    default_hint = ("The store's engine could not be started or went away during the call; see its log "
+                    "(`m3 engine status` names it) and run the command again.")
+
+
+class EngineVersionMismatch(Unavailable):
+    code = "engine_version_mismatch"
+    default_hint = ("The running engine is another m3 version and is busy, so it was not restarted: run "
+                    "`m3 engine stop` once its calls are done (or wait until it is idle), then call again.")
+    http_status = 409
+
+
+class EngineSettingsMismatch(EngineVersionMismatch):
+    code = "engine_settings_mismatch"
+    default_hint = ("The running engine was started with other settings (the store's, the embedder's, search or "
+                    "isolation) and is busy, so it was not restarted: run `m3 engine stop` once its calls are done, "
+                    "then call again; settings are the engine's, not each command's.")
+
+
 def all_error_classes() -> list[type[M3Error]]:
     """Every error class, breadth-first from the base; used to generate docs/errors.md."""
     classes: list[type[M3Error]] = [M3Error]

@@ -26,6 +26,7 @@ from m3.config import Config, load_config
 from m3.embed.minilm import MiniLMEmbedder
 from m3.gateway.registry import default_registry
 from m3.gateway.service import Service
+from tests.engines import stop_engines
 from tests.pg import TestCluster
 
 #: Every store the suite runs on; M3_TEST_STORES=sqlite narrows it while iterating (CI runs both).
@@ -41,14 +42,15 @@ def embedder() -> MiniLMEmbedder:
 
 
 @pytest.fixture
-def m3_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def m3_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A fresh M3_HOME; every other M3_* variable is cleared so the host cannot leak in."""
     for name in list(os.environ):
         if name.startswith("M3_"):
             monkeypatch.delenv(name)
     home = tmp_path / "m3home"
     monkeypatch.setenv("M3_HOME", str(home))
-    return home
+    yield home
+    stop_engines(home / "run")  # the engines front-ends started on this home (CLI calls start one per store)
 
 
 @pytest.fixture(scope="session")
@@ -137,11 +139,15 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 
 
 @pytest.fixture
-def env(m3_home: Path, store_url: str) -> dict[str, str]:
-    """Environment for m3 subprocesses and load_config: the temp home and the store under test."""
+def env(m3_home: Path, store_url: str) -> Iterator[dict[str, str]]:
+    """Environment for m3 subprocesses and load_config: the temp home and the store under test.
+
+    Engines started on it are stopped at the end, before the store is dropped.
+    """
     values = {k: v for k, v in os.environ.items() if not k.startswith("M3_")}
     values.update({"M3_HOME": str(m3_home), "M3_STORE_URL": store_url})
-    return values
+    yield values
+    stop_engines(m3_home / "run")
 
 
 @pytest.fixture

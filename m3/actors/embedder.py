@@ -46,6 +46,10 @@ class Backfill(Message):
     """Queue the next page of memories without a vector of the configured model."""
 
 
+class TakeBackground(Message):
+    """From now on this process runs the store's backlog (it took the background lease of a shared store)."""
+
+
 class EmbedderActor(ConnectionOwner):
     def __init__(self, options: StoreOptions, *, embedder: Embedder, writer: ActorHandle, max_batch: int,
                  backend_name: str, resolve: Resolver, ask_timeout: float, background: bool, **base: Any):
@@ -81,7 +85,14 @@ class EmbedderActor(ConnectionOwner):
 
     def handlers(self) -> dict[type[Message], Callable[[Any], Any]]:
         return {MemoriesWritten: self._enqueue, Backfill: self._backfill, Flush: self._flush,
-                Drain: self._drain, EmbedderInfo: self._info}
+                Drain: self._drain, EmbedderInfo: self._info, TakeBackground: self._take_background}
+
+    def _take_background(self, _msg: TakeBackground) -> bool:
+        if not self._background:
+            self._background = True
+            self._paging = True
+            self._queue_backfill()
+        return True
 
     def receive(self, env: Envelope) -> None:
         super().receive(env)

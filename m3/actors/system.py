@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from m3.actors.audit_keeper import AuditKeeper
@@ -78,10 +79,18 @@ class ActorSystem:
                                         retention_days=config["audit.retention_days"],
                                         interval_s=config["audit.prune_interval_s"], periodic=background)
         self.routers = RouterRegistry(self.writer, idle_s=config["inbox.router_idle_s"])
-        self.writer.rebind(searcher=self.searcher, embedder=self.embedder, on_notified=self.routers.arrived,
+        #: Called after each commit that notified agents (beside this process's routers), e.g. to tell other
+        #: processes sharing the store; each hook must return at once (it runs on the Writer's thread).
+        self.notified_hooks: list[Callable[[tuple[str, ...]], None]] = []
+        self.writer.rebind(searcher=self.searcher, embedder=self.embedder, on_notified=self._notified,
                            on_leased=lease_clock(self.tasks))
         #: In start order; they stop in reverse, the Writer last.
         self._handles = (self.writer, self.searcher, self.embedder, self.directory, self.tasks, self.audit_keeper)
+
+    def _notified(self, agents: tuple[str, ...]) -> None:
+        self.routers.arrived(agents)
+        for hook in self.notified_hooks:
+            hook(agents)
 
     def start(self) -> ActorSystem:
         migrate_store(self.options)

@@ -10,6 +10,7 @@ stdio.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -18,15 +19,20 @@ import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from m3 import __version__
 from m3.config import Config, load_config
 from m3.errors import FieldTooLarge, Interrupted, InvalidArgument, M3Error
 from m3.gateway.commands import ADMIN_COMMANDS, ALIASES, RENAMED_COMMANDS, AdminCommand, deprecation_note
-from m3.gateway.doctor import FallbackConfig, Report
-from m3.gateway.registry import Registry, Tool, default_registry
-from m3.protocols.renames import Renames
+from m3.gateway.engine import manifest
+from m3.gateway.engine.paths import engine_mode
+
+if TYPE_CHECKING:
+    from m3.gateway.registry import Registry
+
+#: A tool as the command line knows it: an entry of the tool manifest (m3.gateway.engine.manifest).
+ToolEntry = dict[str, Any]
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -55,20 +61,30 @@ def emit_error(body: dict[str, Any]) -> None:
 
 # --- parser construction ------------------------------------------------------------------------
 
-def build_parser(registry: Registry) -> argparse.ArgumentParser:
+def build_parser(source: Registry | list[ToolEntry], only: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every tool (from the registry, or the manifest's entries) and admin command.
+
+    With ``only`` (the domain a command line names), the other domains are listed without their commands:
+    a one-shot command does not pay for building ninety sub-parsers.
+    """
+    entries = manifest.build(source, schemas=False)["tools"] if not isinstance(source, list) else source
     parser = _Parser(prog="m3", description="m3: memory and coordination for AI agents. "
                      "Bare `m3` serves MCP on stdio.")
     parser.add_argument("--version", action="version", version=f"m3 {__version__}")
     # Not `domain`/`command`: a tool argument of that name (m3_index --domain) would overwrite them.
     commands = parser.add_subparsers(dest="m3_domain", metavar="<domain>", parser_class=_Parser)
-    domains = registry.domains()
+    domains: dict[str, list[ToolEntry]] = {}
+    for entry in entries:
+        domains.setdefault(entry["domain"], []).append(entry)
     for name in sorted(set(domains) | {c.domain for c in ADMIN_COMMANDS}):
         tools = domains.get(name, [])
         sub = commands.add_parser(name, help=f"{len(tools)} tools" if tools else "administration")
         actions = sub.add_subparsers(dest="m3_command", metavar="<command>", parser_class=_Parser)
         actions.required = True
+        if only is not None and name != only:
+            continue
         for tool in tools:
-            _add_tool(actions, tool, registry.renames)
+            _add_tool(actions, tool)
         for admin in ADMIN_COMMANDS:
             if admin.domain == name:
                 _add_admin(actions, admin, admin.name, admin.help)
@@ -92,52 +108,39 @@ def flag_dest(field_name: str) -> str:
     return f"arg:{field_name}"
 
 
-def _add_tool(actions: Any, tool: Tool, renames: Renames) -> None:
-    spec = tool.spec
-    aliases = [spec.short_name] if spec.short_name != spec.name else []
-    aliases += [old for old, new in renames.tools.items() if new == spec.name]  # Registry.get warns on call
-    p = actions.add_parser(spec.name, aliases=aliases, help=spec.summary, description=spec.description)
-    old_names = {new: old for old, new in renames.args.get(spec.name, {}).items()}
-    for field_name, info in spec.args.model_fields.items():
-        kind = _field_kind(tool.input_schema["properties"][field_name])
-        helptext = (info.description or "") + (" (JSON)" if kind == "json" else "")
+def _add_tool(actions: Any, tool: ToolEntry) -> None:
+    aliases = [tool["short_name"]] if tool["short_name"] != tool["name"] else []
+    aliases += tool.get("old_names", [])  # a renamed tool's old name; the service warns on call
+    p = actions.add_parser(tool["name"], aliases=aliases, help=tool["summary"], description=tool["description"])
+    old_names = {new: old for old, new in tool.get("renamed_args", {}).items()}
+    for field in tool["fields"]:
+        field_name, kind = field["name"], field["kind"]
+        helptext = field["help"] + (" (JSON)" if kind == "json" else "")
         bare = {"nargs": "?", "const": "true"} if kind == "bool" else {}  # a bare --flag means true
         for name, shown in ((field_name, helptext), (old_names.get(field_name), argparse.SUPPRESS)):
-            if name is not None:  # a renamed argument's old flag: hidden, renamed by Registry.upgrade_args
+            if name is not None:  # a renamed argument's old flag: hidden, renamed by the service (upgrade_args)
                 flags = dict.fromkeys([f"--{name}", f"--{name.replace('_', '-')}"])  # --a_b and --a-b, once
                 p.add_argument(*flags, dest=flag_dest(name), default=None, metavar=kind.upper(), help=shown, **bare)
     p.add_argument("--json-file", dest="json_file", default=None, metavar="PATH",
                    help="Read the arguments as a JSON object from PATH, or from stdin with -.")
-    p.set_defaults(m3_tool=tool, m3_renamed_args=renames.args.get(spec.name, {}))  # not `tool`: m3_call has one
+    p.set_defaults(m3_tool=tool)  # not `tool`: m3_call has an argument of that name
 
 
-def _field_kind(schema: dict[str, Any]) -> str:
-    types = {schema.get("type")} | {s.get("type") for s in schema.get("anyOf", [])}
-    if types & {"object", "array"}:
-        return "json"
-    if "boolean" in types:
-        return "bool"
-    return "value"
-
-
-def tool_arguments(tool: Tool, ns: argparse.Namespace) -> dict[str, Any]:
+def tool_arguments(tool: ToolEntry, ns: argparse.Namespace) -> dict[str, Any]:
     """Arguments from ``--json-file`` overlaid with the flags given."""
     args: dict[str, Any] = {}
     if ns.json_file is not None:
         args.update(_read_json_file(ns.json_file))
-    old_names = {new: old for old, new in getattr(ns, "m3_renamed_args", {}).items()}
-    for field_name in tool.spec.args.model_fields:
-        given = [(n, getattr(ns, flag_dest(n), None)) for n in (field_name, old_names.get(field_name)) if n]
-        for name, raw in given:
-            if raw is not None:
-                args[name] = _flag_value(tool, field_name, raw)
+    old_names = {new: old for old, new in tool.get("renamed_args", {}).items()}
+    for field in tool["fields"]:
+        for name in (field["name"], old_names.get(field["name"])):
+            raw = getattr(ns, flag_dest(name), None) if name else None
+            if name is None or raw is None:
+                continue
+            if field["kind"] == "json":
+                raw = _load_json(raw, f"--{name}", hint="Quote the JSON for the shell, e.g. --metadata '{\"k\": 1}'.")
+            args[name] = raw
     return args
-
-
-def _flag_value(tool: Tool, field_name: str, raw: str) -> Any:
-    if _field_kind(tool.input_schema["properties"][field_name]) == "json":
-        return _load_json(raw, f"--{field_name}", hint="Quote the JSON for the shell, e.g. --metadata '{\"k\": 1}'.")
-    return raw
 
 
 def _read_json_file(path: str) -> dict[str, Any]:
@@ -164,7 +167,7 @@ def _load_json(text: str, where: str, hint: str | None = None) -> Any:
 
 # --- running ------------------------------------------------------------------------------------
 
-def run_tool(config: Config, tool: Tool, args: dict[str, Any]) -> None:
+def run_tool(config: Config, name: str, args: dict[str, Any]) -> None:
     """Start m3, run one tool, print the result, then stop (finishing pending embeddings).
 
     SIGINT or SIGTERM during the call cancels it at once: :class:`Interrupted` is raised (exit status 130)
@@ -179,7 +182,7 @@ def run_tool(config: Config, tool: Tool, args: dict[str, Any]) -> None:
     # A one-shot command embeds only its own writes: the backlog is for servers and `m3 embedder reembed`.
     with running(config, background=False) as svc:
         try:
-            result: dict[str, Any] = trio.run(_call_until_signalled, svc, tool.spec.name, args, ctx)
+            result: dict[str, Any] = trio.run(_call_until_signalled, svc, name, args, ctx)
         except Interrupted:
             svc.system.stop(drain_embeddings=False)
             raise
@@ -225,6 +228,8 @@ def _load_config(argv: list[str]) -> Config:
     except M3Error as exc:
         if argv[:1] != ["doctor"] and argv[:2] != ["system", "doctor"]:
             raise
+        from m3.gateway.doctor import FallbackConfig
+
         return FallbackConfig(exc, dict(os.environ))
 
 
@@ -250,8 +255,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             argv = ["mcp", "serve"]
         elif argv[0] in ALIASES:
             argv = [ALIASES[argv[0]].domain, ALIASES[argv[0]].name, *argv[1:]]
-        registry = default_registry()
-        ns = build_parser(registry).parse_args(argv)
+        mode = engine_mode(config)
+        named = argv[0] if argv and not argv[0].startswith("-") else None
+        ns = build_parser(_tool_entries(config, mode), only=named).parse_args(argv)
         if ns.m3_domain is None:
             raise UsageError("m3: give a domain and a command, e.g. `m3 memory write --content …`")
         admin: AdminCommand | None = getattr(ns, "m3_admin", None)
@@ -259,18 +265,27 @@ def main(argv: Sequence[str] | None = None) -> int:
             document = admin.run(config, ns)
             if ns.m3_renamed_from is not None:
                 document = _deprecated(document, deprecation_note(ns.m3_renamed_from))
+            from m3.gateway.doctor import Report
+
             if isinstance(document, Report):  # a command with an exit status of its own (m3 doctor)
                 sys.stdout.write(document.text) if document.text else emit(document.document)
                 return document.status
             if document is not None:
                 emit(document)
             return 0
-        tool: Tool = ns.m3_tool
-        args = registry.upgrade_args(tool, tool_arguments(tool, ns))
+        tool: ToolEntry = ns.m3_tool
+        args = tool_arguments(tool, ns)
+        if mode == "engine":
+            return relay_tool(config, tool["name"], args, changes=not tool["read_only"])
+        from m3.gateway.registry import default_registry
         from m3.gateway.service import limits_of, validate_args
 
-        validate_args(tool, args, limits_of(config))  # fail fast, before opening (or creating) the store
-        run_tool(config, tool, args)
+        registry = default_registry()
+        known = registry.get(tool["name"])
+        # Fail fast, before opening (or creating) the store.
+        args = registry.upgrade_args(known, args)
+        validate_args(known, args, limits_of(config))
+        run_tool(config, tool["name"], args)
         return 0
     except UsageError as exc:
         emit_error({"code": "usage_error", "message": str(exc), "hint": "Run `m3 --help` or `m3 <domain> --help`."})
@@ -284,6 +299,49 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:  # before or after the call (starting, stopping): still one JSON error
         emit_error(Interrupted("m3 was interrupted by SIGINT").to_dict())
         return EXIT_INTERRUPTED
+
+
+def _tool_entries(config: Config, mode: str) -> list[ToolEntry]:
+    """The tools of the command line: the cached manifest (engine mode: no registry import), else the registry."""
+    if mode == "engine":
+        from m3.gateway.engine.paths import engine_paths
+
+        entries: list[ToolEntry] = manifest.ensure(engine_paths(config).manifest)["tools"]
+        return entries
+    from m3.gateway.registry import default_registry
+
+    built: list[ToolEntry] = manifest.build(default_registry(), schemas=False)["tools"]
+    return built
+
+
+def relay_tool(config: Config, name: str, args: dict[str, Any], *, changes: bool = True) -> int:
+    """Run tool ``name`` in the store's engine (started if need be); print its answer; the exit status.
+
+    After a change, as in embedded mode, the command ends once the engine has embedded what was written
+    (bounded by ``embed.drain_timeout_s``), so the next command sees its vectors and supersessions.
+    """
+    from m3.gateway.engine.calls import flush, relay
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
+    try:
+        _status, body = relay(config, name, args)
+    except KeyboardInterrupt:
+        raise Interrupted(f"{name} was interrupted by SIGINT",
+                          details={"signal": "SIGINT", "signum": int(signal.SIGINT)}) from None
+    if isinstance(body, dict) and set(body) == {"error"}:
+        emit_error(body["error"])
+        return EXIT_ERROR
+    emit(body)  # before the flush: the caller has its answer while embeddings finish
+    if changes:
+        with contextlib.suppress(KeyboardInterrupt):  # the answer is out; the engine embeds the rest anyway
+            flush(config)
+    return 0
+
+
+def _interrupt_on_sigterm(signum: int, frame: object) -> None:
+    raise Interrupted(f"the call was interrupted by {signal.Signals(signum).name}",
+                      details={"signal": signal.Signals(signum).name, "signum": signum})
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -8,6 +8,7 @@ the command prints nothing, like a server).
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,8 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from m3.config import Config, set_in_file, setting
-from m3.gateway import governance_commands, secret_commands, store_commands, tokens, wheelhouse
-from m3.gateway.reembed import reembed
 
 #: The flags and options of one ``ArgumentParser.add_argument`` call.
 Arg = tuple[tuple[str, ...], dict[str, Any]]
@@ -50,6 +49,8 @@ def _config_show(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
 def _config_set(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
     value = set_in_file(config, ns.key, ns.value)
     s = setting(ns.key)
+    from m3.gateway import secret_commands, store_commands
+
     shown = secret_commands.HIDDEN if s.secret else value
     result: dict[str, Any] = {"file": str(config.file), "key": ns.key, "value": shown}
     if config.origin(ns.key) == "env":
@@ -63,6 +64,13 @@ def _config_set(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
 
 
 def _mcp_serve(config: Config, ns: argparse.Namespace) -> None:
+    from m3.gateway.engine.paths import engine_mode
+
+    if engine_mode(config) == "engine":
+        from m3.gateway.engine.relay import serve_stdio as relay_stdio
+
+        relay_stdio(config)
+        return
     from m3.gateway.mcp_server import serve_stdio
 
     serve_stdio(config)
@@ -86,7 +94,17 @@ def _fetch_model(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
 
 
 def _reembed(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
+    from m3.gateway.reembed import reembed
+
     return reembed(config, progress=sys.stderr)
+
+
+def _lazy(module: str, name: str) -> Callable[[Config, argparse.Namespace], Any]:
+    """``<module>.<name>``, imported when the command runs: the command line loads without it."""
+    def run(config: Config, ns: argparse.Namespace) -> Any:
+        return getattr(importlib.import_module(module), name)(config, ns)
+
+    return run
 
 
 def _doctor(config: Config, ns: argparse.Namespace) -> Any:
@@ -96,9 +114,17 @@ def _doctor(config: Config, ns: argparse.Namespace) -> Any:
 
 
 def _http_serve(config: Config, ns: argparse.Namespace) -> None:
+    from m3.gateway.engine.paths import engine_mode
+
+    host, port = ns.host or config["serve.host"], config["serve.port"] if ns.port is None else ns.port
+    if engine_mode(config) == "engine":
+        from m3.gateway.engine.proxy import serve_http as relay_http
+
+        relay_http(config, host, port)
+        return
     from m3.gateway.http_server import serve_http
 
-    serve_http(config, ns.host or config["serve.host"], config["serve.port"] if ns.port is None else ns.port)
+    serve_http(config, host, port)
 
 
 def _setup(config: Config, ns: argparse.Namespace) -> dict[str, Any] | None:
@@ -146,31 +172,34 @@ ADMIN_COMMANDS: tuple[AdminCommand, ...] = (
                  "Give every memory a vector of the configured model, with progress on stderr; search keeps "
                  "the previous model until this completes, then switches. Resumable.", _reembed),
     AdminCommand("secret", "set", "Store a secret setting (store.url, embed.key), read from stdin, encrypted in the "
-                 "secrets vault.", secret_commands.secret_set, _SECRET_KEY),
+                 "secrets vault.", _lazy("m3.gateway.secret_commands", "secret_set"), _SECRET_KEY),
     AdminCommand("secret", "get", "Print a secret setting's value from the vault (for the local user only).",
-                 secret_commands.secret_get, _SECRET_KEY),
+                 _lazy("m3.gateway.secret_commands", "secret_get"), _SECRET_KEY),
     AdminCommand("secret", "list", "The secret settings, which are set in the vault, where its key is (never a "
-                 "value).", secret_commands.secret_list),
-    AdminCommand("secret", "delete", "Remove a secret setting from the vault.", secret_commands.secret_delete,
+                 "value).", _lazy("m3.gateway.secret_commands", "secret_list")),
+    AdminCommand("secret", "delete", "Remove a secret setting from the vault.",
+                 _lazy("m3.gateway.secret_commands", "secret_delete"),
                  _SECRET_KEY),
     AdminCommand("secret", "migrate", "Move a plaintext secrets.toml of earlier versions into the vault (m3 also "
-                 "does it on first use).", secret_commands.secret_migrate),
+                 "does it on first use).", _lazy("m3.gateway.secret_commands", "secret_migrate")),
     AdminCommand("governance", "export-zip",
                  "Write everything m3 holds about one agent or user (gdpr_export) as a zip of JSON files, one per "
-                 "section, readable by its owner only.", governance_commands.export_zip,
+                 "section, readable by its owner only.", _lazy("m3.gateway.governance_commands", "export_zip"),
                  (arg("--agent-id", default=None, help="The agent subject."),
                   arg("--user-id", default=None, help="The user subject."),
                   arg("--zip", required=True, metavar="FILE", help="The zip file to write."))),
-    AdminCommand("store", "migrate", "Bring the store's schema to the newest revision.", store_commands.store_migrate),
+    AdminCommand("store", "migrate", "Bring the store's schema to the newest revision.",
+                 _lazy("m3.gateway.store_commands", "store_migrate")),
     AdminCommand("store", "status", "Backend, URL (password hidden), schema revision and counts of the store.",
-                 store_commands.store_status),
+                 _lazy("m3.gateway.store_commands", "store_status")),
     AdminCommand("postgres", "start", "Start the embedded PostgreSQL (pgvector) under the engine root; "
-                 "prints its store URL.", store_commands.postgres_start,
+                 "prints its store URL.", _lazy("m3.gateway.store_commands", "postgres_start"),
                  (arg("--port", type=int, default=5432, help="Names the Unix socket file (no TCP is opened)."),
                   arg("--configure", action="store_true", help="Also write the printed URL into store.url."))),
-    AdminCommand("postgres", "stop", "Stop the embedded PostgreSQL.", store_commands.postgres_stop),
+    AdminCommand("postgres", "stop", "Stop the embedded PostgreSQL.",
+                 _lazy("m3.gateway.store_commands", "postgres_stop")),
     AdminCommand("postgres", "status", "Whether the embedded PostgreSQL runs, and its URL.",
-                 store_commands.postgres_status),
+                 _lazy("m3.gateway.store_commands", "postgres_status")),
     AdminCommand("mcp", "http", "Serve MCP over Streamable HTTP (/mcp) and every tool as POST /v1/tools/{name} "
                  "behind bearer tokens; prints {url, tools_url, pid} once listening.", _http_serve,
                  (arg("--host", default=None, help="Address to listen on (default serve.host, 127.0.0.1)."),
@@ -184,21 +213,31 @@ ADMIN_COMMANDS: tuple[AdminCommand, ...] = (
                  alias="doctor"),
     AdminCommand("wheelhouse", "build", "Put the wheels of m3 and every dependency for this platform into DIR, for "
                  "`pip install --no-index --find-links DIR m3-memory` on a machine without network.",
-                 wheelhouse.build,
+                 _lazy("m3.gateway.wheelhouse", "build"),
                  (arg("dir", help="The folder to fill (created if missing)."),
                   arg("--extras", default=None, help="Comma-separated extras to include: postgres, flagembedding."),
                   arg("--no-deps", action="store_true", help="Only m3's own wheel (to refresh m3 alone)."))),
     AdminCommand("token", "create", "Create a bearer token for an agent; prints {token, agent_id, id} (the token "
-                 "only this once).", tokens.create,
+                 "only this once).", _lazy("m3.gateway.tokens", "create"),
                  (arg("--agent", required=True, help="The agent the token acts as (registered if new)."),
                   arg("--label", default=None, help="A note to tell tokens apart, e.g. the host it is for."))),
-    AdminCommand("token", "list", "List tokens (ids, agents, labels, times; never the tokens).", tokens.list_tokens,
+    AdminCommand("token", "list", "List tokens (ids, agents, labels, times; never the tokens).",
+                 _lazy("m3.gateway.tokens", "list_tokens"),
                  (arg("--agent", default=None, help="Only this agent's tokens."),)),
-    AdminCommand("token", "revoke", "Revoke a token by id, or every token of an agent with --agent.", tokens.revoke,
+    AdminCommand("token", "revoke", "Revoke a token by id, or every token of an agent with --agent.",
+                 _lazy("m3.gateway.tokens", "revoke"),
                  (arg("id", nargs="?", default=None, help="The token id (from `m3 token list`)."),
                   arg("--agent", default=None, help="Revoke every token of this agent instead."))),
 )
 ADMIN_COMMANDS += (
+    AdminCommand("engine", "start", "Start the store's engine (one process hosting the actors; front-ends start it "
+                 "on first use anyway); prints its status.", _lazy("m3.gateway.engine.commands", "start")),
+    AdminCommand("engine", "stop", "Stop the store's engine, after it finishes pending embeddings.",
+                 _lazy("m3.gateway.engine.commands", "stop")),
+    AdminCommand("engine", "status", "Whether the store's engine runs, with its pid, version, socket and log; "
+                 "with --stats each actor's queue depth, counts and latency percentiles.",
+                 _lazy("m3.gateway.engine.commands", "status"),
+                 (arg("--stats", action="store_true", help="Also each actor's statistics."),)),
     AdminCommand("clients", "setup", "Find the agent clients installed here (Claude Code, Codex, Cursor, Cline, Gemini "
                  "CLI, OpenCode, Claude Desktop, VS Code, Windsurf) and add m3's MCP server to each, as its own agent; "
                  "a backup of each file is kept beside it (docs/setup.md).", _setup,

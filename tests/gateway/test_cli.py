@@ -198,7 +198,9 @@ def test_a_bad_setting_is_a_config_error_and_changes_nothing(cli: Run, argv: lis
 
 
 def test_a_one_shot_write_on_a_store_with_a_backlog_embeds_only_its_own_memory(
-        m3: Run, start_writer: Callable[..., ActorHandle], store_url: str) -> None:
+        m3: Run, child_env: dict[str, str], start_writer: Callable[..., ActorHandle], store_url: str) -> None:
+    """In embedded mode (with the engine, the engine works through the backlog: tests/gateway/engine)."""
+    child_env["M3_ENGINE_MODE"] = "embedded"
     writer = start_writer()
     backlog = [writer.ask(write_one(f"Backlog note number {i} about the quarterly plan."), WAIT_S)[0].id
                for i in range(40)]

@@ -37,6 +37,7 @@ def test_a_new_home_its_folders_the_database_and_the_log_are_the_owners_only(
 def test_an_existing_store_open_to_others_is_tightened_on_open_with_a_log_line(
         m3: Run, m3_home: Path, store_url: str) -> None:
     m3("memory", "write", "--content", "A private memory.").document()
+    m3("engine", "stop").document()  # the next command's engine opens the store anew
     opened = [m3_home, m3_home / "engine", m3_home / "logs"]
     for folder in opened:
         folder.chmod(0o755)

@@ -53,7 +53,9 @@ def test_reembed_through_the_shared_server_switches_search_to_the_new_model(
         env: dict[str, str], config: Config, store_url: str, embedder: MiniLMEmbedder) -> None:
     seed(config, embedder, 40, embed=True)
     with running_server(server_env(env, embed__model=NEW_MODEL)) as server:
-        client = server_env(env, embed__backend="http", embed__url=server.url, embed__model=NEW_MODEL)
+        # Embedded mode: one-shot commands with actors of their own (an engine would start re-embedding at once).
+        client = {**server_env(env, embed__backend="http", embed__url=server.url, embed__model=NEW_MODEL),
+                  "M3_ENGINE_MODE": "embedded"}
         before = json.loads(run(client, "embedder", "status").stdout)
         # A one-shot command does not start the re-embedding: status leaves it for reembed (or a server).
         assert (before["model"], before["active_model"], before["pending"]) == (NEW_MODEL, MODEL_ID, 40)

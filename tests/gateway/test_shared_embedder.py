@@ -42,7 +42,8 @@ def stored_vector(url: str, memory_id: str) -> np.ndarray:
 def test_two_m3_processes_embed_through_the_shared_server_and_its_counters_show_both(
         env: dict[str, str], store_url: str, embedder: MiniLMEmbedder) -> None:
     with running_server(env) as server:
-        client_env = server_env(env, embed__url=server.url)
+        # Two processes with actors of their own: embedded mode (with the engine there is one client, the engine).
+        client_env = {**server_env(env, embed__url=server.url), "M3_ENGINE_MODE": "embedded"}
         first, _ = write(client_env, "The deploy key rotates every Monday.")
         second, _ = write(client_env, "Coffee beans are kept in the blue tin.")
         clients = server.stats()["clients"]
@@ -57,7 +58,8 @@ def test_two_m3_processes_embed_through_the_shared_server_and_its_counters_show_
 def test_after_the_server_is_killed_a_write_is_acknowledged_and_embedded_in_process_with_a_logged_fallback(
         env: dict[str, str], store_url: str) -> None:
     server = start_server(env)
-    client_env = server_env(env, embed__url=server.url)
+    # The fallback is logged on the stderr of the process that embeds: embedded mode, where that is the command.
+    client_env = {**server_env(env, embed__url=server.url), "M3_ENGINE_MODE": "embedded"}
     write(client_env, "A memory embedded by the server.")
     server.kill()
     memory_id, stderr = write(client_env, "Tea is kept in the green tin.")

@@ -24,6 +24,7 @@ import pytest
 from m3.gateway.cli import main
 from m3.store.migrations import HEAD
 from m3.store.postgres import redact
+from tests.engines import stop_engines
 from tests.gateway.outcomes import Outcome, Run
 
 SECRET_URL = "postgresql+psycopg://m3:s3cret-pw@/m3?host=/nonexistent/socket/dir&port=5432"
@@ -185,6 +186,8 @@ def own_tmp() -> Iterator[Path]:
     to 0700, which would lock the embedded server's user (as root: embedded_postgres) out of its data."""
     path = Path(tempfile.mkdtemp(prefix="m3-test-"))
     yield path
+    for run_dir in path.rglob("run"):  # the engines the commands started
+        stop_engines(run_dir)
     shutil.rmtree(path, ignore_errors=True)
 
 

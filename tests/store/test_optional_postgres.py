@@ -24,7 +24,8 @@ print(json.dumps({{"status": status, "loaded": loaded}}), file=sys.stderr)
 
 def run(tmp_path: Path, store_url: str, *argv: str) -> tuple[dict[str, object], str]:
     env = {"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin", "M3_HOME": str(tmp_path / "home"),
-           "M3_STORE_URL": store_url, "M3_EMBED_THREADS": "1"}
+           "M3_STORE_URL": store_url, "M3_EMBED_THREADS": "1",
+           "M3_ENGINE_MODE": "embedded"}  # the imports of this process are the point: no engine
     done = subprocess.run([sys.executable, "-c", CHILD, *argv], env=env, capture_output=True, text=True,
                           timeout=120, check=False)
     lines = done.stderr.strip().splitlines()
