@@ -52,8 +52,9 @@ def test_an_old_tool_and_argument_name_answer_as_the_new_ones_with_a_warning(
 def test_the_cli_parses_the_old_names_into_the_new_tool_and_arguments() -> None:
     registry = Registry(ALL_TOOLS, HANDLERS, renames=TEST_ONLY)
     ns = build_parser(registry).parse_args(["memory", "memory_recall", "--query", "x", "--limit", "3"])
-    assert ns.m3_tool.spec.name == "memory_search"
-    assert registry.upgrade_args(ns.m3_tool, tool_arguments(ns.m3_tool, ns)) == {"query": "x", "k": "3"}
+    assert ns.m3_tool["name"] == "memory_search"  # the command line's tool entry (the manifest's)
+    search = registry.get("memory_search")
+    assert registry.upgrade_args(search, tool_arguments(ns.m3_tool, ns)) == {"query": "x", "k": "3"}
 
 
 @pytest.mark.parametrize("bad", [Renames(tools={"memory_recall": "no_such_tool"}),
