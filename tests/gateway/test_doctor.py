@@ -234,3 +234,18 @@ def test_agent_wiring_warns_for_a_client_without_m3_until_m3_setup_adds_it(
     assert cli("setup", "--json", "--client", "cursor").status == 0
     [after] = by_check(report(cli("doctor", "--json")))["setup.wiring"]
     assert after["status"] == "ok" and "Cursor" in after["message"]
+
+
+def test_the_engine_checks_say_whether_one_runs_and_flag_a_socket_open_to_others(
+        cli: Run, on_store: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("M3_ENGINE_MODE", "engine")
+    [idle] = by_check(report(cli("doctor", "--json")))["engine.status"]
+    assert idle["status"] == "ok" and "no engine runs" in idle["message"]
+    cli("memory", "memory_write", "--content", "doctor engine test").document()  # starts the engine
+    document = report(cli("doctor", "--json"))
+    [running] = by_check(document)["engine.status"]
+    assert running["status"] == "ok" and "the engine runs" in running["message"]
+    sock = Path(cli("engine", "status").document()["socket"])
+    sock.chmod(0o666)
+    [opened] = by_check(report(cli("doctor", "--json"), status=1))["engine.files"]
+    assert opened["status"] == "fail" and "chmod 600" in opened["hint"]
