@@ -8,6 +8,7 @@ installed copy elsewhere cannot answer in its place.
 
 from __future__ import annotations
 
+import io
 import logging
 import shutil
 import subprocess
@@ -72,4 +73,20 @@ def m3(m3_executable: str, child_env: dict[str, str]) -> Run:
         done = subprocess.run([m3_executable, *argv], env=child_env, input=stdin, capture_output=True, text=True,
                               timeout=120, check=False)
         return Outcome(done.returncode, done.stdout, done.stderr)
+    return run
+
+
+@pytest.fixture
+def cli(m3_home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        isolated_logging: None) -> Run:
+    """``m3 …`` in this process (``main(argv)``) under the temporary home; ``stdin`` feeds its standard input.
+    A test module may define its own ``cli`` (test_cli.py does)."""
+    from m3.gateway.cli import main
+
+    def run(*argv: str, stdin: str = "") -> Outcome:
+        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+        capsys.readouterr()
+        status = main(list(argv))
+        out, err = capsys.readouterr()
+        return Outcome(status, out, err)
     return run

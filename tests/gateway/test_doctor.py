@@ -6,8 +6,6 @@ Runs the real command in this process under a temporary M3_HOME, on each store; 
 
 from __future__ import annotations
 
-import io
-import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -16,20 +14,7 @@ import pytest
 
 from m3 import config as m3_config
 from m3.gateway import doctor
-from m3.gateway.cli import main
 from tests.gateway.outcomes import Outcome, Run
-
-
-@pytest.fixture
-def cli(m3_home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-        isolated_logging: None) -> Run:
-    def run(*argv: str, stdin: str = "") -> Outcome:
-        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
-        capsys.readouterr()
-        status = main(list(argv))
-        out, err = capsys.readouterr()
-        return Outcome(status, out, err)
-    return run
 
 
 @pytest.fixture

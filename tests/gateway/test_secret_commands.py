@@ -8,33 +8,18 @@ from __future__ import annotations
 
 import argparse
 import base64
-import io
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
 from m3.config import load_config
 from m3.crypto.provider import backend_fips
-from m3.gateway.cli import main
 from m3.gateway.secret_commands import secret_migrate
-from tests.gateway.outcomes import Outcome, Run
+from tests.gateway.outcomes import Run
 
 SECRET_URL = "postgresql+psycopg://m3:s3cret-pw@/m3?host=/nonexistent/socket/dir&port=5432"
 EMBED_KEY = "sk-embed-0123456789-s3cret"
-
-
-@pytest.fixture
-def cli(m3_home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-        isolated_logging: None) -> Run:
-    def run(*argv: str, stdin: str = "") -> Outcome:
-        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
-        capsys.readouterr()
-        status = main(list(argv))
-        out, err = capsys.readouterr()
-        return Outcome(status, out, err)
-    return run
 
 
 @pytest.fixture

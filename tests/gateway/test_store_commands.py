@@ -7,7 +7,6 @@ the test session's), exactly as a user would.
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import pwd
@@ -21,26 +20,12 @@ from typing import Any
 
 import pytest
 
-from m3.gateway.cli import main
 from m3.store.migrations import HEAD
 from m3.store.postgres import redact
 from tests.engines import stop_engines
 from tests.gateway.outcomes import Outcome, Run
 
 SECRET_URL = "postgresql+psycopg://m3:s3cret-pw@/m3?host=/nonexistent/socket/dir&port=5432"
-
-
-@pytest.fixture
-def cli(m3_home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-        isolated_logging: None) -> Run:
-    """``m3 …`` in this process under the temporary home; ``stdin`` feeds the command's standard input."""
-    def run(*argv: str, stdin: str = "") -> Outcome:
-        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
-        capsys.readouterr()
-        status = main(list(argv))
-        out, err = capsys.readouterr()
-        return Outcome(status, out, err)
-    return run
 
 
 # -- secrets ---------------------------------------------------------------------------------------
