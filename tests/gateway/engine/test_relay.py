@@ -35,7 +35,8 @@ async def test_two_stdio_front_ends_share_one_engine_and_a_notify_wakes_the_othe
     with trio.fail_after(90):
         async with Client(params(m3_executable, child_env, "alice"), mode="legacy") as alice, \
                 Client(params(m3_executable, child_env, "bob"), mode="legacy") as bob:
-            status = client.status(engine_paths(load_config(env)).sock)
+            sock = engine_paths(load_config(env)).sock
+            status = client.status(sock)
             assert status is not None  # both relay to the one engine of the store
             loaded = structured(await alice.call_tool("tools_load_domain", {"domain": "notifications"}))
             assert "notifications_wait" in loaded["registered"]
@@ -51,7 +52,11 @@ async def test_two_stdio_front_ends_share_one_engine_and_a_notify_wakes_the_othe
 
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(wait)
-                await trio.sleep(0.5)  # let the wait park in the engine (it returns at once if it comes later)
+                # The notify goes once the engine holds the wait (a notify sent earlier would be answered
+                # at once, as pending, and would not test the wake-up).
+                with trio.fail_after(10):
+                    while (client.status(sock) or {}).get("inflight", 0) < 1:
+                        await trio.sleep(0.005)
                 structured(await bob.call_tool("m3_call", {"tool": "notify", "args": {
                     "to_agent": "alice", "message": "your turn"}}))
                 acked = time.monotonic()
