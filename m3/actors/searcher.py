@@ -29,6 +29,8 @@ from m3.protocols.messages.memory import (
     SearchChat,
     SearchMemories,
     SearchWeights,
+    StoreFacts,
+    StoreStatus,
     TouchMemories,
     VerifyMemories,
 )
@@ -37,7 +39,7 @@ from m3.protocols.tools import memory as r
 from m3.retrieval import ranking
 from m3.retrieval.candidate_rows import CandidateRows
 from m3.retrieval.dense import DenseLeg, Vector, leg_for
-from m3.store import embedding_models, fulltext, vectors, visibility
+from m3.store import embedding_models, fulltext, status, vectors, visibility
 from m3.store import memories as rows
 from m3.store.dialect import dialect_for
 from m3.store.engine import StoreOptions
@@ -75,6 +77,7 @@ class Searcher(StoreReader):
         return {
             SearchMemories: self.search, GetMemory: self.get, GetHistory: self.history, GetGraph: self.graph,
             VerifyMemories: self.verify, SearchChat: self.search_chat, EmbeddingStats: self.embedding_stats,
+            StoreStatus: self.store_status,
             MemoriesErased: lambda msg: self._dense.forget(msg.ids),
         }
 
@@ -279,3 +282,6 @@ class Searcher(StoreReader):
             "models": embedding_models.states(self.conn),
             "search_model": self._model, "index_size": self._dense.size(),
         }
+
+    def store_status(self, msg: StoreStatus) -> StoreFacts:
+        return {"revision": status.revision(self.conn), "description": status.describe(self.conn, msg.model)}

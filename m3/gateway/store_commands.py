@@ -36,7 +36,7 @@ def store_migrate(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
     from m3.store.engine import StoreOptions, migrate_store
 
     before, after = migrate_store(StoreOptions(url=config.store_url, busy_timeout_ms=config["store.busy_timeout_ms"]))
-    return {**_where(config), "from": before or None, "to": after, "migrated": before != after}
+    return {**where_of(config), "from": before or None, "to": after, "migrated": before != after}
 
 
 def store_status(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
@@ -46,7 +46,7 @@ def store_status(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
     from m3.store.migrations import HEAD
     from m3.store.status import describe
 
-    where = {**_where(config), "isolation": _isolation(config)}
+    where = {**where_of(config), "isolation": isolation_of(config)}
     if not dialect_for(config.store_url).exists(config.store_url):
         return {**where, "schema": {"revision": None, "head": HEAD, "current": False}, "exists": False,
                 "hint": "No store yet: m3 creates it on first use, or run `m3 store migrate`."}
@@ -66,7 +66,7 @@ def store_status(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
-def _isolation(config: Config) -> dict[str, Any]:
+def isolation_of(config: Config) -> dict[str, Any]:
     """Which isolation mode is in force, and where that came from (a store used with it off keeps working
     with ``isolation.enforce = false``)."""
     on: bool = config["isolation.enforce"]
@@ -75,7 +75,7 @@ def _isolation(config: Config) -> dict[str, Any]:
                       "are shared with" if on else "every agent reads every memory and chat row, whatever its scope")}
 
 
-def _where(config: Config) -> dict[str, Any]:
+def where_of(config: Config) -> dict[str, Any]:
     from m3.store.dialect import parse_url
     from m3.store.postgres import redact
 

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, func, inspect, select, text
 
 from m3.store import schema, vectors
 from m3.store.dialect import dialect_for
 
 
 def describe(conn: Connection, model: str) -> dict[str, Any]:
-    """Counts of memories (current and retired), vectors per model, links, history and chat; server details."""
+    """Counts of memories (current and retired), vectors per model, links, history, chat, agents and tasks;
+    server details."""
     m = schema.memories
 
     def rows_of(table: Any, *where: Any) -> int:
@@ -26,5 +27,14 @@ def describe(conn: Connection, model: str) -> dict[str, Any]:
         "relationships": rows_of(schema.memory_relationships),
         "history_events": rows_of(schema.memory_history),
         "chat_messages": rows_of(schema.chatlog),
+        "agents": rows_of(schema.agents),
+        "tasks": rows_of(schema.tasks),
     }
     return {"counts": counts, "embedding_model": model, **dialect_for(conn).status(conn)}
+
+
+def revision(conn: Connection) -> str:
+    """The schema revision in place on ``conn``, "" before the first migration."""
+    row = conn.execute(text("SELECT version_num FROM alembic_version")).first() if inspect(conn).has_table(
+        "alembic_version") else None
+    return str(row[0]) if row else ""

@@ -280,6 +280,18 @@ class EmbeddingStats(Request[EmbeddingCounts]):
     model: str
 
 
+#: What the Searcher reads of its store for diagnostics_store_status (the reply to :class:`StoreStatus`):
+#: the schema revision in place and :func:`m3.store.status.describe` (counts, the dialect's server facts).
+class StoreFacts(TypedDict):
+    revision: str
+    description: dict[str, Any]
+
+
+class StoreStatus(Request[StoreFacts]):
+    #: The configured embedding model: the memories without a vector of it are counted.
+    model: str
+
+
 #: The Embedder actor's backend, model, queue and counters (the reply to :class:`EmbedderInfo`).
 class EmbedderState(TypedDict):
     backend: str

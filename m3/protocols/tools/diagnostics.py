@@ -1,0 +1,93 @@
+"""Admin and diagnostics tools (``diagnostics`` domain): the store, the actors and the configuration.
+
+All three are read-only and show no memory or chat content and no secret: counts, states and settings
+(a secret setting only as set or unset, a store URL with its password replaced by ``***``). Who may call
+them: docs/governance.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from m3.protocols.base import ToolResult, ToolSpec
+from m3.protocols.tools.meta import NoArgs
+
+
+class DiagnosticsStoreStatusResult(ToolResult):
+    backend: str = Field(description="sqlite or postgresql.")
+    url: str = Field(description="The store URL, its password replaced by ***.")
+    url_origin: str = Field(description="Where store.url came from: default, file, secret or env.")
+    isolation: dict[str, Any] = Field(description="Whether scope=agent rows are private, and where that was set.")
+    revision: str | None = Field(description="The schema revision in place.")
+    head: str = Field(description="The newest schema revision this m3 knows.")
+    current: bool = Field(description="True when the store's schema is at head.")
+    counts: dict[str, Any] = Field(
+        description="Memories (all, current, retired), vectors by model, memories without a vector of the "
+                    "configured model, relationships, history events, chat messages, agents and tasks.")
+    embedding_model: str = Field(description="The configured embedding model the count without_vector is about.")
+    postgres: dict[str, Any] | None = Field(None, description="On PostgreSQL: the server's version and settings.")
+
+
+DIAGNOSTICS_STORE_STATUS = ToolSpec(
+    name="diagnostics_store_status", domain="diagnostics", args=NoArgs, result=DiagnosticsStoreStatusResult,
+    read_only=True,
+    description=(
+        "Show which store this m3 uses (backend, URL without its password), whether its schema is at the newest "
+        "revision, and how many memories (current and retired), chat messages, agents, tasks and vectors per "
+        "model it holds. Use it to check that m3 runs on the store you expect or to size the store; it shows "
+        "no memory content."
+    ),
+)
+
+
+class ActorStats(ToolResult):
+    actor: str
+    alive: bool
+    queue_depth: int | None = Field(None, description="Messages waiting in its inbox.")
+    handled: int | None = Field(None, description="Messages handled since it started.")
+    failed: int | None = Field(None, description="Messages whose handling raised.")
+    restarts: int | None = Field(None, description="Times its supervisor restarted it.")
+    running: int | None = Field(None, description="Routers only: how many run now.")
+    started: int | None = Field(None, description="Routers only: how many were started.")
+
+
+class DiagnosticsActorStatsResult(ToolResult):
+    actors: list[ActorStats] = Field(description="Each actor of this process's actor system, then the routers.")
+
+
+DIAGNOSTICS_ACTOR_STATS = ToolSpec(
+    name="diagnostics_actor_stats", domain="diagnostics", args=NoArgs, result=DiagnosticsActorStatsResult,
+    read_only=True,
+    description=(
+        "Show each actor of the answering m3 process (Writer, Searcher, Embedder …) and its routers: whether it "
+        "is alive, how many messages wait in its queue, how many it handled or failed, and how often it was "
+        "restarted. Use it when calls are slow or fail with timeouts, to see which actor is behind or crashing."
+    ),
+)
+
+
+class SettingRow(ToolResult):
+    key: str
+    value: Any = Field(description="Its value; a secret setting shows only <set, hidden> or its empty default.")
+    origin: str = Field(description="default, file, secret or env.")
+    env: str = Field(description="The environment variable that sets it.")
+
+
+class DiagnosticsConfigResult(ToolResult):
+    settings: list[SettingRow]
+
+
+DIAGNOSTICS_CONFIG = ToolSpec(
+    name="diagnostics_config", domain="diagnostics", args=NoArgs, result=DiagnosticsConfigResult,
+    read_only=True,
+    description=(
+        "List every m3 setting of the answering process with its value and where it came from (default, the "
+        "config file, the secrets vault or an environment variable). Secret settings such as store.url and "
+        "embed.key show only whether they are set, never their value. Use it to find out why m3 behaves as it "
+        "does, e.g. which limit or embedding model is in force."
+    ),
+)
+
+DIAGNOSTICS_TOOLS: tuple[ToolSpec, ...] = (DIAGNOSTICS_STORE_STATUS, DIAGNOSTICS_ACTOR_STATS, DIAGNOSTICS_CONFIG)
