@@ -7,8 +7,8 @@ from datetime import datetime
 
 from sqlalchemy import Connection, func, insert, select
 
-from m3.protocols.messages.memory import WriteChat
-from m3.protocols.tools.chatlog import ChatlogWriteResult
+from m3.protocols.messages.memory import WriteChat, WriteChats
+from m3.protocols.tools.chatlog import ChatlogWriteBulkResult, ChatlogWriteResult
 from m3.store.schema import chatlog as c
 
 
@@ -24,3 +24,9 @@ def append(conn: Connection, msg: WriteChat, now: datetime) -> ChatlogWriteResul
         agent_id=msg.agent_id, scope=msg.scope, model=msg.model, turn=turn, at=msg.at or now, recorded_at=now,
     ))
     return ChatlogWriteResult(id=chat_id, conversation_id=msg.conversation_id, turn=turn)
+
+
+def append_all(conn: Connection, msg: WriteChats, now: datetime) -> ChatlogWriteBulkResult:
+    """Append every message of ``msg`` in order, in the caller's transaction (so all of them or none)."""
+    items = [append(conn, WriteChat(agent_id=msg.agent_id, **entry.model_dump()), now) for entry in msg.messages]
+    return ChatlogWriteBulkResult(count=len(items), items=items)

@@ -1,0 +1,75 @@
+"""The chatlog tools beyond write and search, through the service and the command line, on each store:
+chatlog_write_bulk appends many messages in one transaction, all or none."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from m3.errors import M3Error
+from m3.gateway.service import CallContext, Service
+from m3.protocols.tools.chatlog import MAX_CHAT_BULK
+from tests.gateway.outcomes import Run
+
+A, B = CallContext(agent_id="agent-a"), CallContext(agent_id="agent-b")
+
+
+@pytest.fixture
+def store_cli(env: dict[str, str], cli: Run, monkeypatch: pytest.MonkeyPatch) -> Run:
+    """The in-process ``m3`` on the store under test."""
+    monkeypatch.setenv("M3_STORE_URL", env["M3_STORE_URL"])
+    return cli
+
+
+def said(*contents: str, **extra: Any) -> list[dict[str, Any]]:
+    return [{"conversation_id": "c1", "role": "user" if i % 2 == 0 else "assistant", "content": c, **extra}
+            for i, c in enumerate(contents)]
+
+
+@pytest.mark.anyio
+async def test_bulk_appends_in_order_with_the_next_turns_and_search_finds_them(service: Service) -> None:
+    await service.call("chatlog_write", {"conversation_id": "c1", "role": "user", "content": "first words"}, A)
+    done = await service.call("chatlog_write_bulk", {"messages": said("the zebra", "the quokka", "the ibis")}, A)
+    assert done["count"] == 3
+    assert [item["turn"] for item in done["items"]] == [1, 2, 3]
+    assert len({item["id"] for item in done["items"]}) == 3
+    found = await service.call("chatlog_search", {"query": "quokka"}, A)
+    assert [item["id"] for item in found["items"]] == [done["items"][1]["id"]]
+    assert found["items"][0]["agent_id"] == "agent-a"
+
+
+@pytest.mark.anyio
+async def test_bulk_is_all_or_nothing_and_bounded(service: Service) -> None:
+    bad = [*said("kept out okapi"), {"conversation_id": "c1", "role": "user", "content": "x", "turn": -1}]
+    with pytest.raises(M3Error) as raised:
+        await service.call("chatlog_write_bulk", {"messages": bad}, A)
+    assert raised.value.code == "invalid_argument"
+    too_many = said(*(f"m{i}" for i in range(MAX_CHAT_BULK + 1)))
+    with pytest.raises(M3Error) as raised:
+        await service.call("chatlog_write_bulk", {"messages": too_many}, A)
+    assert raised.value.code == "field_too_large"
+    with pytest.raises(M3Error) as raised:
+        await service.call("chatlog_write_bulk", {"messages": []}, A)
+    assert raised.value.code == "invalid_argument"
+    assert (await service.call("chatlog_search", {"query": "okapi"}, A))["count"] == 0
+
+
+@pytest.mark.anyio
+async def test_bulk_private_messages_stay_private_under_isolation(service: Service) -> None:
+    await service.call("chatlog_write_bulk", {"messages": said("a secret walrus")}, A)
+    with pytest.raises(M3Error) as raised:
+        await service.call("chatlog_write_bulk", {"messages": said("x"), "agent_id": "agent-a"},
+                           CallContext(agent_id="agent-b", bound=True))
+    assert raised.value.code == "forbidden"
+    assert (await service.call("chatlog_search", {"query": "walrus"}, B))["count"] == 0  # isolation is on by default
+
+
+def test_bulk_on_the_command_line(store_cli: Run) -> None:
+    messages = json.dumps(said("one pelican", "two pelicans"))
+    done = store_cli("chatlog", "write_bulk", "--messages", messages, "--agent-id", "agent-a").document()
+    assert [item["turn"] for item in done["items"]] == [0, 1]
+    again = store_cli("chatlog", "chatlog_write_bulk", "--messages", json.dumps(said("three")), "--agent-id", "agent-a")
+    assert again.document()["items"][0]["turn"] == 2
+    assert store_cli("chatlog", "write_bulk", "--messages", "[]").error()["code"] == "invalid_argument"
