@@ -73,3 +73,41 @@ def test_bulk_on_the_command_line(store_cli: Run) -> None:
     again = store_cli("chatlog", "chatlog_write_bulk", "--messages", json.dumps(said("three")), "--agent-id", "agent-a")
     assert again.document()["items"][0]["turn"] == 2
     assert store_cli("chatlog", "write_bulk", "--messages", "[]").error()["code"] == "invalid_argument"
+
+
+# -- chatlog_list ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_list_pages_one_conversation_in_turn_order(service: Service) -> None:
+    written = (await service.call("chatlog_write_bulk", {"messages": said(*(f"m{i}" for i in range(5)))}, A))["items"]
+    first = await service.call("chatlog_list", {"conversation_id": "c1", "limit": 2}, A)
+    assert [item["content"] for item in first["items"]] == ["m0", "m1"]
+    assert first["next_after_turn"] == 1 and first["conversations"] == []
+    rest = await service.call("chatlog_list", {"conversation_id": "c1", "after_turn": 1, "limit": 10}, A)
+    assert [item["id"] for item in rest["items"]] == [w["id"] for w in written[2:]]
+    assert rest["next_after_turn"] is None
+    assert (await service.call("chatlog_list", {"conversation_id": "nowhere"}, A))["count"] == 0
+
+
+@pytest.mark.anyio
+async def test_list_conversations_counts_only_what_the_caller_may_read(service: Service) -> None:
+    await service.call("chatlog_write_bulk", {"messages": said("a1", "a2")}, A)
+    await service.call("chatlog_write_bulk", {"messages": [
+        {"conversation_id": "c2", "role": "user", "content": "b private"},
+        {"conversation_id": "c1", "role": "user", "content": "b shared", "scope": "user"}]}, B)
+    mine = {c["conversation_id"]: c for c in (await service.call("chatlog_list", {}, A))["conversations"]}
+    assert set(mine) == {"c1"} and mine["c1"]["messages"] == 3
+    assert mine["c1"]["first_at"] <= mine["c1"]["last_at"]
+    theirs = {c["conversation_id"]: c["messages"] for c in (await service.call("chatlog_list", {}, B))["conversations"]}
+    assert theirs == {"c1": 1, "c2": 1}
+    seen = await service.call("chatlog_list", {"conversation_id": "c1"}, B)
+    assert [item["content"] for item in seen["items"]] == ["b shared"]
+
+
+def test_list_on_the_command_line(store_cli: Run, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("M3_IDENTITY_AGENT_ID", "agent-a")
+    store_cli("chatlog", "write_bulk", "--messages", json.dumps(said("p0", "p1", "p2")))
+    page = store_cli("chatlog", "list", "--conversation-id", "c1", "--after-turn", "0")
+    assert [item["content"] for item in page.document()["items"]] == ["p1", "p2"]
+    assert store_cli("chatlog", "list", "--limit", "0").error()["code"] == "invalid_argument"

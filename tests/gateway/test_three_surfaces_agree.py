@@ -49,6 +49,7 @@ CASES: dict[str, list[dict[str, Any]]] = {
     "m3_call": [{"tool": "memory_get", "args": {"id": "{memory}"}}, {"tool": "memory_gte", "args": {}}],
     "chatlog_search": [{"query": "surfaces"}],
     "chatlog_write_bulk": [{"messages": []}],
+    "chatlog_list": [{"conversation_id": "c1", "after_turn": 0}, {"limit": 0}],
 }
 #: notifications_wait would wait its default 30 s three times over; the rest answer at once.
 NO_EMPTY_CALL = {"notifications_wait"}

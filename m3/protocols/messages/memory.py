@@ -292,6 +292,15 @@ class SearchChat(Filtered, Request["chatlog.ChatlogSearchResult"]):
     agent_id: str | None = None
 
 
+class ListChat(Filtered, Request["chatlog.ChatlogListResult"]):
+    """One conversation's rows in turn order after ``after_turn``, or (no ``conversation_id``) the
+    conversations; only rows ``filter`` sees."""
+
+    conversation_id: str | None = None
+    after_turn: int | None = None
+    limit: int = 100
+
+
 #: What the Searcher counts of the store's vectors (the reply to :class:`EmbeddingStats`).
 class EmbeddingCounts(TypedDict):
     vectors_by_model: dict[str, int]

@@ -118,4 +118,58 @@ CHATLOG_SEARCH = ToolSpec(
     audit=lambda res: (('chat', item.id) for item in res.items),
 )
 
-CHATLOG_TOOLS: tuple[ToolSpec, ...] = (CHATLOG_WRITE, CHATLOG_WRITE_BULK, CHATLOG_SEARCH)
+
+#: The most rows one chatlog_list answers.
+MAX_CHAT_PAGE = 1000
+
+
+class ChatlogListArgs(ToolArgs):
+    conversation_id: Identifier | None = Field(None, description=(
+        "The conversation whose messages to list; none: list the conversations instead."))
+    after_turn: int | None = Field(None, ge=0, le=MAX_STORE_INT, description=(
+        "Only messages after this turn (the next_after_turn of the previous page)."))
+    limit: int = Field(100, ge=1, le=MAX_CHAT_PAGE, description=f"How many rows; at most {MAX_CHAT_PAGE}.")
+    scope: Scope | None = Field(None, description="Only messages of this scope.")
+
+
+class ChatMessage(ToolResult):
+    id: str
+    conversation_id: str
+    role: str
+    content: str
+    turn: int
+    at: Timestamp
+    agent_id: str | None
+    scope: Scope
+    model: str | None
+
+
+class ConversationSummary(ToolResult):
+    conversation_id: str
+    messages: int = Field(description="How many of its messages the caller may read.")
+    first_at: Timestamp
+    last_at: Timestamp
+
+
+class ChatlogListResult(ToolResult):
+    count: int = Field(description="How many messages or conversations this page holds.")
+    items: list[ChatMessage] = Field(description="With conversation_id: its messages, in turn order.")
+    conversations: list[ConversationSummary] = Field(description=(
+        "Without conversation_id: the conversations, the most recently active first."))
+    next_after_turn: int | None = Field(description=(
+        "With conversation_id, when more messages may follow: pass it as after_turn for the next page."))
+
+
+CHATLOG_LIST = ToolSpec(
+    name="chatlog_list", domain="chatlog", args=ChatlogListArgs, result=ChatlogListResult,
+    message=msg.ListChat, actor="searcher", read_only=True,
+    description=(
+        "Read one conversation of the verbatim log in order, a page at a time (after_turn, limit), e.g. to "
+        "replay what was said before resuming it; without conversation_id, list the conversations with their "
+        "message counts and first and last times. With isolation on you see your own messages and those "
+        "written with scope user or org. Use chatlog_search to find messages by their words."
+    ),
+    audit=lambda res: (('chat', item.id) for item in res.items),
+)
+
+CHATLOG_TOOLS: tuple[ToolSpec, ...] = (CHATLOG_WRITE, CHATLOG_WRITE_BULK, CHATLOG_SEARCH, CHATLOG_LIST)
