@@ -339,6 +339,7 @@ OPERATIONS: dict[type[Message], Operation] = {
     gov.RecordAudit: Operation(lambda tx, msg: Outcome(record_audit(tx.conn, msg.reads))),
     gov.PruneAudit: Operation(lambda tx, msg: Outcome(prune_audit(tx.conn, msg.before))),
     mem.WriteChat: _at_now(chat_writes.append), mem.WriteChats: _at_now(chat_writes.append_all),
+    mem.RedactChat: _at_now(chat_writes.redact, refusable=True),
     mem.ShareMemory: _at_now(grant_writes.apply, refusable=True),
     mem.UnshareMemory: _at_now(grant_writes.apply, refusable=True),
     co.RegisterAgent: _at_now(agent_writes.register), co.AgentHeartbeat: _at_now(agent_writes.heartbeat),

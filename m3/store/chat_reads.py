@@ -30,7 +30,8 @@ def list_chat(conn: Connection, msg: ListChat) -> ChatlogListResult:
         where.append(c.c.turn > msg.after_turn)
     rows = conn.execute(select(c).where(and_(*where)).order_by(c.c.turn, c.c.seq).limit(msg.limit)).all()
     items = [ChatMessage(id=r.id, conversation_id=r.conversation_id, role=r.role, content=r.content, turn=r.turn,
-                         at=r.at, agent_id=r.agent_id, scope=r.scope, model=r.model) for r in rows]
+                         at=r.at, agent_id=r.agent_id, scope=r.scope, model=r.model,
+                         redacted_at=r.redacted_at) for r in rows]
     more = len(items) == msg.limit
     return ChatlogListResult(count=len(items), items=items, conversations=[],
                              next_after_turn=items[-1].turn if more else None)

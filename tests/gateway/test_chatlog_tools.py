@@ -111,3 +111,45 @@ def test_list_on_the_command_line(store_cli: Run, monkeypatch: pytest.MonkeyPatc
     page = store_cli("chatlog", "list", "--conversation-id", "c1", "--after-turn", "0")
     assert [item["content"] for item in page.document()["items"]] == ["p1", "p2"]
     assert store_cli("chatlog", "list", "--limit", "0").error()["code"] == "invalid_argument"
+
+
+# -- chatlog_redact -------------------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_redact_replaces_the_text_keeps_the_record_and_search_forgets_the_words(service: Service) -> None:
+    done = (await service.call("chatlog_write_bulk", {"messages": said("my password is hunter2 xylophone",
+                                                                        "unrelated xylophone talk")}, A))["items"]
+    with pytest.raises(M3Error) as raised:
+        await service.call("chatlog_redact", {"id": done[0]["id"]}, A)
+    assert raised.value.code == "confirmation_required"
+    redacted = await service.call("chatlog_redact", {"id": done[0]["id"], "reason": "a secret", "confirm": True}, A)
+    assert (redacted["redacted_by"], redacted["reason"], redacted["turn"]) == ("agent-a", "a secret", 0)
+    assert (await service.call("chatlog_search", {"query": "hunter2"}, A))["count"] == 0
+    left = await service.call("chatlog_search", {"query": "xylophone"}, A)
+    assert [item["id"] for item in left["items"]] == [done[1]["id"]]
+    listed = (await service.call("chatlog_list", {"conversation_id": "c1"}, A))["items"]
+    assert listed[0]["content"] == "[redacted]" and listed[0]["redacted_at"] is not None
+    assert listed[1]["redacted_at"] is None
+
+
+@pytest.mark.anyio
+async def test_only_the_author_may_redact_others_get_not_found(service: Service) -> None:
+    private, shared = (await service.call("chatlog_write_bulk", {"messages": [
+        {"conversation_id": "c1", "role": "user", "content": "private penguin"},
+        {"conversation_id": "c1", "role": "user", "content": "shared penguin", "scope": "org"}]}, A))["items"]
+    for chat_id in (private["id"], shared["id"], "00000000-0000-4000-8000-000000000000"):
+        with pytest.raises(M3Error) as raised:
+            await service.call("chatlog_redact", {"id": chat_id, "confirm": True}, B)
+        assert raised.value.code == "not_found"
+    assert (await service.call("chatlog_search", {"query": "penguin"}, A))["count"] == 2
+
+
+def test_redact_on_the_command_line(store_cli: Run, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("M3_IDENTITY_AGENT_ID", "agent-a")
+    [written] = store_cli("chatlog", "write_bulk", "--messages", json.dumps(said("the gannet"))).document()["items"]
+    done = store_cli("chatlog", "redact", "--id", written["id"], "--confirm", "--reason", "typo").document()
+    assert done["reason"] == "typo"
+    assert store_cli("chatlog", "search", "--query", "gannet").document()["count"] == 0
+    monkeypatch.setenv("M3_IDENTITY_AGENT_ID", "agent-b")
+    assert store_cli("chatlog", "redact", "--id", written["id"], "--confirm").error()["code"] == "not_found"

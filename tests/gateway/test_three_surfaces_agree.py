@@ -50,6 +50,7 @@ CASES: dict[str, list[dict[str, Any]]] = {
     "chatlog_search": [{"query": "surfaces"}],
     "chatlog_write_bulk": [{"messages": []}],
     "chatlog_list": [{"conversation_id": "c1", "after_turn": 0}, {"limit": 0}],
+    "chatlog_redact": [{"id": MISSING_ID, "confirm": True}, {"id": MISSING_ID}],
 }
 #: notifications_wait would wait its default 30 s three times over; the rest answer at once.
 NO_EMPTY_CALL = {"notifications_wait"}

@@ -189,6 +189,13 @@ class WriteChats(Request["chatlog.ChatlogWriteBulkResult"]):
         return value
 
 
+class RedactChat(Change, Request["chatlog.ChatlogRedactResult"]):
+    """Replace chat row ``id``'s content by the redaction marker; only the row's own agent (``actor``) may."""
+
+    id: str
+    reason: str | None = None
+
+
 class StoreVectors(Message):
     """Vectors computed by the Embedder; the Writer stores them and runs similarity supersession."""
 

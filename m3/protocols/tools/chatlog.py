@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
+from m3.errors import ConfirmationRequired
 from m3.protocols.base import ToolArgs, ToolResult, ToolSpec
 from m3.protocols.messages import memory as msg
 from m3.protocols.tools.fields import (
@@ -142,6 +143,7 @@ class ChatMessage(ToolResult):
     agent_id: str | None
     scope: Scope
     model: str | None
+    redacted_at: Timestamp | None = Field(None, description="Set when chatlog_redact replaced the content.")
 
 
 class ConversationSummary(ToolResult):
@@ -172,4 +174,41 @@ CHATLOG_LIST = ToolSpec(
     audit=lambda res: (('chat', item.id) for item in res.items),
 )
 
-CHATLOG_TOOLS: tuple[ToolSpec, ...] = (CHATLOG_WRITE, CHATLOG_WRITE_BULK, CHATLOG_SEARCH, CHATLOG_LIST)
+
+#: What a redacted message's content reads.
+REDACTED = "[redacted]"
+
+
+class ChatlogRedactArgs(ToolArgs):
+    id: Identifier = Field(description="The message's id (from chatlog_write, chatlog_list or chatlog_search).")
+    reason: str | None = Field(None, max_length=500, description="Why; kept with the record of the redaction.")
+    confirm: bool = Field(False, description="Must be true: the old text cannot be brought back.")
+
+    @model_validator(mode="after")
+    def _confirmed(self) -> ChatlogRedactArgs:
+        if not self.confirm:
+            raise ConfirmationRequired(f"redacting chat message {self.id} needs confirm=true")
+        return self
+
+
+class ChatlogRedactResult(ToolResult):
+    id: str
+    conversation_id: str
+    turn: int
+    redacted_at: Timestamp
+    redacted_by: str | None
+    reason: str | None
+
+
+CHATLOG_REDACT = ToolSpec(
+    name="chatlog_redact", domain="chatlog", args=ChatlogRedactArgs, result=ChatlogRedactResult,
+    message=msg.RedactChat, actor="writer", destructive=True,
+    description=(
+        f"Replace one message of the verbatim log with {REDACTED!r} when it should never have been kept, e.g. a "
+        "password or personal data pasted into a conversation. The message keeps its place (id, turn) and a "
+        "record of who redacted it, when and why; the old text is gone and search no longer finds its words. "
+        "Only the agent that wrote a message may redact it. Needs confirm=true."
+    ),
+)
+
+CHATLOG_TOOLS: tuple[ToolSpec, ...] = (CHATLOG_WRITE, CHATLOG_WRITE_BULK, CHATLOG_SEARCH, CHATLOG_LIST, CHATLOG_REDACT)
