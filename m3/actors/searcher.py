@@ -25,6 +25,7 @@ from m3.protocols.messages.memory import (
     GetGraph,
     GetHistory,
     GetMemory,
+    ListChat,
     MemoriesErased,
     SearchChat,
     SearchMemories,
@@ -39,7 +40,7 @@ from m3.protocols.tools import memory as r
 from m3.retrieval import ranking
 from m3.retrieval.candidate_rows import CandidateRows
 from m3.retrieval.dense import DenseLeg, Vector, leg_for
-from m3.store import embedding_models, fulltext, status, vectors, visibility
+from m3.store import chat_reads, embedding_models, fulltext, status, vectors, visibility
 from m3.store import memories as rows
 from m3.store.dialect import dialect_for
 from m3.store.engine import StoreOptions
@@ -76,8 +77,8 @@ class Searcher(StoreReader):
     def handlers(self) -> dict[type[Message], Callable[[Any], Any]]:
         return {
             SearchMemories: self.search, GetMemory: self.get, GetHistory: self.history, GetGraph: self.graph,
-            VerifyMemories: self.verify, SearchChat: self.search_chat, EmbeddingStats: self.embedding_stats,
-            StoreStatus: self.store_status,
+            VerifyMemories: self.verify, SearchChat: self.search_chat, ListChat: self.list_chat,
+            EmbeddingStats: self.embedding_stats, StoreStatus: self.store_status,
             MemoriesErased: lambda msg: self._dense.forget(msg.ids),
         }
 
@@ -272,6 +273,9 @@ class Searcher(StoreReader):
             score=round(score / best, 6) if best > 0 else 0.0,
         ) for row, score in hits]
         return chat.ChatlogSearchResult(count=len(items), items=items, query=msg.query)
+
+    def list_chat(self, msg: ListChat) -> chat.ChatlogListResult:
+        return chat_reads.list_chat(self.conn, msg)
 
     def embedding_stats(self, msg: EmbeddingStats) -> EmbeddingCounts:
         return {

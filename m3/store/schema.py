@@ -115,6 +115,10 @@ chatlog = Table(
     Column("recorded_at", UTCDateTime(), nullable=False),
     # Who may read the row, as for memories (migration 0006): agent (the writer's own), user or org.
     Column("scope", String(8), nullable=False, server_default="agent"),
+    # chatlog_redact (migration 0008): the content is replaced by a marker; who, when and why are kept here.
+    Column("redacted_at", UTCDateTime()),
+    Column("redacted_by", String(200)),
+    Column("redaction_reason", String(500)),
     Index("ix_chatlog_conversation", "conversation_id", "turn"),
 )
 

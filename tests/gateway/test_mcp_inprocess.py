@@ -181,6 +181,14 @@ async def _exercise_every_tool(client: Client, service: Service) -> list[str]:
     assert (await run("memory_restore", id=a["id"], reason="needed after all"))["retired_id"] is None
     await run("chatlog_write", conversation_id="conv-1", role="user", content="Please deploy on Friday.")
     await run("chatlog_search", query="deploy Friday")
+    bulk = await run("chatlog_write_bulk", messages=[
+        {"conversation_id": "conv-1", "role": "assistant", "content": "Friday it is."},
+        {"conversation_id": "conv-1", "role": "user", "content": "My token is abc123.", "model": None}])
+    assert [item["turn"] for item in bulk["items"]] == [1, 2]
+    await run("chatlog_redact", id=bulk["items"][1]["id"], reason="a secret", confirm=True)
+    listed = await run("chatlog_list", conversation_id="conv-1", after_turn=0)
+    assert [item["content"] for item in listed["items"]] == ["Friday it is.", "[redacted]"]
+    assert (await run("chatlog_list"))["conversations"][0]["messages"] == 3
     await run("m3_index", domain="memory")
     await run("tools_list_domains")
     await run("tools_load_domain", domain="chatlog")

@@ -48,6 +48,9 @@ CASES: dict[str, list[dict[str, Any]]] = {
     "tools_load_domain": [{"domain": "task"}, {"domain": "no_such_domain"}],
     "m3_call": [{"tool": "memory_get", "args": {"id": "{memory}"}}, {"tool": "memory_gte", "args": {}}],
     "chatlog_search": [{"query": "surfaces"}],
+    "chatlog_write_bulk": [{"messages": []}],
+    "chatlog_list": [{"conversation_id": "c1", "after_turn": 0}, {"limit": 0}],
+    "chatlog_redact": [{"id": MISSING_ID, "confirm": True}, {"id": MISSING_ID}],
 }
 #: notifications_wait would wait its default 30 s three times over; the rest answer at once.
 NO_EMPTY_CALL = {"notifications_wait"}

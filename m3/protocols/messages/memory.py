@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from pydantic import Field
+from pydantic import BaseModel, Field, field_validator
 
 from m3.protocols.base import Message, Request
 
@@ -151,6 +151,18 @@ class UnshareMemory(ShareMemory):
     share: bool = False
 
 
+class ChatEntry(Message):
+    """One message of a :class:`WriteChats`."""
+
+    conversation_id: str
+    role: str
+    content: str
+    scope: str = "agent"
+    model: str | None = None
+    turn: int | None = None
+    at: datetime | None = None
+
+
 class WriteChat(Request["chatlog.ChatlogWriteResult"]):
     conversation_id: str
     role: str
@@ -160,6 +172,28 @@ class WriteChat(Request["chatlog.ChatlogWriteResult"]):
     model: str | None = None
     turn: int | None = None
     at: datetime | None = None
+
+
+class WriteChats(Request["chatlog.ChatlogWriteBulkResult"]):
+    """Append ``messages`` in order, all in one transaction, each written by ``agent_id``."""
+
+    messages: tuple[ChatEntry, ...]
+    agent_id: str | None = None
+
+    @field_validator("messages", mode="before")
+    @classmethod
+    def _entries(cls, value: Any) -> Any:
+        # The tool's argument models (ChatlogEntry) arrive as they were validated: taken by their fields.
+        if isinstance(value, (list, tuple)):
+            return [v.model_dump() if isinstance(v, BaseModel) and not isinstance(v, ChatEntry) else v for v in value]
+        return value
+
+
+class RedactChat(Change, Request["chatlog.ChatlogRedactResult"]):
+    """Replace chat row ``id``'s content by the redaction marker; only the row's own agent (``actor``) may."""
+
+    id: str
+    reason: str | None = None
 
 
 class StoreVectors(Message):
@@ -263,6 +297,15 @@ class SearchChat(Filtered, Request["chatlog.ChatlogSearchResult"]):
     conversation_id: str | None = None
     role: str | None = None
     agent_id: str | None = None
+
+
+class ListChat(Filtered, Request["chatlog.ChatlogListResult"]):
+    """One conversation's rows in turn order after ``after_turn``, or (no ``conversation_id``) the
+    conversations; only rows ``filter`` sees."""
+
+    conversation_id: str | None = None
+    after_turn: int | None = None
+    limit: int = 100
 
 
 #: What the Searcher counts of the store's vectors (the reply to :class:`EmbeddingStats`).
