@@ -198,7 +198,7 @@ async def _exercise_every_tool(client: Client, service: Service) -> list[str]:
     await run("audit_query", reader="local", limit=5)
     await run("gdpr_export", agent_id="helper")
     await run("gdpr_forget", agent_id="nobody-here", confirm=True)
-    assert (await run("diagnostics_store_status"))["counts"]["chat_messages"] == 1
+    assert (await run("diagnostics_store_status"))["counts"]["chat_messages"] == 3  # chatlog_write, then 2 in bulk
     assert (await run("diagnostics_actor_stats"))["actors"][-1]["actor"] == "routers"
     assert any(row["key"] == "store.url" for row in (await run("diagnostics_config"))["settings"])
     return done
