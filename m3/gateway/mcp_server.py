@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import logging
-import signal
-import sys
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -143,23 +141,15 @@ def local_identity(config: Config) -> IdentityFn:
     return identity
 
 
-def _exit_on_sigterm(signum: int, frame: object) -> None:
-    raise SystemExit(128 + signum)
-
-
 def serve_stdio(config: Config) -> None:
     """Serve MCP on stdin/stdout until the client closes stdin."""
     import anyio
     from mcp.server.stdio import stdio_server
 
+    from m3.gateway.engine.relay import prepare_stdio
     from m3.gateway.runtime import running
 
-    # Hosts end a stdio server by closing stdin, then SIGTERM after a grace period: make
-    # SIGTERM a clean exit so the actors still stop in order.
-    signal.signal(signal.SIGTERM, _exit_on_sigterm)
-    if sys.stdin.isatty():
-        print("m3: serving MCP on stdin/stdout for an MCP client; press Ctrl-D to stop. "
-              "Commands: `m3 --help`.", file=sys.stderr)
+    prepare_stdio()  # SIGTERM exits cleanly, so the actors still stop in order
     with running(config) as service:
         server = build_server(service, local_identity(config))
 

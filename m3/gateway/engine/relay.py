@@ -105,14 +105,20 @@ def _exit_on_sigterm(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
-def serve_stdio(config: Config) -> None:
-    """Serve MCP on stdin/stdout until the client closes stdin, relaying to the engine (started now)."""
-    from mcp.server.stdio import stdio_server
-
+def prepare_stdio() -> None:
+    """What every stdio MCP server of m3 does first: hosts end it by closing stdin, then SIGTERM after a grace
+    period, so SIGTERM becomes a clean exit; on a terminal, say what this is."""
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     if sys.stdin.isatty():
         print("m3: serving MCP on stdin/stdout for an MCP client; press Ctrl-D to stop. "
               "Commands: `m3 --help`.", file=sys.stderr)
+
+
+def serve_stdio(config: Config) -> None:
+    """Serve MCP on stdin/stdout until the client closes stdin, relaying to the engine (started now)."""
+    from mcp.server.stdio import stdio_server
+
+    prepare_stdio()
     paths = engine_paths(config)
     ensure_engine(config, paths)  # now, not at the first call: a client's first call should not wait for it
     server = build_relay(config, manifest.ensure(paths.manifest))

@@ -88,7 +88,9 @@ class ChatlogSearchArgs(ToolArgs):
     scope: Scope | None = Field(None, description="Only messages of this scope.")
 
 
-class ChatItem(ToolResult):
+class ChatRow(ToolResult):
+    """The fields every chat-log reply shows of a message."""
+
     id: str
     conversation_id: str
     role: str
@@ -97,6 +99,9 @@ class ChatItem(ToolResult):
     at: Timestamp
     agent_id: str | None
     scope: Scope
+
+
+class ChatItem(ChatRow):
     bm25_score: float
     score: float
 
@@ -133,15 +138,7 @@ class ChatlogListArgs(ToolArgs):
     scope: Scope | None = Field(None, description="Only messages of this scope.")
 
 
-class ChatMessage(ToolResult):
-    id: str
-    conversation_id: str
-    role: str
-    content: str
-    turn: int
-    at: Timestamp
-    agent_id: str | None
-    scope: Scope
+class ChatMessage(ChatRow):
     model: str | None
     redacted_at: Timestamp | None = Field(None, description="Set when chatlog_redact replaced the content.")
 

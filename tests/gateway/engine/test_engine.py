@@ -21,8 +21,8 @@ from typing import Any
 
 from m3.config import load_config
 from m3.gateway.engine import client
-from m3.gateway.engine.calls import relay
 from m3.gateway.engine.paths import engine_paths, wait_lock
+from tests.gateway.engine.wake import wake_across
 from tests.gateway.outcomes import Run
 from tests.processes import race
 
@@ -155,32 +155,9 @@ def test_a_wait_in_one_front_end_wakes_within_a_bound_of_a_notify_from_another(m
                                                                                 ) -> None:
     """Two front-ends (threads relaying as two agents): the wait returns soon after the notify is acknowledged."""
     config = load_config(env)
-    waiter = client.identity_headers("waiter", "")
-    sender = client.identity_headers("sender", "")
-    assert relay(config, "agent_register", {}, headers=waiter)[0] == 200
-    assert relay(config, "agent_register", {}, headers=sender)[0] == 200
-    got: dict[str, Any] = {}
-
-    def wait() -> None:
-        got["answer"] = relay(config, "notifications_wait", {"timeout": 20}, headers=waiter)
-        got["woke"] = time.monotonic()
-
-    thread = threading.Thread(target=wait)
-    thread.start()
-    log = Path(config.logs_root / "m3.log")
-    deadline = time.monotonic() + 20
-    while "agent waiter waits for notifications" not in log.read_text(encoding="utf-8"):
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
-    status, _ = relay(config, "notify", {"to_agent": "waiter", "message": "review ready"}, headers=sender)
-    acked = time.monotonic()
-    assert status == 200
-    thread.join(timeout=20)
-    assert not thread.is_alive()
-    code, body = got["answer"]
-    assert code == 200 and body["timed_out"] is False
+    body, delay = wake_across(config, config, "review ready")
     assert [n["message"] for n in body["items"]] == ["review ready"]
-    assert got["woke"] - acked < 1.0  # far inside the 20 s timeout: woken, not timed out
+    assert delay < 1.0  # far inside the 20 s timeout: woken, not timed out
 
 
 def test_the_engine_serves_its_own_model_as_the_embed_server_s_routes(m3: Run, env: dict[str, str],

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -14,10 +13,10 @@ import pytest
 
 from m3.config import Config, load_config
 from m3.gateway.engine import client
-from m3.gateway.engine.calls import relay
 from m3.gateway.engine.paths import engine_paths, settings_fingerprint
 from m3.gateway.engine.spawn import ensure_engine
 from tests.engines import stop_engines
+from tests.gateway.engine.wake import wake_across
 
 pytestmark = pytest.mark.store_only("postgres", reason="SQLite stores are one machine's: one engine each")
 
@@ -41,30 +40,10 @@ def test_two_engines_on_one_store_wake_each_other_and_share_one_backlog_runner(
         assert sorted(e["background"]["embedder"] for e in engines) == [False, True]  # exactly one runner
 
         a, b = configs
-        waiter = client.identity_headers("waiter", "", settings_fingerprint(a))
-        sender = client.identity_headers("sender", "", settings_fingerprint(b))
-        assert relay(a, "agent_register", {}, headers=waiter)[0] == 200
-        assert relay(b, "agent_register", {}, headers=sender)[0] == 200
-        got: dict[str, Any] = {}
-
-        def wait() -> None:
-            got["answer"] = relay(a, "notifications_wait", {"timeout": 20}, headers=waiter)
-            got["woke"] = time.monotonic()
-
-        thread = threading.Thread(target=wait)
-        thread.start()
-        log = a.logs_root / "m3.log"
-        deadline = time.monotonic() + 20
-        while "agent waiter waits for notifications" not in log.read_text(encoding="utf-8"):
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
-        code, _ = relay(b, "notify", {"to_agent": "waiter", "message": "from the other machine"}, headers=sender)
-        acked = time.monotonic()
-        assert code == 200
-        thread.join(timeout=20)
-        code, body = got["answer"]
-        assert code == 200 and [n["message"] for n in body["items"]] == ["from the other machine"]
-        assert got["woke"] - acked < 1.0  # woken by the other engine's NOTIFY, not by the 20 s timeout
+        fingerprints = (settings_fingerprint(a), settings_fingerprint(b))
+        body, delay = wake_across(a, b, "from the other machine", fingerprints)
+        assert [n["message"] for n in body["items"]] == ["from the other machine"]
+        assert delay < 1.0  # woken by the other engine's NOTIFY, not by the 20 s timeout
         assert status(a)["wakes_from_other_engines"] >= 1
 
         holder, other = (a, b) if status(a)["background"]["embedder"] else (b, a)
