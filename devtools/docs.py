@@ -24,6 +24,7 @@ from typing import Any
 
 from pydantic.fields import FieldInfo
 
+from devtools.budget import CATALOG_BUDGET, ENCODING, STARTUP_BUDGET, budgets
 from m3.config import SETTINGS, Setting
 from m3.errors import M3Error, all_error_classes
 from m3.gateway.commands import ADMIN_COMMANDS, AdminCommand
@@ -148,7 +149,11 @@ def render_tools(registry: Registry) -> str:
     index = table(["Domain", "Tools"], [[f"`{d}`", ", ".join(f"`{t.spec.name}`" for t in tools)]
                                         for d, tools in domains.items()])
     sections = [f"## Domain `{d}`\n\n" + "\n".join(tool_section(t) for t in tools) for d, tools in domains.items()]
-    return fill("tools.md", domains=index, sections="\n".join(sections))
+    budget = table(["Tools", "Count", "Description tokens", "tools/list tokens"],
+                   [[b.label, str(b.tools), f"{b.description_tokens:,}", f"{b.listing_tokens:,}"]
+                    for b in budgets(registry)])
+    return fill("tools.md", domains=index, budget=budget, encoding=f"`{ENCODING}`", sections="\n".join(sections),
+                startup_budget=f"{STARTUP_BUDGET:,}", catalog_budget=f"{CATALOG_BUDGET:,}")
 
 
 # --- cli.md -------------------------------------------------------------------------------------
