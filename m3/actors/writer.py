@@ -351,7 +351,8 @@ OPERATIONS: dict[type[Message], Operation] = {
     co.CreateTask: _task(TaskWrites.create), co.AssignTask: _task(TaskWrites.assign),
     co.UpdateTask: _task(TaskWrites.update), co.SetTaskResult: _task(TaskWrites.set_result),
     co.DeleteTask: _task(TaskWrites.delete), co.ClaimTask: _task(TaskWrites.claim),
-    co.RenewLease: _task(TaskWrites.renew), co.ExpireLeases: _task(TaskWrites.expire),
+    co.RenewLease: _task(TaskWrites.renew), co.ReleaseTask: _task(TaskWrites.release),
+    co.ExpireLeases: _task(TaskWrites.expire),
     ResolveConflict: Operation(_resolve_conflict, refusable=True),
 }
 

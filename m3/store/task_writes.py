@@ -22,6 +22,7 @@ from m3.protocols.messages.coordination import (
     CreateTask,
     DeleteTask,
     ExpireLeases,
+    ReleaseTask,
     RenewLease,
     SetTaskResult,
     UpdateTask,
@@ -290,6 +291,24 @@ class TaskWrites:
         self.event(task_id, "lease_renewed", msg.agent_id, lease_expires_at=due)
         self.leases.append(due)
         return TaskRecord(**self.present(renewed))
+
+    def release(self, msg: ReleaseTask) -> TaskRecord:
+        """Back to pending, unowned and unleased, if ``msg.agent_id`` holds the task under a valid lease; its
+        creator is told. ``lease_lost`` otherwise, as for a heartbeat."""
+        task_id = rows.resolve(self.conn, msg.id)
+        released = self.conn.execute(update(t).where(
+            t.c.id == task_id, t.c.owner == msg.agent_id, t.c.state == "in_progress", t.c.deleted_at.is_(None),
+            t.c.lease_expires_at.is_not(None), t.c.lease_expires_at > self.now,
+        ).values(state="pending", owner=None, lease_expires_at=None, version=t.c.version + 1, updated_at=self.now)
+            .returning(*t.c)).mappings().first()
+        if released is None:
+            row = self.record(task_id)
+            raise LeaseLost(f"{msg.agent_id} holds no valid lease on task {task_id}",
+                            details={"state": row["state"], "owner": row["owner"]})
+        self.event(task_id, "released", msg.agent_id, reason=msg.reason)
+        message = f"{msg.agent_id} released the task; pending again: {released['title'][:200]}"
+        self.notify(released, "task_released", message, msg.agent_id, released["creator"])
+        return TaskRecord(**self.present(released))
 
     def expire(self, _msg: ExpireLeases) -> datetime | None:
         """Turn every lapsed lease back to pending (recorded in history); the next expiry still ahead."""

@@ -141,6 +141,23 @@ def test_a_heartbeat_renews_the_lease_without_changing_the_version(service: Serv
     assert (done["state"], done["lease_expires_at"], done["owner"]) == ("completed", None, "worker-1")
 
 
+def test_a_holder_releases_its_task_back_to_pending_and_its_creator_hears_why(service: Service) -> None:
+    register(service, LEAD, W1, W2)
+    call(service, "task_create", LEAD, title="Migrate the wiki")
+    claimed = call(service, "task_claim", W1, lease=600)["task"]
+    assert error_of(service, "task_release", W2, id=claimed["id"]).code == "lease_lost"  # not its task
+    back = call(service, "task_release", W1, id=claimed["id"], reason="blocked on credentials")
+    assert (back["state"], back["owner"], back["lease_expires_at"]) == ("pending", None, None)
+    assert back["version"] == claimed["version"] + 1
+    news = call(service, "notifications_poll", LEAD)["items"]
+    assert [n["kind"] for n in news] == ["task_released"]
+    history = call(service, "task_get", LEAD, id=claimed["id"], history=True)["history"]
+    assert [(e["event"], e["details"].get("reason")) for e in history][-1] == ("released", "blocked on credentials")
+    assert error_of(service, "task_release", W1, id=claimed["id"]).code == "lease_lost"  # released already
+    again = call(service, "task_claim", W2, lease=600)["task"]
+    assert (again["id"], again["owner"]) == (claimed["id"], "worker-2")
+
+
 def test_claims_take_the_most_urgent_matching_task_and_respect_assignment(service: Service) -> None:
     register(service, LEAD, W1, W2)
     root = call(service, "task_create", LEAD, title="Release")

@@ -43,6 +43,7 @@ CASES: dict[str, list[dict[str, Any]]] = {
     "memory_write": [{"content": "A note written over one surface.", "type": "no_such_type"}],
     "task_get": [{"id": "{task}"}, {"id": MISSING_ID}],
     "task_tree": [{"id": "{task}"}],
+    "memory_list": [{"limit": 2}],
     "task_list": [{}],
     "agent_get": [{"id": "local"}, {"id": "nobody-here"}],
     "tools_load_domain": [{"domain": "task"}, {"domain": "no_such_domain"}],

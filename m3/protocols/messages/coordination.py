@@ -197,6 +197,14 @@ class RenewLease(Change, Request["tasks.TaskRecord"]):
     lease: float
 
 
+class ReleaseTask(Change, Request["tasks.TaskRecord"]):
+    """The holder ``agent_id`` gives a task it holds under a valid lease back to pending, with a reason."""
+
+    id: str
+    agent_id: str
+    reason: str | None = None
+
+
 class ExpireLeases(Change, Request[datetime | None]):
     """Return every task whose lease has run out to pending; answered with the next expiry (or None).
 

@@ -309,7 +309,23 @@ TASK_HEARTBEAT = ToolSpec(
     ),
 )
 
+class TaskReleaseArgs(ToolArgs):
+    id: TaskId
+    agent_id: ActingAgent = None
+    reason: str | None = Field(None, max_length=500, description="Why you give it back; kept in its history.")
+
+
+TASK_RELEASE = ToolSpec(
+    name="task_release", domain="task", args=TaskReleaseArgs, result=TaskRecord,
+    message=msg.ReleaseTask, actor="writer",
+    description=(
+        "Give a task you claimed back before your lease runs out, when you cannot finish it (blocked, out of "
+        "scope, shutting down): it returns to pending at once so another agent can claim it, its creator is "
+        "notified and the reason is kept in its history. Fails with 'lease_lost' if you no longer hold it."
+    ),
+)
+
 TASK_TOOLS: tuple[ToolSpec, ...] = (
     TASK_CREATE, TASK_ASSIGN, TASK_UPDATE, TASK_SET_RESULT, TASK_GET, TASK_LIST, TASK_TREE, TASK_DELETE,
-    TASK_CLAIM, TASK_HEARTBEAT,
+    TASK_CLAIM, TASK_HEARTBEAT, TASK_RELEASE,
 )
