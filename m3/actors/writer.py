@@ -332,7 +332,7 @@ OPERATIONS: dict[type[Message], Operation] = {
     mem.SupersedeMemory: _change(MemoryWrites.supersede), mem.UpdateMemory: _change(MemoryWrites.update),
     mem.DeleteMemory: _change(MemoryWrites.delete), mem.RestoreMemory: _change(MemoryWrites.restore),
     mem.PinMemory: _change(MemoryWrites.pin), mem.UnpinMemory: _change(MemoryWrites.pin),
-    mem.LinkMemories: _change(MemoryWrites.link),
+    mem.LinkMemories: _change(MemoryWrites.link), mem.UnlinkMemories: _change(MemoryWrites.unlink),
     mem.StoreVectors: Operation(lambda tx, msg: _vectors(tx, [msg])[0], run_all=_vectors,
                             mergeable=lambda a, b: (a.model, a.dim, a.supersede) == (b.model, b.dim, b.supersede)),
     mem.TouchMemories: Operation(_touch),

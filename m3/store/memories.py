@@ -222,6 +222,13 @@ def link(conn: Connection, from_id: str, to_id: str, rel_type: str, *, at: datet
     return True
 
 
+def unlink(conn: Connection, from_id: str, to_id: str, rel_type: str | None) -> list[str]:
+    """Remove the edges ``from_id`` → ``to_id`` (of ``rel_type``, or all); the types removed, sorted."""
+    where = [r.c.from_id == from_id, r.c.to_id == to_id, *([r.c.type == rel_type] if rel_type else [])]
+    removed = sorted({row[0] for row in conn.execute(delete(r).where(*where).returning(r.c.type))})
+    return removed
+
+
 def touch(conn: Connection, ids: Iterable[str], at: datetime) -> None:
     conn.execute(
         update(m).where(m.c.id.in_(list(ids)))

@@ -23,11 +23,13 @@ from m3.protocols.messages.memory import (
     PinMemory,
     RestoreMemory,
     SupersedeMemory,
+    UnlinkMemories,
     UpdateMemory,
     WriteMemories,
     WriteOutcome,
 )
 from m3.protocols.tools import memory as r
+from m3.protocols.tools.links import MemoryUnlinkResult
 from m3.store import memories as rows
 from m3.store.schema import memories as m
 from m3.store.vectors import embed_text
@@ -201,6 +203,16 @@ class MemoryWrites:
         if created:
             rows.record_events(self.conn, [rows.event(from_id, "linked", msg.actor, now, to=to_id, type=msg.type)])
         return r.MemoryLinkResult(from_id=from_id, to_id=to_id, type=msg.type, created=created)
+
+    def unlink(self, msg: UnlinkMemories) -> MemoryUnlinkResult:
+        from_id = self._own(msg.from_id, msg.filter)
+        to_id = rows.resolve_id(self.conn, msg.to_id, msg.filter)
+        removed = rows.unlink(self.conn, from_id, to_id, msg.type)
+        if removed:
+            now = self.clock()
+            rows.record_events(self.conn, [rows.event(from_id, "unlinked", msg.actor, now, to=to_id, type=kind)
+                                           for kind in removed])
+        return MemoryUnlinkResult(from_id=from_id, to_id=to_id, removed=removed)
 
 
 def _already_retired(old: RowMapping) -> InvalidArgument:

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field, field_validator
 from m3.protocols.base import Message, Request
 
 if TYPE_CHECKING:  # the tool modules import these requests, so replies are named in strings (see Request)
-    from m3.protocols.tools import chatlog, memory, sharing  # noqa: F401
+    from m3.protocols.tools import chatlog, links, memory, sharing  # noqa: F401
 
 # --- shared values ------------------------------------------------------------------------------
 
@@ -137,6 +137,14 @@ class LinkMemories(Change, Request["memory.MemoryLinkResult"]):
     from_id: str
     to_id: str
     type: str
+
+
+class UnlinkMemories(Change, Request["links.MemoryUnlinkResult"]):
+    """Remove the relationships ``from_id`` → ``to_id`` (of ``type``, or every type when None)."""
+
+    from_id: str
+    to_id: str
+    type: str | None = None
 
 
 class ShareMemory(Change, Request["sharing.MemoryShareResult"]):

@@ -7,6 +7,7 @@ from m3.protocols.tools.conflicts import CONFLICT_TOOLS
 from m3.protocols.tools.diagnostics import DIAGNOSTICS_TOOLS
 from m3.protocols.tools.governance import GOVERNANCE_TOOLS
 from m3.protocols.tools.inbox import INBOX_TOOLS, NOTIFICATION_TOOLS
+from m3.protocols.tools.links import LINK_TOOLS
 from m3.protocols.tools.memory import MEMORY_TOOLS
 from m3.protocols.tools.memory_lists import MEMORY_LIST_TOOLS
 from m3.protocols.tools.meta import META_TOOLS
@@ -14,6 +15,10 @@ from m3.protocols.tools.sharing import SHARING_TOOLS
 from m3.protocols.tools.tasks import TASK_TOOLS
 
 ALL_TOOLS: tuple[ToolSpec, ...] = (
-    MEMORY_TOOLS + MEMORY_LIST_TOOLS + CHATLOG_TOOLS + META_TOOLS + INBOX_TOOLS + AGENT_TOOLS + NOTIFICATION_TOOLS
-    + TASK_TOOLS + CONFLICT_TOOLS + SHARING_TOOLS + GOVERNANCE_TOOLS + DIAGNOSTICS_TOOLS
+    MEMORY_TOOLS + LINK_TOOLS + MEMORY_LIST_TOOLS
+    + CHATLOG_TOOLS
+    + META_TOOLS
+    + INBOX_TOOLS + AGENT_TOOLS + NOTIFICATION_TOOLS + TASK_TOOLS
+    + CONFLICT_TOOLS + SHARING_TOOLS
+    + GOVERNANCE_TOOLS + DIAGNOSTICS_TOOLS
 )
