@@ -101,3 +101,16 @@ def test_a_call_acting_as_nobody_is_refused_with_a_hint_whether_declared_or_hand
         assert raised.value.code == "invalid_argument"
         assert raised.value.message.startswith("this call needs an agent")
         assert "M3_IDENTITY_AGENT_ID" in (raised.value.hint or "")
+
+
+def test_whoami_tells_the_caller_its_identity_binding_isolation_and_registration(service: Service) -> None:
+    anonymous = call(service, "agent_whoami", CallContext(agent_id=None))
+    assert anonymous == {"agent_id": None, "user_id": None, "bound": False, "isolation": True, "registered": None}
+    remote = CallContext(agent_id="reviewer", user_id="dana", bound=True)
+    before = call(service, "agent_whoami", remote)
+    assert (before["agent_id"], before["user_id"], before["bound"], before["registered"]) == (
+        "reviewer", "dana", True, None)
+    call(service, "agent_register", remote, role="reviewer")
+    call(service, "notify", CallContext(agent_id="lead"), to_agent="reviewer", message="please look at PR 7")
+    after = call(service, "agent_whoami", remote)["registered"]
+    assert (after["id"], after["role"], after["unacked_notifications"]) == ("reviewer", "reviewer", 1)

@@ -56,9 +56,9 @@ CASES: dict[str, list[dict[str, Any]]] = {
 #: notifications_wait would wait its default 30 s three times over; the rest answer at once.
 NO_EMPTY_CALL = {"notifications_wait"}
 #: Results that say something about the answering process (or a store the other surfaces write to between the
-#: calls): compared by their keys.
-PER_PROCESS = {"embedder_status", "tools_load_domain", "diagnostics_store_status", "diagnostics_actor_stats",
-               "diagnostics_config"}
+#: calls), or about the caller's connection (agent_whoami: bound through HTTP's token only): compared by their keys.
+PER_PROCESS = {"agent_whoami", "embedder_status", "tools_load_domain", "diagnostics_store_status",
+               "diagnostics_actor_stats", "diagnostics_config"}
 #: Fields a read itself changes (access statistics), or that differ because each surface's write is its own.
 #: (A search's score includes recency, which moves with the clock between the three calls.)
 VOLATILE = {"access_count", "last_accessed_at", "last_seen_at", "score"}

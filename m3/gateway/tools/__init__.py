@@ -8,7 +8,7 @@ from m3.gateway.tools import diagnostics, governance, inbox, memory_bulk, meta
 
 HANDLERS: dict[str, Handler] = {handler.__name__: handler for handler in (
     meta.m3_call, meta.m3_index, meta.tools_list_domains, meta.tools_load_domain, meta.embedder_status,
-    inbox.notifications_wait, memory_bulk.memory_write_bulk,
+    inbox.notifications_wait, inbox.agent_whoami, memory_bulk.memory_write_bulk,
     governance.audit_query, governance.gdpr_export, governance.gdpr_forget,
     diagnostics.diagnostics_store_status, diagnostics.diagnostics_actor_stats, diagnostics.diagnostics_config,
 )}

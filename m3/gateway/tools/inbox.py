@@ -1,4 +1,5 @@
-"""The one handler of the inbox domain that orchestrates: ``notifications_wait`` (the rest are declarations).
+"""The handlers of the coordination domains that orchestrate: ``notifications_wait`` and ``agent_whoami`` (the
+rest are declarations).
 
 ``notifications_wait`` parks its reply at the waiting
 agent's router, which answers it when a notification for that agent
@@ -15,11 +16,13 @@ import time
 from typing import TYPE_CHECKING
 
 from m3.actors import bridge
-from m3.errors import Timeout
+from m3.errors import NotFound, Timeout
 from m3.gateway.registry import acting
-from m3.protocols.messages.coordination import PollNotifications, WaitNotifications
+from m3.protocols.messages.coordination import GetAgent, PollNotifications, WaitNotifications
 from m3.protocols.tools import inbox as p
 from m3.protocols.tools.inbox import Notification, NotificationsWaitResult
+from m3.protocols.tools.meta import NoArgs
+from m3.protocols.tools.whoami import AgentWhoamiResult
 
 if TYPE_CHECKING:
     from m3.gateway.service import CallContext, Service
@@ -48,3 +51,12 @@ async def notifications_wait(svc: Service, a: p.NotificationsWaitArgs, ctx: Call
             await woken.wait(remaining)
         items = await _poll(svc, agent, a.limit)
     return NotificationsWaitResult(count=len(items), items=items, timed_out=False)
+
+
+async def agent_whoami(svc: Service, a: NoArgs, ctx: CallContext) -> AgentWhoamiResult:
+    registered = None
+    if ctx.agent_id:
+        with contextlib.suppress(NotFound):
+            registered = await svc.ask(svc.system.directory, GetAgent(id=ctx.agent_id))
+    return AgentWhoamiResult(agent_id=ctx.agent_id, user_id=ctx.user_id, bound=ctx.bound,
+                             isolation=svc.config["isolation.enforce"], registered=registered)

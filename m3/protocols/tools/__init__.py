@@ -13,12 +13,13 @@ from m3.protocols.tools.memory_lists import MEMORY_LIST_TOOLS
 from m3.protocols.tools.meta import META_TOOLS
 from m3.protocols.tools.sharing import SHARING_TOOLS
 from m3.protocols.tools.tasks import TASK_TOOLS
+from m3.protocols.tools.whoami import AGENT_WHOAMI
 
 ALL_TOOLS: tuple[ToolSpec, ...] = (
     MEMORY_TOOLS + LINK_TOOLS + MEMORY_LIST_TOOLS
     + CHATLOG_TOOLS
     + META_TOOLS
-    + INBOX_TOOLS + AGENT_TOOLS + NOTIFICATION_TOOLS + TASK_TOOLS
+    + INBOX_TOOLS + AGENT_TOOLS + (AGENT_WHOAMI,) + NOTIFICATION_TOOLS + TASK_TOOLS
     + CONFLICT_TOOLS + SHARING_TOOLS
     + GOVERNANCE_TOOLS + DIAGNOSTICS_TOOLS
 )
