@@ -9,7 +9,12 @@
 3. Cross-process wake: a ``notifications_wait`` in one stdio front-end, a ``notify`` from another; the time
    from the notify's acknowledgement (and from its sending) to the wait's answer, p50/p99.
 4. Resident memory (VmRSS) with 8 connected MCP clients: the engine plus 8 front-ends against 8 embedded
-   processes, each having written and searched once (model and vector matrix loaded).
+   processes, each having written and searched once (model and vector matrix loaded), on a store prefilled
+   with ``--memories`` distinct LongMemEval_S turns (default 100,000; written through the Writer in the
+   benchmark process before any ``m3`` starts, with pseudo-random unit vectors of the configured model in
+   place of model runs — resident memory does not depend on the vectors' values).
+
+``--parts`` picks some of writers, oneshot, wake, rss (default all).
 
 The summary (JSON) goes to stdout and ``benchmarks/results/<UTC time>-engine/summary.json``.
 """
@@ -184,6 +189,52 @@ async def resident(env: dict[str, str], clients: int, engine: bool) -> dict[str,
     return result
 
 
+def prefill(env: dict[str, str], memories: int, data: Path) -> dict[str, Any]:
+    """Fill the store of ``env``'s M3_HOME with ``memories`` distinct turns and their vectors (synthetic)."""
+    from benchmarks.embedding import cached_embedder
+    from benchmarks.ingest import write_turns
+    from benchmarks.perf_search import corpus
+    from benchmarks.precomputed import PrecomputedEmbedder
+    from m3.actors.system import ActorSystem
+    from m3.config import load_config
+
+    started = time.perf_counter()
+    turns, _ = corpus(data, memories, 0)
+    vectors = PrecomputedEmbedder(cached_embedder())
+    config = load_config(env).with_overrides(actors__ask_timeout_s=3600.0)
+    system = ActorSystem(config, vectors).start()
+    try:
+        for start in range(0, len(turns), 1000):
+            write_turns(system, turns[start:start + 1000], batch=1000)
+        system.wait_embedded(3600.0)
+    finally:
+        system.stop()
+    return {"memories": memories, "vectors_synthetic": vectors.synthetic, "vectors_cached": vectors.cached,
+            "fill_s": round(time.perf_counter() - started, 1)}
+
+
+def rss_part(tmp: Path, ns: argparse.Namespace) -> dict[str, Any]:
+    """Resident memory of both modes on copies of one prefilled store."""
+    out: dict[str, Any] = {}
+    filled = tmp / "rss-filled"
+    if ns.memories:
+        print(f"prefill {ns.memories} memories …", file=sys.stderr)
+        out["rss_prefill"] = prefill(home_env(filled, "embedded"), ns.memories, ns.data)
+    for mode in ("engine", "embedded"):
+        home = tmp / f"rss-{mode}"
+        if ns.memories:
+            shutil.copytree(filled, home)
+        env = home_env(home, mode)
+        print(f"resident memory, {mode} …", file=sys.stderr)
+        out[f"rss_{mode}"] = trio.run(resident, env, ns.clients, mode == "engine")
+        stop_engine(env)
+    out["rss_ratio_embedded_over_engine"] = round(out["rss_embedded"]["total_mb"] / out["rss_engine"]["total_mb"], 2)
+    return out
+
+
+PARTS = ("writers", "oneshot", "wake", "rss")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--processes", type=int, default=16)
@@ -191,31 +242,39 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=20, help="one-shot commands of each kind")
     parser.add_argument("--rounds", type=int, default=50, help="notify → wait rounds")
     parser.add_argument("--clients", type=int, default=8, help="connected MCP clients for the memory figure")
+    parser.add_argument("--memories", type=int, default=100_000, help="memories in the store of the memory figure")
+    parser.add_argument("--data", type=Path, default=None, help="the benchmark data (default ../shared/data)")
+    parser.add_argument("--parts", default=",".join(PARTS), help=f"some of {','.join(PARTS)}")
     ns = parser.parse_args()
+    parts = set(ns.parts.split(","))
+    if ns.data is None:
+        from benchmarks.data import default_data_dir
+
+        ns.data = default_data_dir()
     summary: dict[str, Any] = {"started": datetime.now(UTC).isoformat(), "cpus": os.cpu_count(),
                                "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
-                               "python": sys.version.split()[0], "args": vars(ns)}
+                               "python": sys.version.split()[0], "args": {k: str(v) if isinstance(v, Path) else v
+                                                                         for k, v in vars(ns).items()}}
     with tempfile.TemporaryDirectory(prefix="m3-engine-bench-") as tmp:
-        for mode in ("engine", "embedded"):
-            env = home_env(Path(tmp) / f"writers-{mode}", mode)
-            print(f"writers, {mode} …", file=sys.stderr)
-            summary[f"writers_{mode}"] = trio.run(writers, env, ns.processes, ns.writes)
+        if "writers" in parts:
+            for mode in ("engine", "embedded"):
+                env = home_env(Path(tmp) / f"writers-{mode}", mode)
+                print(f"writers, {mode} …", file=sys.stderr)
+                summary[f"writers_{mode}"] = trio.run(writers, env, ns.processes, ns.writes)
+                stop_engine(env)
+            e, m = summary["writers_engine"], summary["writers_embedded"]
+            summary["writers_ratio_max_wait_embedded_over_engine"] = round(m["max_wait_ms"] / e["max_wait_ms"], 2)
+        if parts & {"oneshot", "wake"}:
+            env = home_env(Path(tmp) / "oneshot", "engine")
+            if "oneshot" in parts:
+                print("one-shot commands …", file=sys.stderr)
+                summary["one_shot_engine"] = one_shot(env, ns.runs)
+            if "wake" in parts:
+                print("wake …", file=sys.stderr)
+                summary["wake"] = trio.run(wake, env, ns.rounds)
             stop_engine(env)
-        e, m = summary["writers_engine"], summary["writers_embedded"]
-        summary["writers_ratio_max_wait_embedded_over_engine"] = round(m["max_wait_ms"] / e["max_wait_ms"], 2)
-        env = home_env(Path(tmp) / "oneshot", "engine")
-        print("one-shot commands …", file=sys.stderr)
-        summary["one_shot_engine"] = one_shot(env, ns.runs)
-        print("wake …", file=sys.stderr)
-        summary["wake"] = trio.run(wake, env, ns.rounds)
-        stop_engine(env)
-        for mode in ("engine", "embedded"):
-            env = home_env(Path(tmp) / f"rss-{mode}", mode)
-            print(f"resident memory, {mode} …", file=sys.stderr)
-            summary[f"rss_{mode}"] = trio.run(resident, env, ns.clients, mode == "engine")
-            stop_engine(env)
-        summary["rss_ratio_embedded_over_engine"] = round(
-            summary["rss_embedded"]["total_mb"] / summary["rss_engine"]["total_mb"], 2)
+        if "rss" in parts:
+            summary.update(rss_part(Path(tmp), ns))
     summary["finished"] = datetime.now(UTC).isoformat()
     summary["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     out = ROOT / "benchmarks" / "results" / f"{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}-engine"
