@@ -130,6 +130,13 @@ SETTINGS: tuple[Setting, ...] = (
             "Read-audit records older than this many days are pruned (by the Writer, see audit.prune_interval_s)."),
     Setting("audit.prune_interval_s", float, 3600.0,
             "How often a long-running process (m3 serve, the engine) prunes the read audit; it also prunes at start."),
+    Setting("files.roots", list, [],
+            "Folders whose files callers bound to an agent by a token (remote MCP) may index and read with the files "
+            "tools; empty: none. The local user may name any path. Symlinks count where they lead."),
+    Setting("files.max_file_bytes", int, 1_000_000, "Files larger than this are left out of files_index."),
+    Setting("files.chunk_chars", int, 1500, "Target size of a file chunk in characters (files_index)."),
+    Setting("files.chunk_overlap_lines", int, 2,
+            "Lines a chunk cut for size repeats at the start of the next one (files_index)."),
     Setting("tasks.lease_s", float, 300.0, "Default lease of a claimed task; task_heartbeat renews it."),
     Setting("tasks.max_lease_s", float, 86400.0, "Longest lease a claim or heartbeat may ask for."),
     Setting("engine.mode", str, "engine",
