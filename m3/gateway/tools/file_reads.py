@@ -88,5 +88,5 @@ def _entries(rows: list[FileChunkRow]) -> list[p.FileEntry]:
                 path=path, root=meta(first, "root"), size=meta(first, "size"), chunks=len(own),
                 file_hash=meta(first, "file_hash"), indexed_at=max(row.recorded_at for row in own),
                 modified_at=datetime.fromtimestamp(mtime, UTC) if isinstance(mtime, int | float) else None,
-                scope=first.scope, agent_id=owner))  # type: ignore[arg-type]
+                scope=first.scope, agent_id=owner))
     return out

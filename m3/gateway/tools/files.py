@@ -60,8 +60,9 @@ async def files_status(svc: Service, a: p.FilesStatusArgs, ctx: CallContext) -> 
 
 
 async def _plan(svc: Service, target: Path, owner: str, patterns: list[str], *, force: bool) -> scan.Plan:
-    known = scan.known_files(await svc.ask(svc.system.searcher, ListFileChunks(
-        filter=reader_filter(svc, owner), prefix=str(target), owner=owner)))
+    rows = await svc.ask(svc.system.searcher, ListFileChunks(filter=reader_filter(svc, owner), prefix=str(target),
+                                                             owner=owner))
+    known = scan.known_files(rows)
     return await trio.to_thread.run_sync(functools.partial(
         scan.plan, target, known, patterns=patterns, max_bytes=svc.config["files.max_file_bytes"], force=force))
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from m3.gateway.fileindex.chunking import chunk_text
 
 
@@ -23,7 +25,7 @@ def test_every_line_is_in_a_chunk_and_spans_are_one_based_and_inclusive() -> Non
 
 def test_a_chunk_cut_for_size_repeats_its_last_lines_in_the_next() -> None:
     chunks = chunk_text(numbered(50), chunk_chars=210, overlap_lines=2)
-    for before, after in zip(chunks, chunks[1:], strict=False):
+    for before, after in itertools.pairwise(chunks):
         assert after.start_line == before.end_line - 1
 
 
