@@ -134,6 +134,8 @@ SETTINGS: tuple[Setting, ...] = (
             "Folders whose files callers bound to an agent by a token (remote MCP) may index and read with the files "
             "tools; empty: none. The local user may name any path. Symlinks count where they lead."),
     Setting("files.max_file_bytes", int, 1_000_000, "Files larger than this are left out of files_index."),
+    Setting("files.max_files", int, 20_000,
+            "The most files one files_index call indexes; a folder with more is refused before any is read."),
     Setting("files.chunk_chars", int, 1500, "Target size of a file chunk in characters (files_index)."),
     Setting("files.chunk_overlap_lines", int, 2,
             "Lines a chunk cut for size repeats at the start of the next one (files_index)."),

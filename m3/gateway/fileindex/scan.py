@@ -68,16 +68,25 @@ def known_files(rows: Iterable[FileChunkRow]) -> dict[str, Known]:
                         mtime=row.metadata.get("mtime"), chunks=counts[path]) for path, row in first.items()}
 
 
-def plan(target: Path, known: dict[str, Known], *, patterns: list[str], max_bytes: int, force: bool) -> Plan:
+def plan(target: Path, known: dict[str, Known], *, patterns: list[str], max_bytes: int, max_files: int,
+         force: bool) -> Plan:
     """Compare ``target`` (resolved; a folder or a file) with ``known``; reads the files that may have changed.
 
     A single file named explicitly must be an indexable text file (``invalid_argument`` otherwise); in a folder,
-    files that are not are counted in ``skipped``.
+    files that are not are counted in ``skipped``. A folder with more than ``max_files`` files to index is
+    refused before any is read (``invalid_argument``): indexing ``/`` or a home folder by mistake stops early.
     """
     if target.is_dir():
         result = Plan(root=target)
         rules = IgnoreRules(target, patterns, max_bytes=max_bytes)
-        found = list(_walk(target, rules, result))
+        found = []
+        for entry in _walk(target, rules, result):
+            found.append(entry)
+            if len(found) > max_files:
+                raise InvalidArgument(f"{target} holds more than {max_files} files to index",
+                                      hint="Name a narrower folder, add ignore patterns (or a .m3ignore), or raise "
+                                           "files.max_files.",
+                                      details={"path": str(target), "setting": "files.max_files"})
     else:
         result = Plan(root=target.parent)
         found = [(target, target.name, _explicit_file(target, max_bytes))]

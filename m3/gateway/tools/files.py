@@ -64,7 +64,8 @@ async def _plan(svc: Service, target: Path, owner: str, patterns: list[str], *, 
                                                              owner=owner))
     known = scan.known_files(rows)
     return await trio.to_thread.run_sync(functools.partial(
-        scan.plan, target, known, patterns=patterns, max_bytes=svc.config["files.max_file_bytes"], force=force))
+        scan.plan, target, known, patterns=patterns, max_bytes=svc.config["files.max_file_bytes"],
+        max_files=svc.config["files.max_files"], force=force))
 
 
 async def _index(svc: Service, a: p.FilesIndexArgs, ctx: CallContext, *, force: bool) -> p.FilesIndexResult:
