@@ -102,6 +102,18 @@ def test_reindex_after_editing_one_file_rechunks_only_that_file(service: Service
     assert (again["changed"], again["unchanged"], again["chunks_written"]) == (0, 3, 0)
 
 
+def test_a_folder_of_many_files_is_written_in_a_few_transactions(service: Service, tmp_path: Path) -> None:
+    folder = tmp_path / "many"
+    folder.mkdir()
+    for i in range(520):
+        (folder / f"note{i:03d}.txt").write_text(f"Note number {i} about item {i * 7}.\n")
+    done = index(service, folder)
+    assert (done["new"], done["chunks_written"]) == (520, 520)
+    files = call(service, "files_list", A)["files"]
+    # One Writer request, one transaction, one recorded_at: 500 chunks a request.
+    assert len(files) == 520 and len({f["indexed_at"] for f in files}) == 2
+
+
 def test_a_touched_but_unchanged_file_is_not_rechunked(service: Service, notes: Path) -> None:
     index(service, notes)
     todo = notes / "todo.txt"
