@@ -114,6 +114,18 @@ def test_a_folder_of_many_files_is_written_in_a_few_transactions(service: Servic
     assert len(files) == 520 and len({f["indexed_at"] for f in files}) == 2
 
 
+def test_near_identical_files_both_stay_once_embedded(service: Service, tmp_path: Path) -> None:
+    folder = tmp_path / "twins"
+    folder.mkdir()
+    (folder / "a.md").write_text("The backup server is rebooted every Sunday night.\n")
+    (folder / "b.md").write_text("The backup server is rebooted every Sunday night!\n")
+    (folder / "c.md").write_text("The backup server is rebooted every Sunday night.\n")  # identical to a.md
+    index(service, folder)
+    service.system.wait_embedded()  # similarity supersession would have run by now
+    assert call(service, "files_stats", A)["chunks"] == 3
+    assert call(service, "files_search", A, query="backup server reboot")["count"] == 3
+
+
 def test_a_touched_but_unchanged_file_is_not_rechunked(service: Service, notes: Path) -> None:
     index(service, notes)
     todo = notes / "todo.txt"
