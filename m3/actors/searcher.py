@@ -19,6 +19,7 @@ from m3.actors.supervisor import ActorHandle
 from m3.embed.base import Embedder
 from m3.errors import EmbedderUnavailable, InvalidArgument, NotFound
 from m3.protocols.base import Message
+from m3.protocols.messages.files import ListFileChunks
 from m3.protocols.messages.listing import CountMemories, ListMemories
 from m3.protocols.messages.memory import (
     EmbeddingCounts,
@@ -41,7 +42,7 @@ from m3.protocols.tools import memory as r
 from m3.retrieval import ranking
 from m3.retrieval.candidate_rows import CandidateRows
 from m3.retrieval.dense import DenseLeg, Vector, leg_for
-from m3.store import chat_reads, embedding_models, fulltext, memory_lists, status, vectors, visibility
+from m3.store import chat_reads, embedding_models, file_chunks, fulltext, memory_lists, status, vectors, visibility
 from m3.store import memories as rows
 from m3.store.dialect import dialect_for
 from m3.store.engine import StoreOptions
@@ -83,6 +84,7 @@ class Searcher(StoreReader):
             MemoriesErased: lambda msg: self._dense.forget(msg.ids),
             ListMemories: lambda msg: memory_lists.list_memories(self.conn, msg, datetime.now(UTC)),
             CountMemories: lambda msg: memory_lists.count_memories(self.conn, msg, datetime.now(UTC)),
+            ListFileChunks: lambda msg: file_chunks.list_chunks(self.conn, msg),
         }
 
     # -- memory search -------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from m3.config import Config
 from m3.embed.base import Embedder
 from m3.embed.factory import ModelResolver, close_embedder, create_embedder
 from m3.errors import M3Error
+from m3.protocols.messages.files import FILE_CHUNK
 from m3.protocols.messages.memory import Drain, Flush, SearchWeights
 from m3.retrieval.ranking import SIGNALS
 from m3.retrieval.supersession import SupersessionPolicy
@@ -58,7 +59,8 @@ class ActorSystem:
         self.ask_timeout: float = config["actors.ask_timeout_s"]
         self._started = False
         policy = SupersessionPolicy(threshold=config["supersede.threshold"],
-                                    exempt_types=frozenset(config["supersede.exempt_types"]))
+                                    # A file chunk is replaced by re-indexing its file, never by a look-alike.
+                                    exempt_types=frozenset(config["supersede.exempt_types"]) | {FILE_CHUNK})
         # Handles exist before actors start so that each can address the others.
         self.writer = ActorHandle("writer", Writer, self.options, max_batch=config["writer.max_batch"],
                                   policy=policy, searcher=None, embedder=None)

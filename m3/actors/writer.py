@@ -28,6 +28,7 @@ from m3.protocols.messages import coordination as co
 from m3.protocols.messages import governance as gov
 from m3.protocols.messages import memory as mem
 from m3.protocols.messages.conflicts import ResolveConflict
+from m3.protocols.messages.files import IndexFiles
 from m3.protocols.tools.conflicts import ConflictRecord
 from m3.protocols.tools.governance import GdprForgetResult
 from m3.protocols.tools.memory import MemoryWriteResult
@@ -333,6 +334,7 @@ OPERATIONS: dict[type[Message], Operation] = {
     mem.DeleteMemory: _change(MemoryWrites.delete), mem.RestoreMemory: _change(MemoryWrites.restore),
     mem.PinMemory: _change(MemoryWrites.pin), mem.UnpinMemory: _change(MemoryWrites.pin),
     mem.LinkMemories: _change(MemoryWrites.link), mem.UnlinkMemories: _change(MemoryWrites.unlink),
+    IndexFiles: _change(MemoryWrites.index_files),
     mem.StoreVectors: Operation(lambda tx, msg: _vectors(tx, [msg])[0], run_all=_vectors,
                             mergeable=lambda a, b: (a.model, a.dim, a.supersede) == (b.model, b.dim, b.supersede)),
     mem.TouchMemories: Operation(_touch),

@@ -9,9 +9,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, exists, or_, select, true
+from sqlalchemy import ColumnElement, and_, exists, func, or_, select, true
 
-from m3.protocols.messages.memory import MemoryFilter
+from m3.protocols.messages.memory import FILE_CHUNK, MemoryFilter
 from m3.store.schema import chatlog as c
 from m3.store.schema import memories as m
 from m3.store.schema import memory_grants as g
@@ -88,6 +88,18 @@ def field_clauses(flt: MemoryFilter) -> list[ColumnElement[bool]]:
     return [m.c[name] == getattr(flt, name) for name in FIELDS if getattr(flt, name) is not None]
 
 
+def source_clause(prefix: str | None) -> ColumnElement[bool]:
+    """Memories whose ``source`` is the path ``prefix`` or lies under it (everything when None or ``/``)."""
+    if prefix is None or prefix.rstrip("/") == "":
+        return true()
+    prefix = prefix.rstrip("/")
+    # substr, not LIKE: SQLite's LIKE ignores case, and a path may hold % and _.
+    return or_(m.c.source == prefix, func.substr(m.c.source, 1, len(prefix) + 1) == prefix + "/")
+
+
 def search_clause(flt: MemoryFilter, now: datetime) -> ColumnElement[bool]:
-    """Everything a search may see: time, fields and isolation."""
-    return and_(time_clause(flt, now), isolation_clause(flt), *field_clauses(flt))
+    """Everything a search may see: time, fields and isolation. A search naming no type leaves out file chunks
+    (files_search asks for them by type)."""
+    kinds = [m.c.type != FILE_CHUNK] if flt.type is None else []
+    return and_(time_clause(flt, now), isolation_clause(flt), *field_clauses(flt), *kinds,
+                source_clause(flt.source_prefix))

@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, and_, func, select
 
 from m3.protocols.messages.listing import CountMemories, ListMemories
+from m3.protocols.messages.memory import FILE_CHUNK
 from m3.protocols.tools.memory_lists import MemoryListResult, MemoryStatsResult
 from m3.store import visibility
 from m3.store.filters import field_clauses, isolation_clause, time_clause
@@ -16,8 +17,11 @@ from m3.store.schema import memories as m
 
 
 def _seen(msg: ListMemories | CountMemories, now: datetime, *, current: bool) -> ColumnElement[bool]:
-    """What the reader may see: its isolation and fields, and (``current``) only rows current now."""
+    """What the reader may see: its isolation and fields, and (``current``) only rows current now. A list naming
+    no type leaves out file chunks, as memory_search does (files_list shows the files); counts include them."""
     clauses = [isolation_clause(msg.filter), *field_clauses(msg.filter)]
+    if isinstance(msg, ListMemories) and msg.filter.type is None:
+        clauses.append(m.c.type != FILE_CHUNK)
     if current:
         clauses.append(time_clause(msg.filter, now))
     return and_(*clauses)

@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import Connection, RowMapping
 
 from m3.errors import InvalidArgument, NotRetired
+from m3.protocols.messages.files import FilesApplied, IndexFiles
 from m3.protocols.messages.memory import (
     DeleteMemory,
     LinkMemories,
@@ -30,6 +31,7 @@ from m3.protocols.messages.memory import (
 )
 from m3.protocols.tools import memory as r
 from m3.protocols.tools.links import MemoryUnlinkResult
+from m3.store import file_chunk_writes
 from m3.store import memories as rows
 from m3.store.schema import memories as m
 from m3.store.vectors import embed_text
@@ -92,6 +94,13 @@ class MemoryWrites:
         rows.insert_memories(self.conn, values)
         rows.record_events(self.conn, events)
         return results
+
+    def index_files(self, msg: IndexFiles) -> FilesApplied:
+        """Replace the chunks of files (:mod:`m3.store.file_chunk_writes`); what it did is reported like any change."""
+        done, fresh, retired = file_chunk_writes.apply(self.conn, msg, self.clock)
+        self.fresh += fresh
+        self.retired += retired
+        return done
 
     def supersede(self, msg: SupersedeMemory) -> r.MemorySupersedeResult:
         old = rows.load(self.conn, self._own(msg.id, msg.filter))

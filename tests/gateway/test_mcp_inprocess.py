@@ -9,8 +9,10 @@ real one over a started m3 (SQLite, actors, the offline embedder).
 from __future__ import annotations
 
 import json
+import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import mcp_types as types
@@ -201,7 +203,24 @@ async def _exercise_every_tool(client: Client, service: Service) -> list[str]:
     assert (await run("diagnostics_store_status"))["counts"]["chat_messages"] == 3  # chatlog_write, then 2 in bulk
     assert (await run("diagnostics_actor_stats"))["actors"][-1]["actor"] == "routers"
     assert any(row["key"] == "store.url" for row in (await run("diagnostics_config"))["settings"])
+    await _exercise_files(run)
     return done
+
+
+async def _exercise_files(run: Any) -> None:
+    """Index a small folder, read it back every way, change it, forget it."""
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp).resolve()
+        (folder / "deploy.md").write_text("# Deploy\nThe deploy runs on Fridays.\n")
+        assert (await run("files_status", path=str(folder)))["new"] == 1
+        assert (await run("files_index", path=str(folder)))["chunks_written"] == 1
+        assert (await run("files_search", query="deploy Fridays", path=str(folder)))["count"] == 1
+        assert (await run("files_get", path=str(folder / "deploy.md")))["count"] == 1
+        assert (await run("files_list", path=str(folder)))["count"] == 1
+        assert (await run("files_stats", path=str(folder)))["files"] == 1
+        assert (await run("files_reindex", path=str(folder)))["changed"] == 1
+        await run("memory_write_from_file", path=str(folder / "deploy.md"), start_line=2)
+        assert (await run("files_forget", path=str(folder)))["files"] == 1
 
 
 async def _exercise_conflicts(run: Any, service: Service) -> None:

@@ -52,6 +52,12 @@ CASES: dict[str, list[dict[str, Any]]] = {
     "chatlog_write_bulk": [{"messages": []}],
     "chatlog_list": [{"conversation_id": "c1", "after_turn": 0}, {"limit": 0}],
     "chatlog_redact": [{"id": MISSING_ID, "confirm": True}, {"id": MISSING_ID}],
+    # Only tools that read no disk: over HTTP the caller is bound by a token, and files.roots is empty.
+    "files_search": [{"query": "surfaces agree"}],
+    "files_get": [{"path": "/no/such/indexed/file.md"}, {"path": "relative.md"}],
+    "files_list": [{"path": "/no/such/folder", "limit": 5}],
+    "files_forget": [{"path": "/no/such/folder"}],
+    "files_index": [{"path": "relative/notes"}],
 }
 #: notifications_wait would wait its default 30 s three times over; the rest answer at once.
 NO_EMPTY_CALL = {"notifications_wait"}

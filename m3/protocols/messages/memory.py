@@ -20,6 +20,10 @@ if TYPE_CHECKING:  # the tool modules import these requests, so replies are name
 
 # --- shared values ------------------------------------------------------------------------------
 
+#: The memory type of the chunks of indexed files (the ``files`` tools, docs/files.md). Not one of the types a
+#: caller may write, and left out of a search that names no type: memory_search shows no file chunks.
+FILE_CHUNK = "file_chunk"
+
 
 class MemoryFilter(Message):
     """Which memories a read may see. Applied in SQL on every retrieval leg."""
@@ -41,6 +45,8 @@ class MemoryFilter(Message):
     #: Whether memories shared with the reader (memory_share) count: False for changes, which only the owner
     #: of a private memory may make.
     grants: bool = True
+    #: Only memories whose ``source`` is this path or lies under it (files_search's folder).
+    source_prefix: str | None = None
 
 
 class NewMemory(Message):
