@@ -130,6 +130,15 @@ SETTINGS: tuple[Setting, ...] = (
             "Read-audit records older than this many days are pruned (by the Writer, see audit.prune_interval_s)."),
     Setting("audit.prune_interval_s", float, 3600.0,
             "How often a long-running process (m3 serve, the engine) prunes the read audit; it also prunes at start."),
+    Setting("entities.enabled", bool, True,
+            "Find the entities of new memories in the background (long-running processes; entity_extract runs the "
+            "pass on demand either way)."),
+    Setting("entities.interval_s", float, 5.0,
+            "How often the background entity indexer looks for memories written since its last pass."),
+    Setting("entities.batch", int, 200, "Most memories the entity indexer reads and hands to the Writer at once."),
+    Setting("entities.types", list, [],
+            "Extra entity types, each 'type=regex' (e.g. 'ticket=\\bJIRA-\\d+\\b'); a match is an entity of that "
+            "type, found before names, dates and amounts."),
     Setting("tasks.lease_s", float, 300.0, "Default lease of a claimed task; task_heartbeat renews it."),
     Setting("tasks.max_lease_s", float, 86400.0, "Longest lease a claim or heartbeat may ask for."),
     Setting("engine.mode", str, "engine",

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal, InvalidOperation
 
+from m3.protocols.messages.entities import normalise
+
 #: Characters of one text that are scanned (the rest of a very long memory is ignored).
 MAX_CHARS = 20_000
 #: Built-in entity types; configured types add to these.
@@ -32,13 +34,15 @@ _NAME = rf"{_WORD}(?:[ \t]{{1,3}}(?:{_PARTICLE}[ \t]{{1,3}})?{_WORD}){{0,5}}"
 
 #: Capitalised words that are no name on their own and no part of one at its start or end (openers, pronouns,
 #: days, months, verbs that open a request: "Ask Ludwig van Beethoven").
-_STOP = frozenset("""
-a an the this that these those i we you he she they it my our your his her their its me us them
-yesterday today tomorrow tonight then when if in on at after before also but and or so please note
-meanwhile however there here what who why how where which while since until because although though
-monday tuesday wednesday thursday friday saturday sunday hi hello dear thanks ok yes no mr mrs ms dr
-ask meet call tell email mail ping see send thank invite remind let remember
-""".split()) | frozenset(_MONTHS)
+_STOP = frozenset((
+    "a", "an", "the", "this", "that", "these", "those", "i", "we", "you", "he", "she", "they", "it", "my", "our",
+    "your", "his", "her", "their", "its", "me", "us", "them", "yesterday", "today", "tomorrow", "tonight", "then",
+    "when", "if", "in", "on", "at", "after", "before", "also", "but", "and", "or", "so", "please", "note",
+    "meanwhile", "however", "there", "here", "what", "who", "why", "how", "where", "which", "while", "since",
+    "until", "because", "although", "though", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
+    "sunday", "hi", "hello", "dear", "thanks", "ok", "yes", "no", "mr", "mrs", "ms", "dr", "ask", "meet", "call",
+    "tell", "email", "mail", "ping", "see", "send", "thank", "invite", "remind", "let", "remember",
+)) | frozenset(_MONTHS)
 
 _CURRENCY = {"$": "USD", "\u20ac": "EUR", "\u00a3": "GBP", "\u00a5": "JPY", "dollars": "USD", "dollar": "USD",
              "euros": "EUR", "euro": "EUR", "pounds": "GBP", "usd": "USD", "eur": "EUR", "gbp": "GBP",
@@ -81,8 +85,10 @@ _RELATIONS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("reports_to", re.compile(rf"{_S}[ \t]{{1,3}}reports[ \t]{{1,3}}to[ \t]{{1,3}}{_O}")),
     ("married_to", re.compile(rf"{_S}[ \t]{{1,3}}(?:is[ \t]{{1,3}})?married[ \t]{{1,3}}(?:to[ \t]{{1,3}})?{_O}")),
     ("role_of", re.compile(rf"{_S}[ \t]{{1,3}}(?:is|was)[ \t]{{1,3}}the[ \t]{{1,3}}"
-                           rf"(?P<p>[A-Za-z][\w-]{{0,30}}(?:[ \t][a-z][\w-]{{0,30}}){{0,2}})[ \t]{{1,3}}of[ \t]{{1,3}}{_O}")),
-    ("is_my", re.compile(rf"{_S}[ \t]{{1,3}}is[ \t]{{1,3}}my[ \t]{{1,3}}(?P<r>[a-z][\w-]{{1,30}}(?:[ \t][a-z][\w-]{{1,30}})?)\b")),
+                           rf"(?P<p>[A-Za-z][\w-]{{0,30}}(?:[ \t][a-z][\w-]{{0,30}}){{0,2}})"
+                           rf"[ \t]{{1,3}}of[ \t]{{1,3}}{_O}")),
+    ("is_my", re.compile(rf"{_S}[ \t]{{1,3}}is[ \t]{{1,3}}my[ \t]{{1,3}}"
+                         rf"(?P<r>[a-z][\w-]{{1,30}}(?:[ \t][a-z][\w-]{{1,30}})?)\b")),
 )
 _SENTENCE_END = frozenset(".!?:;\n\"'(\u201c*-\u2022")
 
@@ -116,11 +122,6 @@ class Fact:
 class Extraction:
     mentions: tuple[Mention, ...]
     relations: tuple[Fact, ...]
-
-
-def normalise(name: str) -> str:
-    """The form two names are compared in: case-folded, inner whitespace collapsed."""
-    return " ".join(name.casefold().split())
 
 
 def parse_types(entries: Iterable[str]) -> dict[str, re.Pattern[str]]:

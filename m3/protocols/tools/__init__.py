@@ -5,6 +5,7 @@ from m3.protocols.tools.agents import AGENT_TOOLS
 from m3.protocols.tools.chatlog import CHATLOG_TOOLS
 from m3.protocols.tools.conflicts import CONFLICT_TOOLS
 from m3.protocols.tools.diagnostics import DIAGNOSTICS_TOOLS
+from m3.protocols.tools.entities import ENTITY_TOOLS
 from m3.protocols.tools.governance import GOVERNANCE_TOOLS
 from m3.protocols.tools.inbox import INBOX_TOOLS, NOTIFICATION_TOOLS
 from m3.protocols.tools.memory import MEMORY_TOOLS
@@ -14,4 +15,4 @@ from m3.protocols.tools.tasks import TASK_TOOLS
 
 ALL_TOOLS: tuple[ToolSpec, ...] = (MEMORY_TOOLS + CHATLOG_TOOLS + META_TOOLS + INBOX_TOOLS + AGENT_TOOLS
                                    + NOTIFICATION_TOOLS + TASK_TOOLS + CONFLICT_TOOLS + SHARING_TOOLS
-                                   + GOVERNANCE_TOOLS + DIAGNOSTICS_TOOLS)
+                                   + GOVERNANCE_TOOLS + DIAGNOSTICS_TOOLS + ENTITY_TOOLS)
