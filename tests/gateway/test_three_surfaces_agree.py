@@ -51,6 +51,13 @@ CASES: dict[str, list[dict[str, Any]]] = {
     "chatlog_write_bulk": [{"messages": []}],
     "chatlog_list": [{"conversation_id": "c1", "after_turn": 0}, {"limit": 0}],
     "chatlog_redact": [{"id": MISSING_ID, "confirm": True}, {"id": MISSING_ID}],
+    "entity_search": [{"query": "surfaces"}],
+    "entity_get": [{"id": MISSING_ID}],
+    "entity_graph": [{"id": MISSING_ID}, {"id": MISSING_ID, "depth": 9}],
+    "entity_relations": [{"entity_id": MISSING_ID}],
+    "entity_merge": [{"source_id": MISSING_ID, "target_id": MISSING_ID}],
+    "entity_unmerge": [{"source_id": MISSING_ID}],
+    "entity_extract": [{"limit": 0}],
 }
 #: notifications_wait would wait its default 30 s three times over; the rest answer at once.
 NO_EMPTY_CALL = {"notifications_wait"}
