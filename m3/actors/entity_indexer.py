@@ -193,7 +193,8 @@ class EntityIndexer(ConnectionOwner):
             shown = reads.summaries(self.conn, nodes, ask.filter)
             return p.EntityGraphResult(
                 root=root["id"], truncated=truncated,
-                nodes=[p.GraphNode(**p.summary(shown[i]).model_dump(), depth=d) for i, d in nodes.items() if i in shown],
+                nodes=[p.GraphNode(**p.summary(shown[i]).model_dump(), depth=d)
+                       for i, d in nodes.items() if i in shown],
                 edges=[p.GraphEdge(**edge) for edge in edges if edge["source"] in shown and edge["target"] in shown])
         result: p.EntityGraphResult = self._read(read)
         return result

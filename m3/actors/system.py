@@ -46,7 +46,8 @@ def entity_extractor(config: Config) -> Extractor:
     try:
         return Extractor(parse_types(config["entities.types"]))
     except ValueError as exc:
-        raise ConfigError(f"entities.types: {exc}", hint="Give each entry as type=regex, e.g. ticket=JIRA-\\d+.") from None
+        raise ConfigError(f"entities.types: {exc}",
+                          hint="Give each entry as type=regex, e.g. ticket=JIRA-\\d+.") from None
 
 
 def interactive(embedder: Embedder | None) -> Embedder | None:

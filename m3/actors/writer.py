@@ -33,8 +33,8 @@ from m3.protocols.tools.conflicts import ConflictRecord
 from m3.protocols.tools.governance import GdprForgetResult
 from m3.protocols.tools.memory import MemoryWriteResult
 from m3.retrieval.supersession import Candidates, SupersessionPolicy, candidates_for, supersede_similar
-from m3.store import agent_writes, chat_writes, conflict_writes, embedding_models, entity_writes, grant_writes
-from m3.store import inbox_writes
+from m3.store import agent_writes, chat_writes, conflict_writes, embedding_models, grant_writes, inbox_writes
+from m3.store import entity_writes as entities
 from m3.store import memories as rows
 from m3.store.audit_writes import prune as prune_audit
 from m3.store.audit_writes import record as record_audit
@@ -355,9 +355,8 @@ OPERATIONS: dict[type[Message], Operation] = {
     co.DeleteTask: _task(TaskWrites.delete), co.ClaimTask: _task(TaskWrites.claim),
     co.RenewLease: _task(TaskWrites.renew), co.ExpireLeases: _task(TaskWrites.expire),
     ResolveConflict: Operation(_resolve_conflict, refusable=True),
-    ent.IndexEntities: _at_now(entity_writes.index), ent.MergeEntities: _at_now(entity_writes.merge_request,
-                                                                                refusable=True),
-    ent.UnmergeEntities: _at_now(entity_writes.unmerge_request, refusable=True),
+    ent.IndexEntities: _at_now(entities.index), ent.MergeEntities: _at_now(entities.merge_request, refusable=True),
+    ent.UnmergeEntities: _at_now(entities.unmerge_request, refusable=True),
 }
 
 

@@ -193,3 +193,42 @@ async def test_gdpr_forget_erases_the_entities_only_the_subject_mentioned(quiet:
     [yoyodyne] = await find(quiet, "yoyodyne", B)
     assert yoyodyne["mentions"] == 1
     assert [r["predicate"] for r in (await quiet.call("entity_relations", {}, B))["items"]] == ["moved_to"]
+
+
+async def test_extract_with_a_limit_leaves_the_rest_of_the_backlog_for_later(quiet: Service) -> None:
+    for person in ("Alice Smith", "Bob Jones", "Carol White"):
+        await write(quiet, f"We met {person} today.", scope="org")
+    first = await quiet.call("entity_extract", {"limit": 2}, A)
+    assert (first["memories"], first["remaining"]) == (2, 1)
+    assert (await extract(quiet))["memories"] == 1
+
+
+async def test_list_pages_by_mentions_and_filters_by_type(quiet: Service) -> None:
+    await write(quiet, "We met Alice Smith on 2026-03-01.", scope="org")
+    await write(quiet, "We met Alice Smith and Bob Jones on 2026-03-02.", scope="org")
+    await extract(quiet)
+    page = await quiet.call("entity_list", {"limit": 1}, A)
+    assert [(i["name"], i["mentions"]) for i in page["items"]] == [("Alice Smith", 2)]
+    rest = await quiet.call("entity_list", {"limit": 10, "offset": 1}, A)
+    assert rest["count"] == 3
+    dates = await quiet.call("entity_list", {"type": "date"}, A)
+    assert sorted(i["name"] for i in dates["items"]) == ["2026-03-01", "2026-03-02"]
+
+
+async def test_a_malformed_entity_type_setting_is_a_config_error(config: Config, embedder: MiniLMEmbedder) -> None:
+    with pytest.raises(M3Error) as raised:
+        ActorSystem(config.with_overrides(entities__types=["ticket=("]), embedder)
+    assert raised.value.code == "config_error"
+
+
+async def test_configured_types_are_extracted(config: Config, embedder: MiniLMEmbedder) -> None:
+    settled = config.with_overrides(entities__enabled=False, entities__types=[r"ticket=\bOPS-\d+\b"])
+    system = ActorSystem(settled, embedder).start()
+    try:
+        svc = Service(settled, system, default_registry())
+        await write(svc, "OPS-17 is blocked on the vendor.", scope="org")
+        await extract(svc)
+        [ticket] = (await svc.call("entity_list", {"type": "ticket"}, A))["items"]
+        assert ticket["name"] == "OPS-17"
+    finally:
+        system.stop()
