@@ -138,7 +138,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("entities.batch", int, 200, "Most memories the entity indexer reads and hands to the Writer at once."),
     Setting("entities.types", list, [],
             "Extra entity types, each 'type=regex' (e.g. 'ticket=\\bJIRA-\\d+\\b'); a match is an entity of that "
-            "type, found before names, dates and amounts."),
+            "type, found before names, dates and amounts. No commas in a pattern (lists travel comma-separated)."),
     Setting("tasks.lease_s", float, 300.0, "Default lease of a claimed task; task_heartbeat renews it."),
     Setting("tasks.max_lease_s", float, 86400.0, "Longest lease a claim or heartbeat may ask for."),
     Setting("engine.mode", str, "engine",
