@@ -195,6 +195,7 @@ async def _exercise_every_tool(client: Client, service: Service) -> list[str]:
     await run("embedder_status")
     await _exercise_coordination(run, a["id"], c["id"])
     await _exercise_conflicts(run, service)
+    await _exercise_entities(run)
     await run("audit_query", reader="local", limit=5)
     await run("gdpr_export", agent_id="helper")
     await run("gdpr_forget", agent_id="nobody-here", confirm=True)
@@ -202,6 +203,21 @@ async def _exercise_every_tool(client: Client, service: Service) -> list[str]:
     assert (await run("diagnostics_actor_stats"))["actors"][-1]["actor"] == "routers"
     assert any(row["key"] == "store.url" for row in (await run("diagnostics_config"))["settings"])
     return done
+
+
+async def _exercise_entities(run: Any) -> None:
+    """Each entity tool once: two memories naming the same person twice over, indexed now, merged, unmerged."""
+    await run("memory_write", content="Alice Smith works at Acme Corp.", type="fact", scope="org")
+    await run("memory_write", content="We asked Ali about Acme Corp.", type="fact", scope="org")
+    await run("entity_extract")
+    alice = (await run("entity_search", query="alice smith"))["items"][0]
+    ali = (await run("entity_list", type="name"))["items"]
+    [short] = [item for item in ali if item["name"] == "Ali"]
+    await run("entity_get", id=alice["id"])
+    await run("entity_graph", id=alice["id"], depth=2)
+    await run("entity_relations", predicate="works_at")
+    await run("entity_merge", source_id=short["id"], target_id=alice["id"])
+    await run("entity_unmerge", source_id=short["id"])
 
 
 async def _exercise_conflicts(run: Any, service: Service) -> None:
