@@ -186,6 +186,9 @@ async def test_gdpr_forget_erases_the_entities_only_the_subject_mentioned(quiet:
     await write(quiet, "Yoyodyne moved to Austin.", B, scope="org")
     await write(quiet, "Private: Ursula Vance owes $5.", A)
     await extract(quiet)
+    exported = await quiet.call("gdpr_export", {"agent_id": "agent-a"}, CallContext(agent_id=None))
+    assert {m["surface"] for m in exported["entity_mentions"]} == {"Ursula Vance", "Yoyodyne", "$5"}
+    assert [r["predicate"] for r in exported["entity_relations"]] == ["works_at"]
     done = await quiet.call("gdpr_forget", {"agent_id": "agent-a", "confirm": True},
                             CallContext(agent_id=None))
     assert done["counts"]["entities"] == 3  # shared Ursula Vance, private Ursula Vance and USD 5
