@@ -2,10 +2,10 @@
 gdpr_forget (``subject_writes``) erases the same rows.
 
 An agent subject is what the agent wrote or was sent: its memories (every version), their history, links,
-shares, vectors and entity mentions and relations, its chat rows, its registration and tokens, the tasks it created or owns, handoffs and
-notifications to or from it, and the read-audit records about its data or its reads. A user subject is the
-memories about that user (``user_id``) with the same dependants, and the read-audit records about them; chat
-rows carry no user, so a user subject has none.
+shares, vectors and entity mentions and relations, its chat rows, its registration and tokens, the tasks it
+created or owns, handoffs and notifications to or from it, and the read-audit records about its data or its
+reads. A user subject is the memories about that user (``user_id``) with the same dependants, and the read-audit
+records about them; chat rows carry no user, so a user subject has none.
 """
 
 from __future__ import annotations
@@ -89,8 +89,8 @@ def where(subject: Subject) -> dict[str, ColumnElement[bool]]:
 
 #: The table behind each section of :func:`where`.
 TABLES = {"memories": m, "history": h, "relationships": r, "grants": g, "vectors": e, "conflicts": cf,
-          "entity_mentions": mn, "entity_relations": rel, "chat": cl, "tokens": tk, "tasks": t, "task_events": te, "inbox": ib, "notifications": nt,
-          "audit": ra}
+          "entity_mentions": mn, "entity_relations": rel, "chat": cl, "tokens": tk, "tasks": t, "task_events": te,
+          "inbox": ib, "notifications": nt, "audit": ra}
 #: Every table an erasure may have deleted from or changed, rewritten after it (``Dialect.scrub``).
 SCRUBBED_TABLES = ("memories", "memory_history", "memory_relationships", "memory_grants", "memory_embeddings",
                    "conflicts", "chatlog", "agents", "agent_tokens", "tasks", "task_events", "inbox", "inbox_links",
