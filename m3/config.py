@@ -139,6 +139,15 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("files.chunk_chars", int, 1500, "Target size of a file chunk in characters (files_index)."),
     Setting("files.chunk_overlap_lines", int, 2,
             "Lines a chunk cut for size repeats at the start of the next one (files_index)."),
+    Setting("entities.enabled", bool, True,
+            "Find the entities of new memories in the background (long-running processes; entity_extract runs the "
+            "pass on demand either way)."),
+    Setting("entities.interval_s", float, 5.0,
+            "How often the background entity indexer looks for memories written since its last pass."),
+    Setting("entities.batch", int, 200, "Most memories the entity indexer reads and hands to the Writer at once."),
+    Setting("entities.types", list, [],
+            "Extra entity types, each 'type=regex' (e.g. 'ticket=\\bJIRA-\\d+\\b'); a match is an entity of that "
+            "type, found before names, dates and amounts. No commas in a pattern (lists travel comma-separated)."),
     Setting("tasks.lease_s", float, 300.0, "Default lease of a claimed task; task_heartbeat renews it."),
     Setting("tasks.max_lease_s", float, 86400.0, "Longest lease a claim or heartbeat may ask for."),
     Setting("engine.mode", str, "engine",

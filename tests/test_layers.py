@@ -1,5 +1,5 @@
-"""The import-layer rule of DESIGN.md: gateway → actors → retrieval → (store, embed) → protocols → (errors, config),
-with the crypto provider (m3/crypto) below config: config reads the encrypted secrets.
+"""The import-layer rule of DESIGN.md: gateway → actors → (retrieval, cognition) → (store, embed) → protocols →
+(errors, config), with the crypto provider (m3/crypto) below config: config reads the encrypted secrets.
 
 Checked on the source with ``ast``, so imports inside functions count too.
 """
@@ -26,8 +26,10 @@ ALLOWED: dict[str, set[str]] = {
     "store": {"protocols", "errors", "config", "crypto"},
     "embed": {"protocols", "errors", "config", "crypto"},
     "retrieval": {"store", "embed", "protocols", "errors", "config", "crypto"},
-    "actors": {"retrieval", "store", "embed", "protocols", "errors", "config", "crypto"},
-    "gateway": {"actors", "retrieval", "store", "embed", "protocols", "errors", "config", "crypto"},
+    # Beside retrieval: the cognitive loop's pure logic (entity extraction, Observer/Reflector rules).
+    "cognition": {"store", "embed", "protocols", "errors", "config", "crypto"},
+    "actors": {"retrieval", "cognition", "store", "embed", "protocols", "errors", "config", "crypto"},
+    "gateway": {"actors", "retrieval", "cognition", "store", "embed", "protocols", "errors", "config", "crypto"},
 }
 ROOT_MODULES = {"__init__", "__main__"}
 

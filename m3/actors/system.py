@@ -9,15 +9,17 @@ from typing import Any
 from m3.actors.audit_keeper import AuditKeeper
 from m3.actors.directory import Directory
 from m3.actors.embedder import EmbedderActor
+from m3.actors.entity_indexer import EntityIndexer
 from m3.actors.router import RouterRegistry
 from m3.actors.searcher import Searcher
 from m3.actors.supervisor import ActorHandle
 from m3.actors.task_manager import TaskManager, lease_clock
 from m3.actors.writer import Writer
+from m3.cognition.extraction import Extractor, parse_types
 from m3.config import Config
 from m3.embed.base import Embedder
 from m3.embed.factory import ModelResolver, close_embedder, create_embedder
-from m3.errors import M3Error
+from m3.errors import ConfigError, M3Error
 from m3.protocols.messages.files import FILE_CHUNK
 from m3.protocols.messages.memory import Drain, Flush, SearchWeights
 from m3.retrieval.ranking import SIGNALS
@@ -38,6 +40,15 @@ def search_weights(config: Config) -> SearchWeights:
     return SearchWeights(**{name: config[f"search.weight_{name}"] for name in SIGNALS},
                          **{name: config[f"search.{name}"]
                             for name in ("recency_half_life_days", "mmr_lambda", "conversation_top")})
+
+
+def entity_extractor(config: Config) -> Extractor:
+    """The extractor with the configured ``entities.types``; a malformed entry is a ``config_error``."""
+    try:
+        return Extractor(parse_types(config["entities.types"]))
+    except ValueError as exc:
+        raise ConfigError(f"entities.types: {exc}",
+                          hint="Give each entry as type=regex, e.g. ticket=JIRA-\\d+.") from None
 
 
 def interactive(embedder: Embedder | None) -> Embedder | None:
@@ -76,6 +87,11 @@ class ActorSystem:
         self.directory = ActorHandle("directory", Directory, self.options, liveness=Liveness(
             active_s=config["agents.active_window_s"], offline_s=config["agents.offline_after_s"]))
         self.tasks = ActorHandle("tasks", TaskManager, self.options, writer=self.writer)
+        #: Entity extraction in the background (long-running processes), and the entity reads.
+        self.entities = ActorHandle("entities", EntityIndexer, self.options, writer=self.writer,
+                                    extractor=entity_extractor(config), batch=config["entities.batch"],
+                                    interval_s=config["entities.interval_s"], ask_timeout=self.ask_timeout,
+                                    background=background and config["entities.enabled"])
         #: Prunes the read audit at start and every audit.prune_interval_s, in long-running processes only.
         self.audit_keeper = ActorHandle("audit_keeper", AuditKeeper, writer=self.writer,
                                         retention_days=config["audit.retention_days"],
@@ -87,7 +103,8 @@ class ActorSystem:
         self.writer.rebind(searcher=self.searcher, embedder=self.embedder, on_notified=self._notified,
                            on_leased=lease_clock(self.tasks))
         #: In start order; they stop in reverse, the Writer last.
-        self._handles = (self.writer, self.searcher, self.embedder, self.directory, self.tasks, self.audit_keeper)
+        self._handles = (self.writer, self.searcher, self.embedder, self.directory, self.tasks, self.entities,
+                         self.audit_keeper)
 
     def _notified(self, agents: tuple[str, ...]) -> None:
         self.routers.arrived(agents)

@@ -25,6 +25,7 @@ from m3.actors.supervisor import ActorHandle
 from m3.errors import M3Error
 from m3.protocols.base import Message
 from m3.protocols.messages import coordination as co
+from m3.protocols.messages import entities as ent
 from m3.protocols.messages import governance as gov
 from m3.protocols.messages import memory as mem
 from m3.protocols.messages.conflicts import ResolveConflict
@@ -34,6 +35,7 @@ from m3.protocols.tools.governance import GdprForgetResult
 from m3.protocols.tools.memory import MemoryWriteResult
 from m3.retrieval.supersession import Candidates, SupersessionPolicy, candidates_for, supersede_similar
 from m3.store import agent_writes, chat_writes, conflict_writes, embedding_models, grant_writes, inbox_writes
+from m3.store import entity_writes as entities
 from m3.store import memories as rows
 from m3.store.audit_writes import prune as prune_audit
 from m3.store.audit_writes import record as record_audit
@@ -356,6 +358,8 @@ OPERATIONS: dict[type[Message], Operation] = {
     co.RenewLease: _task(TaskWrites.renew), co.ReleaseTask: _task(TaskWrites.release),
     co.ExpireLeases: _task(TaskWrites.expire),
     ResolveConflict: Operation(_resolve_conflict, refusable=True),
+    ent.IndexEntities: _at_now(entities.index), ent.MergeEntities: _at_now(entities.merge_request, refusable=True),
+    ent.UnmergeEntities: _at_now(entities.unmerge_request, refusable=True),
 }
 
 

@@ -310,3 +310,79 @@ erasures = Table(
     Column("counts", json_type(), nullable=False),
     Index("ix_erasures_subject", "subject_hash"),
 )
+
+
+# --- the entity graph (migration 0010_entities) ----------------------------------------------------
+
+#: Things memories name (people, organisations, dates, amounts, titles ...), found by the EntityIndexer. One row
+#: per canonical name and type within an owner ``partition`` (``<scope>|<agent if scope=agent>|<user>``): what an
+#: agent's private memories name is that agent's own entity. ``merged_into``: entity_merge folded it into another.
+entities = Table(
+    "entities", metadata,
+    Column("seq", SeqType, primary_key=True, autoincrement=True),
+    Column("id", String(36), nullable=False, unique=True),
+    Column("name", String(300), nullable=False),
+    Column("norm", String(300), nullable=False),
+    Column("type", String(32), nullable=False),
+    Column("scope", String(8), nullable=False),
+    Column("agent_id", String(200)),
+    Column("user_id", String(200)),
+    Column("partition", String(420), nullable=False),
+    Column("aliases", json_type(), nullable=False),
+    Column("merged_into", String(36), ForeignKey("entities.id", ondelete="CASCADE")),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Column("updated_at", UTCDateTime(), nullable=False),
+    UniqueConstraint("partition", "type", "norm", name="uq_entities_name"),
+    Index("ix_entities_norm", "norm"),
+)
+
+#: Where a memory names an entity (character span of its title and content as indexed).
+entity_mentions = Table(
+    "entity_mentions", metadata,
+    Column("seq", SeqType, primary_key=True, autoincrement=True),
+    Column("entity_id", String(36), ForeignKey("entities.id", ondelete="CASCADE"), nullable=False),
+    Column("memory_id", String(36), ForeignKey("memories.id", ondelete="CASCADE"), nullable=False),
+    Column("span_start", Integer, nullable=False),
+    Column("span_end", Integer, nullable=False),
+    Column("surface", String(300), nullable=False),
+    UniqueConstraint("entity_id", "memory_id", "span_start", name="uq_entity_mentions_span"),
+    Index("ix_entity_mentions_memory", "memory_id"),
+)
+
+#: ``subject predicate object`` stated by one memory, valid when that memory is (its valid_from / valid_to).
+entity_relations = Table(
+    "entity_relations", metadata,
+    Column("seq", SeqType, primary_key=True, autoincrement=True),
+    Column("id", String(36), nullable=False, unique=True),
+    Column("subject_id", String(36), ForeignKey("entities.id", ondelete="CASCADE"), nullable=False),
+    Column("predicate", String(64), nullable=False),
+    Column("object_id", String(36), ForeignKey("entities.id", ondelete="CASCADE"), nullable=False),
+    Column("valid_from", UTCDateTime()),
+    Column("valid_to", UTCDateTime()),
+    Column("memory_id", String(36), ForeignKey("memories.id", ondelete="CASCADE"), nullable=False),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Index("ix_entity_relations_subject", "subject_id"),
+    Index("ix_entity_relations_object", "object_id"),
+    Index("ix_entity_relations_memory", "memory_id"),
+)
+
+#: entity_merge's record: which entity was folded into which, by whom, and the mentions and relations it moved.
+entity_merges = Table(
+    "entity_merges", metadata,
+    Column("seq", SeqType, primary_key=True, autoincrement=True),
+    Column("source_id", String(36), nullable=False),
+    Column("target_id", String(36), nullable=False),
+    Column("actor", String(200)),
+    Column("at", UTCDateTime(), nullable=False),
+    Column("details", json_type(), nullable=False),
+    Index("ix_entity_merges_source", "source_id"),
+    Index("ix_entity_merges_target", "target_id"),
+)
+
+#: The EntityIndexer's watermark: the ``memories.seq`` up to which every memory was looked at (one row, id 1).
+entity_watermark = Table(
+    "entity_watermark", metadata,
+    Column("id", Integer, primary_key=True),
+    Column("seq", BigInteger, nullable=False),
+    Column("updated_at", UTCDateTime(), nullable=False),
+)

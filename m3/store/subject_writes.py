@@ -16,6 +16,7 @@ from sqlalchemy import Connection, delete, func, insert, select, update
 
 from m3.protocols.messages.governance import Subject
 from m3.store.dialect import Dialect
+from m3.store.entity_writes import drop_unmentioned, mentioned_by
 from m3.store.schema import agents as ag
 from m3.store.schema import erasures as er
 from m3.store.schema import memory_history as h
@@ -37,6 +38,7 @@ def forget(conn: Connection, subject: Subject, *, now: datetime, actor: str | No
     counts = {name: conn.execute(select(func.count()).select_from(TABLES[name]).where(clause)).scalar_one()
               for name, clause in sections.items()}
     erased = list(conn.execute(memory_ids(subject)).scalars())
+    named = mentioned_by(conn, memory_ids(subject))  # their mentions go with the memories, by foreign key
     # First: which notifications quote the agent's tasks and handoffs is known by their ids.
     conn.execute(delete(TABLES["notifications"]).where(sections["notifications"]))
     if subject.kind == "agent":
@@ -45,6 +47,7 @@ def forget(conn: Connection, subject: Subject, *, now: datetime, actor: str | No
         table = TABLES[name]
         conn.execute(delete(table).where(sections[name]))
     conn.execute(delete(TABLES["memories"]).where(sections["memories"]))
+    counts["entities"] = drop_unmentioned(conn, named)  # those only the subject's memories named
     if subject.kind == "agent":
         counts["agent"] = conn.execute(delete(ag).where(ag.c.id == subject.id)).rowcount
     dialect.purge_fulltext(conn)

@@ -2,10 +2,10 @@
 gdpr_forget (``subject_writes``) erases the same rows.
 
 An agent subject is what the agent wrote or was sent: its memories (every version), their history, links,
-shares and vectors, its chat rows, its registration and tokens, the tasks it created or owns, handoffs and
-notifications to or from it, and the read-audit records about its data or its reads. A user subject is the
-memories about that user (``user_id``) with the same dependants, and the read-audit records about them; chat
-rows carry no user, so a user subject has none.
+shares, vectors and entity mentions and relations, its chat rows, its registration and tokens, the tasks it
+created or owns, handoffs and notifications to or from it, and the read-audit records about its data or its
+reads. A user subject is the memories about that user (``user_id``) with the same dependants, and the read-audit
+records about them; chat rows carry no user, so a user subject has none.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from m3.store.schema import agent_tokens as tk
 from m3.store.schema import agents as ag
 from m3.store.schema import chatlog as cl
 from m3.store.schema import conflicts as cf
+from m3.store.schema import entity_mentions as mn
+from m3.store.schema import entity_relations as rel
 from m3.store.schema import erasures as er
 from m3.store.schema import inbox as ib
 from m3.store.schema import memories as m
@@ -69,6 +71,9 @@ def where(subject: Subject) -> dict[str, ColumnElement[bool]]:
         "grants": or_(g.c.memory_id.in_(ids), _is_agent(subject, g.c.agent_id)),
         "vectors": e.c.memory_id.in_(ids),
         "conflicts": or_(cf.c.memory_a.in_(ids), cf.c.memory_b.in_(ids)),
+        # What the entity indexer found in those memories (names as written, relations); docs/entities.md.
+        "entity_mentions": mn.c.memory_id.in_(ids),
+        "entity_relations": rel.c.memory_id.in_(ids),
         "chat": _is_agent(subject, cl.c.agent_id),
         "tokens": _is_agent(subject, tk.c.agent_id),
         "tasks": or_(_is_agent(subject, t.c.creator), _is_agent(subject, t.c.owner)),
@@ -84,12 +89,14 @@ def where(subject: Subject) -> dict[str, ColumnElement[bool]]:
 
 #: The table behind each section of :func:`where`.
 TABLES = {"memories": m, "history": h, "relationships": r, "grants": g, "vectors": e, "conflicts": cf,
-          "chat": cl, "tokens": tk, "tasks": t, "task_events": te, "inbox": ib, "notifications": nt,
-          "audit": ra}
+          "entity_mentions": mn, "entity_relations": rel, "chat": cl, "tokens": tk, "tasks": t, "task_events": te,
+          "inbox": ib, "notifications": nt, "audit": ra}
 #: Every table an erasure may have deleted from or changed, rewritten after it (``Dialect.scrub``).
 SCRUBBED_TABLES = ("memories", "memory_history", "memory_relationships", "memory_grants", "memory_embeddings",
                    "conflicts", "chatlog", "agents", "agent_tokens", "tasks", "task_events", "inbox", "inbox_links",
-                   "notifications", "read_audit", "erasures")
+                   "notifications", "read_audit", "erasures",
+                   # the entity graph: names and spellings taken from the subject's memories (docs/entities.md)
+                   "entities", "entity_mentions", "entity_relations", "entity_merges")
 #: Columns an export leaves out: internal order, generated full-text columns, the floats and the token hashes.
 _HIDDEN = {"seq", "fts_content", "fts_title", "vector", "token_hash"}
 

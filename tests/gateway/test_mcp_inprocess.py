@@ -197,6 +197,7 @@ async def _exercise_every_tool(client: Client, service: Service) -> list[str]:
     await run("embedder_status")
     await _exercise_coordination(run, a["id"], c["id"])
     await _exercise_conflicts(run, service)
+    await _exercise_entities(run)
     await run("audit_query", reader="local", limit=5)
     await run("gdpr_export", agent_id="helper")
     await run("gdpr_forget", agent_id="nobody-here", confirm=True)
@@ -221,6 +222,19 @@ async def _exercise_files(run: Any) -> None:
         assert (await run("files_reindex", path=str(folder)))["changed"] == 1
         await run("memory_write_from_file", path=str(folder / "deploy.md"), start_line=2)
         assert (await run("files_forget", path=str(folder)))["files"] == 1
+async def _exercise_entities(run: Any) -> None:
+    """Each entity tool once: two memories naming the same person twice over, indexed now, merged, unmerged."""
+    await run("memory_write", content="Alice Smith works at Acme Corp.", type="fact", scope="org")
+    await run("memory_write", content="We asked Ali about Acme Corp.", type="fact", scope="org")
+    await run("entity_extract")
+    alice = (await run("entity_search", query="alice smith"))["items"][0]
+    ali = (await run("entity_list", type="name"))["items"]
+    [short] = [item for item in ali if item["name"] == "Ali"]
+    await run("entity_get", id=alice["id"])
+    await run("entity_graph", id=alice["id"], depth=2)
+    await run("entity_relations", predicate="works_at")
+    await run("entity_merge", source_id=short["id"], target_id=alice["id"])
+    await run("entity_unmerge", source_id=short["id"])
 
 
 async def _exercise_conflicts(run: Any, service: Service) -> None:

@@ -58,6 +58,13 @@ CASES: dict[str, list[dict[str, Any]]] = {
     "files_list": [{"path": "/no/such/folder", "limit": 5}],
     "files_forget": [{"path": "/no/such/folder"}],
     "files_index": [{"path": "relative/notes"}],
+    "entity_search": [{"query": "surfaces"}],
+    "entity_get": [{"id": MISSING_ID}],
+    "entity_graph": [{"id": MISSING_ID}, {"id": MISSING_ID, "depth": 9}],
+    "entity_relations": [{"entity_id": MISSING_ID}],
+    "entity_merge": [{"source_id": MISSING_ID, "target_id": MISSING_ID}],
+    "entity_unmerge": [{"source_id": MISSING_ID}],
+    "entity_extract": [{"limit": 0}],
 }
 #: notifications_wait would wait its default 30 s three times over; the rest answer at once.
 NO_EMPTY_CALL = {"notifications_wait"}

@@ -3,8 +3,8 @@
 * **Wake-ups cross engines**: after a commit that notified agents, the engine sends ``NOTIFY m3_notified``
   with the agents and its own id (the Writer has committed, so a listener reads the new rows); every other
   engine ``LISTEN``s on its own connection and wakes its routers for those agents.
-* **One runner per background job**: the embedder's backlog runs in the engine holding a session-level
-  advisory lock (``pg_try_advisory_lock``); the others try again every ``engine.lease_retry_s``. A holder
+* **One runner per background job**: the embedder's backlog and the entity indexer run in the engine holding a
+  session-level advisory lock (``pg_try_advisory_lock``); the others try again every ``engine.lease_retry_s``. A holder
   that dies loses its connection and with it the lock, so another engine takes over within that bound.
 
 Whether a store is shared is the dialect's ``serial_writes`` (False: several writers may run at once).
@@ -188,9 +188,13 @@ class SharedWork:
 
     def _taken(self) -> None:
         from m3.actors.embedder import TakeBackground
+        from m3.actors.entity_indexer import TakeBackground as IndexInBackground
 
         if self._system is not None:
             self._system.embedder.tell(TakeBackground())
+            # One lease for all background work: the same engine indexes entities (if entities.enabled).
+            if self.config["entities.enabled"]:
+                self._system.entities.tell(IndexInBackground())
 
     def attach(self, system: Any) -> None:
         self._system = system

@@ -5,6 +5,7 @@ from m3.protocols.tools.agents import AGENT_TOOLS
 from m3.protocols.tools.chatlog import CHATLOG_TOOLS
 from m3.protocols.tools.conflicts import CONFLICT_TOOLS
 from m3.protocols.tools.diagnostics import DIAGNOSTICS_TOOLS
+from m3.protocols.tools.entities import ENTITY_TOOLS
 from m3.protocols.tools.files import FILES_TOOLS
 from m3.protocols.tools.governance import GOVERNANCE_TOOLS
 from m3.protocols.tools.inbox import INBOX_TOOLS, NOTIFICATION_TOOLS
@@ -18,7 +19,7 @@ from m3.protocols.tools.whoami import AGENT_WHOAMI
 
 ALL_TOOLS: tuple[ToolSpec, ...] = (
     MEMORY_TOOLS + LINK_TOOLS + MEMORY_LIST_TOOLS
-    + FILES_TOOLS
+    + FILES_TOOLS + ENTITY_TOOLS
     + CHATLOG_TOOLS
     + META_TOOLS
     + INBOX_TOOLS + AGENT_TOOLS + (AGENT_WHOAMI,) + NOTIFICATION_TOOLS + TASK_TOOLS

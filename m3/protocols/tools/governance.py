@@ -71,6 +71,8 @@ class GdprExportResult(ToolResult):
     vectors: list[dict[str, Any]] = Field(description="One entry per stored vector: memory id, model, dim and "
                                                       "time; not the floats.")
     conflicts: list[dict[str, Any]]
+    entity_mentions: list[dict[str, Any]] = Field(description="Where those memories name an entity, as written.")
+    entity_relations: list[dict[str, Any]] = Field(description="Relations between entities those memories state.")
     chat: list[dict[str, Any]]
     agent: dict[str, Any] | None = Field(description="The agent's registration (agent subjects).")
     tokens: list[dict[str, Any]] = Field(description="The agent's tokens: id, label, times; never the hashes.")
