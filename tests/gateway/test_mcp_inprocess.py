@@ -178,6 +178,11 @@ async def _exercise_every_tool(client: Client, service: Service) -> list[str]:
     await run("memory_history", id=b["id"])
     await run("memory_link", from_id=a["id"], to_id=c["id"], type="related")
     await run("memory_graph", id=a["id"], depth=2)
+    assert (await run("memory_unlink", from_id=a["id"], to_id=c["id"], type="related"))["removed"] == ["related"]
+    bulk_notes = await run("memory_write_bulk", memories=[{"content": "Bulk note one."}, {"content": "Bulk note two."}])
+    assert bulk_notes["created"] == 2
+    assert (await run("memory_list", limit=2))["count"] == 2
+    assert (await run("memory_stats"))["current"] >= 4
     await run("memory_verify")
     await run("memory_delete", id=a["id"], reason="no longer needed")
     assert (await run("memory_restore", id=a["id"], reason="needed after all"))["retired_id"] is None
@@ -268,6 +273,8 @@ async def _exercise_coordination(run: Any, memory_id: str, shared_id: str) -> No
     child = await run("task_assign", id=child["id"], version=child["version"], assignee="helper")
     child = await run("task_assign", id=child["id"], version=child["version"], assignee=None)
     claimed = (await run("task_claim", filter={"kind": "docs"}, lease=60))["task"]
+    await run("task_release", id=claimed["id"], reason="exercised")
+    claimed = (await run("task_claim", filter={"kind": "docs"}, lease=60))["task"]
     claimed = await run("task_heartbeat", id=claimed["id"], lease=60)
     claimed = await run("task_set_result", id=claimed["id"], version=claimed["version"], memory_id=shared_id)
     await run("task_update", id=claimed["id"], version=claimed["version"], state="completed")
@@ -276,6 +283,7 @@ async def _exercise_coordination(run: Any, memory_id: str, shared_id: str) -> No
     await run("task_tree", id=root["id"], depth=2)
     root = await run("task_update", id=root["id"], version=root["version"], state="cancelled")
     await run("task_delete", id=root["id"], version=root["version"])
+    assert (await run("agent_whoami"))["agent_id"] == "local"
     await run("agent_offline", agent_id="helper")
 
 
