@@ -2,8 +2,10 @@
 
 from m3.protocols.base import ToolSpec
 from m3.protocols.tools.agents import AGENT_TOOLS
+from m3.protocols.tools.chat_reads import CHAT_READ_TOOLS
 from m3.protocols.tools.chatlog import CHATLOG_TOOLS
 from m3.protocols.tools.conflicts import CONFLICT_TOOLS
+from m3.protocols.tools.conversations import CONVERSATION_TOOLS
 from m3.protocols.tools.diagnostics import DIAGNOSTICS_TOOLS
 from m3.protocols.tools.governance import GOVERNANCE_TOOLS
 from m3.protocols.tools.inbox import INBOX_TOOLS, NOTIFICATION_TOOLS
@@ -12,6 +14,6 @@ from m3.protocols.tools.meta import META_TOOLS
 from m3.protocols.tools.sharing import SHARING_TOOLS
 from m3.protocols.tools.tasks import TASK_TOOLS
 
-ALL_TOOLS: tuple[ToolSpec, ...] = (MEMORY_TOOLS + CHATLOG_TOOLS + META_TOOLS + INBOX_TOOLS + AGENT_TOOLS
-                                   + NOTIFICATION_TOOLS + TASK_TOOLS + CONFLICT_TOOLS + SHARING_TOOLS
-                                   + GOVERNANCE_TOOLS + DIAGNOSTICS_TOOLS)
+ALL_TOOLS: tuple[ToolSpec, ...] = (MEMORY_TOOLS + CHATLOG_TOOLS + CHAT_READ_TOOLS + CONVERSATION_TOOLS + META_TOOLS
+                                   + INBOX_TOOLS + AGENT_TOOLS + NOTIFICATION_TOOLS + TASK_TOOLS + CONFLICT_TOOLS
+                                   + SHARING_TOOLS + GOVERNANCE_TOOLS + DIAGNOSTICS_TOOLS)

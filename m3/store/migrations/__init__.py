@@ -4,4 +4,4 @@
 needs no Alembic import; a test checks it against Alembic's own head.
 """
 
-HEAD = "0008_chat_redaction"
+HEAD = "0011_chat_vectors"
