@@ -14,6 +14,7 @@ from m3.gateway.registry import owner
 from m3.protocols.messages import conversations as cv
 from m3.protocols.messages.memory import MemoryFilter, SearchChat, WriteMemory
 from m3.protocols.tools import conversations as p
+from m3.protocols.tools.chatlog import ChatItem
 from m3.retrieval import extractive
 
 if TYPE_CHECKING:
@@ -33,15 +34,13 @@ async def conversations_search(svc: Service, a: p.ConversationsSearchArgs, ctx: 
     k = min(a.k * HITS_PER_CONVERSATION, svc.config["limits.max_k"])
     found = await svc.ask(svc.system.searcher, SearchChat(query=a.query, k=k, role=a.role,
                                                           filter=_filter(svc, ctx, a.scope)))
-    hits: dict[str, p.ConversationHit] = {}
+    best: dict[str, ChatItem] = {}
+    counts: dict[str, int] = {}
     for item in found.items:  # best first: a conversation's first hit is its best
-        hit = hits.get(item.conversation_id)
-        if hit is None:
-            hits[item.conversation_id] = p.ConversationHit(conversation_id=item.conversation_id, score=item.score,
-                                                           hits=1, best=item)
-        else:
-            hit.hits += 1
-    items = list(hits.values())[: a.k]
+        best.setdefault(item.conversation_id, item)
+        counts[item.conversation_id] = counts.get(item.conversation_id, 0) + 1
+    items = [p.ConversationHit(conversation_id=cid, score=hit.score, hits=counts[cid], best=hit)
+             for cid, hit in list(best.items())[: a.k]]
     return p.ConversationsSearchResult(count=len(items), items=items, query=a.query)
 
 
