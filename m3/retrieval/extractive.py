@@ -17,14 +17,14 @@ from dataclasses import dataclass
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
 #: Words that say little about what a conversation is about (English; others count as content words).
-STOPWORDS = frozenset("""
+STOPWORDS = frozenset(str.split("""
 a about above after again against all am an and any are as at be because been before being below between both
 but by can could did do does doing down during each few for from further had has have having he her here hers
 him his how i if in into is it its just me more most my no nor not now of off on once only or other our ours out
 over own same she should so some such than that the their them then there these they this those through to too
 under until up very was we were what when where which while who whom why will with would you your yours yes ok
 okay please thanks thank also let lets get got like one two well sure
-""".split())
+"""))
 #: A sentence needs this many content words to be chosen while longer ones remain.
 MIN_WORDS = 3
 

@@ -16,7 +16,7 @@ from sqlalchemy import Connection, and_, delete, insert, select, update
 
 from m3.errors import NotFound
 from m3.protocols.messages import conversations as msg
-from m3.protocols.messages.memory import NewMemory, WriteMemories
+from m3.protocols.messages.memory import Change, NewMemory, WriteMemories
 from m3.protocols.tools import conversations as p
 from m3.protocols.tools.chatlog import REDACTED
 from m3.store import chat_vectors
@@ -39,7 +39,7 @@ def record_event(conn: Connection, q: msg.RecordConversationEvent, now: datetime
     record(conn, q.conversation_id, q.event, q.actor, now, **q.details)
 
 
-def _own(q: msg.Change, conversation_id: str) -> Any:
+def _own(q: Change, conversation_id: str) -> Any:
     """The acting agent's own rows of the conversation."""
     mine = c.c.agent_id.is_(None) if q.actor is None else c.c.agent_id == q.actor
     return and_(c.c.conversation_id == conversation_id, mine)

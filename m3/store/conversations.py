@@ -188,12 +188,13 @@ def chat_stats(conn: Connection, q: msg.ChatStats, model: str | None) -> cr.Chat
     total = conn.execute(select(func.count(), func.count(distinct(c.c.conversation_id)),
                                 func.count(distinct(c.c.agent_id)), func.count(c.c.redacted_at),
                                 func.min(c.c.at), func.max(c.c.at)).where(where)).one()
-    by_role = dict(conn.execute(select(c.c.role, func.count()).where(where).group_by(c.c.role)).all())
-    by_scope = dict(conn.execute(select(c.c.scope, func.count()).where(where).group_by(c.c.scope)).all())
+    by_role: dict[str, int] = {str(k): int(v) for k, v in conn.execute(
+        select(c.c.role, func.count()).where(where).group_by(c.c.role))}
+    by_scope: dict[str, int] = {str(k): int(v) for k, v in conn.execute(
+        select(c.c.scope, func.count()).where(where).group_by(c.c.scope))}
     embedded = chat_vectors.count(conn, model, where) if model is not None else 0
     return cr.ChatlogStatsResult(
         messages=int(total[0]), conversations=int(total[1]), agents=int(total[2]), redacted=int(total[3]),
-        by_role={str(k): int(v) for k, v in sorted(by_role.items())},
-        by_scope={str(k): int(v) for k, v in sorted(by_scope.items())},
+        by_role=dict(sorted(by_role.items())), by_scope=dict(sorted(by_scope.items())),
         embedded=embedded, pending=int(total[0]) - int(total[3]) - embedded, model=model,
         first_at=total[4], last_at=total[5])
