@@ -196,16 +196,23 @@ CONVERSATIONS_SUMMARISE = ToolSpec(
 )
 
 
-class ConversationsDeleteArgs(ToolArgs):
+class _WholeConversationChange(ToolArgs):
+    """The arguments of a change to a whole conversation that cannot be undone; ``_verb`` names it."""
+
+    _verb = "changing"
     conversation_id: ConversationId
-    reason: str | None = Field(None, max_length=500, description="Why; kept with the record of the deletion.")
-    confirm: bool = Field(False, description="Must be true: the messages cannot be brought back.")
+    reason: str | None = Field(None, max_length=500, description="Why; kept with the record of the change.")
+    confirm: bool = Field(False, description="Must be true: the old text cannot be brought back.")
 
     @model_validator(mode="after")
-    def _confirmed(self) -> ConversationsDeleteArgs:
+    def _confirmed(self) -> _WholeConversationChange:
         if not self.confirm:
-            raise ConfirmationRequired(f"deleting conversation {self.conversation_id} needs confirm=true")
+            raise ConfirmationRequired(f"{self._verb} conversation {self.conversation_id} needs confirm=true")
         return self
+
+
+class ConversationsDeleteArgs(_WholeConversationChange):
+    _verb = "deleting"
 
 
 class ConversationsDeleteResult(ToolResult):
@@ -225,12 +232,8 @@ CONVERSATIONS_DELETE = ToolSpec(
 )
 
 
-class ConversationsRedactArgs(ConversationsDeleteArgs):
-    @model_validator(mode="after")
-    def _confirmed(self) -> ConversationsRedactArgs:
-        if not self.confirm:
-            raise ConfirmationRequired(f"redacting conversation {self.conversation_id} needs confirm=true")
-        return self
+class ConversationsRedactArgs(_WholeConversationChange):
+    _verb = "redacting"
 
 
 class ConversationsRedactResult(ToolResult):
