@@ -14,7 +14,6 @@ from typing import Any
 
 from sqlalchemy import and_, select
 
-from m3.actors import chat_search
 from m3.actors.reader import StoreReader
 from m3.actors.supervisor import ActorHandle
 from m3.embed.base import Embedder
@@ -39,7 +38,7 @@ from m3.protocols.messages.memory import (
 )
 from m3.protocols.tools import chatlog as chat
 from m3.protocols.tools import memory as r
-from m3.retrieval import ranking
+from m3.retrieval import chat_search, ranking
 from m3.retrieval.candidate_rows import CandidateRows
 from m3.retrieval.dense import DenseLeg, Vector, leg_for
 from m3.store import chat_reads, conversations, embedding_models, fulltext, status, vectors, visibility

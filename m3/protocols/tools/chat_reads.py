@@ -22,7 +22,7 @@ class ChatlogGetArgs(ToolArgs):
     @model_validator(mode="after")
     def _one_way(self) -> ChatlogGetArgs:
         if (self.id is None) == (self.conversation_id is None or self.turn is None):
-            raise InvalidArgument("give either id, or conversation_id and turn",
+            raise InvalidArgument("chatlog_get needs either id, or conversation_id and turn",
                                   hint="chatlog_get id=<id>, or conversation_id=<c> turn=<n>.")
         return self
 

@@ -1,4 +1,4 @@
-"""chatlog_search for the Searcher: the keyword leg (full-text index) and the dense leg (the chat rows' stored
+"""chatlog_search (run by the Searcher): the keyword leg (full-text index) and the dense leg (the chat rows' stored
 vectors of the model search uses), fused by :mod:`m3.retrieval.chat_ranking`.
 
 Both legs run in SQL under one clause (isolation, scope and the caller's filters), so a row the reader may
