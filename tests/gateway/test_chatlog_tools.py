@@ -4,13 +4,21 @@ chatlog_write_bulk appends many messages in one transaction, all or none."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
+from m3.actors.supervisor import ActorHandle
+from m3.actors.system import ActorSystem
+from m3.config import Config
+from m3.embed.minilm import MiniLMEmbedder
 from m3.errors import M3Error
+from m3.gateway.registry import default_registry
 from m3.gateway.service import CallContext, Service
+from m3.protocols.messages.memory import ChatEntry, WriteChats
 from m3.protocols.tools.chatlog import MAX_CHAT_BULK
+from tests.actors.conftest import WAIT_S
 from tests.gateway.outcomes import Run
 
 A, B = CallContext(agent_id="agent-a"), CallContext(agent_id="agent-b")
@@ -227,3 +235,22 @@ async def test_get_reads_one_message_and_context_the_ones_around_it(service: Ser
     assert [item["content"] for item in edge["items"]] == ["line 0"]
     stats = await service.call("chatlog_stats", {}, A)
     assert stats["by_role"] == {"assistant": 3, "user": 3} and stats["conversations"] == 1
+
+
+@pytest.mark.anyio
+async def test_messages_written_while_no_embedder_ran_get_their_vectors_from_the_backlog(
+        start_writer: Callable[..., ActorHandle], config: Config, embedder: MiniLMEmbedder) -> None:
+    writer = start_writer()
+    writer.ask(WriteChats(messages=(ChatEntry(conversation_id="old", role="user", content=DEPLOY),),
+                          agent_id="agent-a"), WAIT_S)
+    writer.stop(timeout=WAIT_S)
+    system = ActorSystem(config, embedder).start()
+    try:
+        service = Service(config, system, default_registry())
+        system.wait_embedded()  # (the backlog may be under way already: nothing is asserted before)
+        stats = await service.call("chatlog_stats", {}, A)
+        assert (stats["embedded"], stats["pending"]) == (1, 0)
+        found = await service.call("chatlog_search", {"query": PARAPHRASE}, A)
+        assert [item["conversation_id"] for item in found["items"]] == ["old"]
+    finally:
+        system.stop()
