@@ -89,7 +89,7 @@ TABLES = {"memories": m, "history": h, "relationships": r, "grants": g, "vectors
 #: Every table an erasure may have deleted from or changed, rewritten after it (``Dialect.scrub``).
 SCRUBBED_TABLES = ("memories", "memory_history", "memory_relationships", "memory_grants", "memory_embeddings",
                    "conflicts", "chatlog", "agents", "agent_tokens", "tasks", "task_events", "inbox", "inbox_links",
-                   "notifications", "read_audit", "erasures")
+                   "notifications", "read_audit", "erasures", "chat_embeddings", "conversation_events")
 #: Columns an export leaves out: internal order, generated full-text columns, the floats and the token hashes.
 _HIDDEN = {"seq", "fts_content", "fts_title", "vector", "token_hash"}
 
