@@ -24,6 +24,7 @@ from m3.actors.supervisor import ActorHandle
 from m3.embed.base import Embedder
 from m3.errors import EmbedderUnavailable
 from m3.protocols.base import Message
+from m3.protocols.messages.conversations import ChatWritten, StoreChatVectors
 from m3.protocols.messages.memory import (
     ActivateModel,
     Drain,
@@ -34,7 +35,7 @@ from m3.protocols.messages.memory import (
     MemoriesWritten,
     StoreVectors,
 )
-from m3.store import embedding_models, vectors
+from m3.store import chat_vectors, embedding_models, vectors
 from m3.store.engine import StoreOptions
 
 log = logging.getLogger(__name__)
@@ -71,6 +72,11 @@ class EmbedderActor(ConnectionOwner):
         self._backfill_queued = False  # a Backfill message waits in the mailbox
         self._active: str | None = None  # the model search uses, as last read from the store
         self._unsynced = False  # vectors were told to the Writer since it last confirmed a commit
+        # Chat rows to embed (chatlog_search's semantic leg): new ones as the Writer tells them, then the
+        # backlog a page at a time once the memories are done; memories always go first.
+        self._chat: dict[str, None] = {}
+        self._chat_seq = 0
+        self._chat_paging = True
         self.last_error: str | None = None
         self.embedded = 0  # vectors of the configured model computed (or reused) by this actor
         self.reused = 0
@@ -85,7 +91,8 @@ class EmbedderActor(ConnectionOwner):
 
     def handlers(self) -> dict[type[Message], Callable[[Any], Any]]:
         return {MemoriesWritten: self._enqueue, Backfill: self._backfill, Flush: self._flush,
-                Drain: self._drain, EmbedderInfo: self._info, TakeBackground: self._take_background}
+                Drain: self._drain, EmbedderInfo: self._info, TakeBackground: self._take_background,
+                ChatWritten: self._enqueue_chat}
 
     def _take_background(self, _msg: TakeBackground) -> bool:
         if not self._background:
@@ -100,6 +107,8 @@ class EmbedderActor(ConnectionOwner):
         # calls; between batches, messages that arrived (new memories, questions) are handled first.
         while (self._fresh and len(self._fresh) >= self._max_batch) or (self._pending() and self.inbox_empty()):
             self._embed_next_batch()
+        while self._chat_ready() and self.inbox_empty():
+            self._embed_chat_batch()
         if not self._backlog and self._paging and not self._fresh:
             # The next page (or the switch of model once none is left) must follow even when other messages
             # (a status question) arrived meanwhile: it queues behind them.
@@ -116,6 +125,60 @@ class EmbedderActor(ConnectionOwner):
         for memory_id, text in zip(msg.ids, msg.texts, strict=True):
             self._fresh[memory_id] = (text, True)
             self._backlog.pop(memory_id, None)
+
+    # -- chat rows ------------------------------------------------------------------------------
+
+    def _enqueue_chat(self, msg: ChatWritten) -> None:
+        self._chat.update(dict.fromkeys(msg.ids))
+
+    def _chat_ready(self) -> bool:
+        """Whether chat rows wait and no memory does; loads the next backlog page when the queue is empty."""
+        if self._pending() or self._paging:
+            return False
+        if not self._chat and self._chat_paging and self._background:
+            self._load_chat_page()
+        return bool(self._chat)
+
+    def _load_chat_page(self) -> int:
+        """Queue the next page of chat rows without a vector of the configured model; how many."""
+        if self._unsynced:  # as for memories: vectors told to the Writer may not be committed yet
+            self._writer.ask(Flush(), self._ask_timeout)
+            self._unsynced = False
+        with self.conn.begin():
+            page = chat_vectors.missing(self.conn, self.model, self._chat_seq, self._max_batch * 16)
+        for seq, chat_id, _text in page:
+            self._chat[chat_id] = None
+            self._chat_seq = seq
+        self._chat_paging = bool(page)
+        return len(page)
+
+    def _embed_chat_batch(self) -> None:
+        ids = list(self._chat)[: self._max_batch]
+        for chat_id in ids:
+            del self._chat[chat_id]
+        with self.conn.begin():
+            # Rows redacted, deleted or embedded since they were queued have nothing to embed.
+            texts = chat_vectors.texts(self.conn, self.model, ids)
+        if not texts:
+            return
+        try:
+            matrix = np.asarray(self._embedder.embed(list(texts.values())), dtype="<f4")
+        except EmbedderUnavailable as exc:
+            self.last_error = exc.message
+            self._chat.clear()
+            self._chat_paging = False  # the next start's backlog embeds them
+            log.error("embedding failed, %d chat messages stay without vectors for now: %s", len(texts), exc.message)
+            return
+        self._writer.tell(StoreChatVectors(model=self.model, dim=int(matrix.shape[1]), ids=tuple(texts),
+                                           vectors=np.ascontiguousarray(matrix).tobytes()))
+        self._unsynced = True
+
+    def _flush_chat(self) -> None:
+        """Embed every chat row queued or still lacking a vector (a pass over the whole log)."""
+        self._chat_seq, self._chat_paging = 0, True
+        while self._chat or (self.last_error is None and self._load_chat_page() > 0):
+            while self._chat:
+                self._embed_chat_batch()
 
     # -- backlog and change of model -----------------------------------------------------------
 
@@ -196,12 +259,15 @@ class EmbedderActor(ConnectionOwner):
             self._paging = False
             if self._try_activate() or self.last_error is not None:
                 break
+        self._flush_chat()
         return True
 
     def _drain(self, _msg: Drain) -> bool:
         if self._changing_model() or not self._background:
             while self._fresh:
                 self._embed_next_batch()
+            while self._chat:
+                self._embed_chat_batch()
             return True
         return self._flush(Flush())
 
@@ -210,7 +276,7 @@ class EmbedderActor(ConnectionOwner):
         return {"backend": self._backend_name, "model": self.model, "dim": self._dim(),
                 "active_model": self._active or self.model,
                 "reembedding": self._changing_model(),
-                "queued": len(self._fresh) + len(self._backlog), "last_error": self.last_error,
+                "queued": len(self._fresh) + len(self._backlog) + len(self._chat), "last_error": self.last_error,
                 "embedded": self.embedded, "reused": self.reused, "server": route() if route else None}
 
     # -- embedding -------------------------------------------------------------------------------

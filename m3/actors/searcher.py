@@ -19,6 +19,7 @@ from m3.actors.supervisor import ActorHandle
 from m3.embed.base import Embedder
 from m3.errors import EmbedderUnavailable, InvalidArgument, NotFound
 from m3.protocols.base import Message
+from m3.protocols.messages import conversations as cv
 from m3.protocols.messages.files import ListFileChunks
 from m3.protocols.messages.listing import CountMemories, ListMemories
 from m3.protocols.messages.memory import (
@@ -39,10 +40,20 @@ from m3.protocols.messages.memory import (
 )
 from m3.protocols.tools import chatlog as chat
 from m3.protocols.tools import memory as r
-from m3.retrieval import ranking
+from m3.retrieval import chat_search, ranking
 from m3.retrieval.candidate_rows import CandidateRows
 from m3.retrieval.dense import DenseLeg, Vector, leg_for
-from m3.store import chat_reads, embedding_models, file_chunks, fulltext, memory_lists, status, vectors, visibility
+from m3.store import (
+    chat_reads,
+    conversations,
+    embedding_models,
+    file_chunks,
+    fulltext,
+    memory_lists,
+    status,
+    vectors,
+    visibility,
+)
 from m3.store import memories as rows
 from m3.store.dialect import dialect_for
 from m3.store.engine import StoreOptions
@@ -85,6 +96,13 @@ class Searcher(StoreReader):
             ListMemories: lambda msg: memory_lists.list_memories(self.conn, msg, datetime.now(UTC)),
             CountMemories: lambda msg: memory_lists.count_memories(self.conn, msg, datetime.now(UTC)),
             ListFileChunks: lambda msg: file_chunks.list_chunks(self.conn, msg),
+            cv.GetChat: lambda msg: conversations.get_chat(self.conn, msg),
+            cv.ChatContext: lambda msg: conversations.chat_context(self.conn, msg),
+            cv.ChatStats: lambda msg: conversations.chat_stats(self.conn, msg, self._chat_model()),
+            cv.ListConversations: lambda msg: conversations.list_conversations(self.conn, msg),
+            cv.GetConversation: lambda msg: conversations.get_conversation(self.conn, msg),
+            cv.ConversationStats: lambda msg: conversations.conversation_stats(self.conn, msg, self._chat_model()),
+            cv.ConversationHistory: lambda msg: conversations.history(self.conn, msg),
         }
 
     # -- memory search -------------------------------------------------------------------------
@@ -265,19 +283,21 @@ class Searcher(StoreReader):
     # -- chat log and statistics ---------------------------------------------------------------
 
     def search_chat(self, msg: SearchChat) -> chat.ChatlogSearchResult:
+        """Both legs (keyword, and dense with the model memory search uses) under one filter, fused."""
         conds = [chatlog.c[name] == getattr(msg, name) for name in ("conversation_id", "role", "agent_id")
                  if getattr(msg, name) is not None]
         if msg.filter.scope is not None:
             conds.append(chatlog.c.scope == msg.filter.scope)
-        hits = fulltext.chat_hits(self.conn, msg.query, and_(chat_isolation_clause(msg.filter), *conds),
-                                  self._k(msg.k))
-        best = max((s for _, s in hits), default=0.0)
-        items = [chat.ChatItem(
-            id=row.id, conversation_id=row.conversation_id, role=row.role, content=row.content, turn=row.turn,
-            at=row.at, agent_id=row.agent_id, scope=row.scope, bm25_score=round(score, 6),
-            score=round(score / best, 6) if best > 0 else 0.0,
-        ) for row, score in hits]
-        return chat.ChatlogSearchResult(count=len(items), items=items, query=msg.query)
+        k = self._k(msg.k)
+        model = self._chat_model()
+        return chat_search.search(self.conn, msg, and_(chat_isolation_clause(msg.filter), *conds), k=k,
+                                  n=max(self._candidates, k), model=model, embedder=self._embedder,
+                                  weights=self._weights)
+
+    def _chat_model(self) -> str:
+        """The model whose vectors chat search compares: the one memory search uses."""
+        self._follow_active_model()
+        return self._model
 
     def list_chat(self, msg: ListChat) -> chat.ChatlogListResult:
         return chat_reads.list_chat(self.conn, msg)

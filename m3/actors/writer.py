@@ -24,6 +24,7 @@ from m3.actors.reader import ConnectionOwner
 from m3.actors.supervisor import ActorHandle
 from m3.errors import M3Error
 from m3.protocols.base import Message
+from m3.protocols.messages import conversations as cv
 from m3.protocols.messages import coordination as co
 from m3.protocols.messages import entities as ent
 from m3.protocols.messages import governance as gov
@@ -34,7 +35,16 @@ from m3.protocols.tools.conflicts import ConflictRecord
 from m3.protocols.tools.governance import GdprForgetResult
 from m3.protocols.tools.memory import MemoryWriteResult
 from m3.retrieval.supersession import Candidates, SupersessionPolicy, candidates_for, supersede_similar
-from m3.store import agent_writes, chat_writes, conflict_writes, embedding_models, grant_writes, inbox_writes
+from m3.store import (
+    agent_writes,
+    chat_vectors,
+    chat_writes,
+    conflict_writes,
+    conversation_writes,
+    embedding_models,
+    grant_writes,
+    inbox_writes,
+)
 from m3.store import entity_writes as entities
 from m3.store import memories as rows
 from m3.store.audit_writes import prune as prune_audit
@@ -63,9 +73,11 @@ class Effects:
     notified: list[str] = field(default_factory=list)
     #: When leases set by the transaction end (the TaskManager's clock sweeps then).
     leases: list[datetime] = field(default_factory=list)
+    #: Chat rows appended (the Embedder gives them vectors).
+    chat: list[str] = field(default_factory=list)
 
     def extend(self, other: Effects) -> None:
-        for name in ("embed", "erased", "notified", "leases"):
+        for name in ("embed", "erased", "notified", "leases", "chat"):
             getattr(self, name).extend(getattr(other, name))
 
 
@@ -216,6 +228,8 @@ class Writer(ConnectionOwner):
         if fx.embed and self._embedder is not None:
             ids, texts = zip(*fx.embed, strict=True)
             self._embedder.tell(mem.MemoriesWritten(ids=ids, texts=texts))
+        if fx.chat and self._embedder is not None:
+            self._embedder.tell(cv.ChatWritten(ids=tuple(fx.chat)))
         if fx.erased and self._searcher is not None:
             self._searcher.tell(mem.MemoriesErased(ids=tuple(fx.erased)))
         if fx.notified and self._on_notified is not None:
@@ -300,6 +314,16 @@ def _vectors(tx: Tx, msgs: list[mem.StoreVectors]) -> list[Outcome]:
     return [Outcome(effects=Effects(notified=done))] + [Outcome() for _ in msgs[1:]]
 
 
+def _chat_written(result: Any) -> Outcome:
+    """A chat append's reply (of one row or of several); the rows it appended are to be embedded."""
+    return Outcome(result, Effects(chat=[i.id for i in getattr(result, "items", None) or [result]]))
+
+
+def _promote(tx: Tx, msg: cv.PromoteTurns) -> Outcome:
+    result, fresh = conversation_writes.promote(tx.conn, msg, tx.clock)
+    return Outcome(result, Effects(embed=fresh))
+
+
 def _resolve_conflict(tx: Tx, msg: ResolveConflict) -> Outcome:
     done = conflict_writes.resolve_conflict(tx.conn, msg.id, msg.resolution, actor=msg.actor, clock=tx.clock,
                                             flt=msg.filter)
@@ -342,7 +366,13 @@ OPERATIONS: dict[type[Message], Operation] = {
     mem.TouchMemories: Operation(_touch),
     gov.RecordAudit: Operation(lambda tx, msg: Outcome(record_audit(tx.conn, msg.reads))),
     gov.PruneAudit: Operation(lambda tx, msg: Outcome(prune_audit(tx.conn, msg.before))),
-    mem.WriteChat: _at_now(chat_writes.append), mem.WriteChats: _at_now(chat_writes.append_all),
+    mem.WriteChat: Operation(lambda tx, msg: _chat_written(chat_writes.append(tx.conn, msg, tx.clock()))),
+    mem.WriteChats: Operation(lambda tx, msg: _chat_written(chat_writes.append_all(tx.conn, msg, tx.clock()))),
+    cv.StoreChatVectors: Operation(lambda tx, msg: Outcome(chat_vectors.store_sent(tx.conn, msg, tx.clock()))),
+    cv.DeleteConversation: _at_now(conversation_writes.delete_conversation, refusable=True),
+    cv.RedactConversation: _at_now(conversation_writes.redact_conversation, refusable=True),
+    cv.RecordConversationEvent: _at_now(conversation_writes.record_event),
+    cv.PromoteTurns: Operation(_promote, refusable=True),
     mem.RedactChat: _at_now(chat_writes.redact, refusable=True),
     mem.ShareMemory: _at_now(grant_writes.apply, refusable=True),
     mem.UnshareMemory: _at_now(grant_writes.apply, refusable=True),

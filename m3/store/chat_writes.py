@@ -10,6 +10,7 @@ from sqlalchemy import Connection, and_, func, insert, select, update
 from m3.errors import NotFound
 from m3.protocols.messages.memory import RedactChat, WriteChat, WriteChats
 from m3.protocols.tools.chatlog import REDACTED, ChatlogRedactResult, ChatlogWriteBulkResult, ChatlogWriteResult
+from m3.store import chat_vectors
 from m3.store.filters import chat_isolation_clause
 from m3.store.schema import chatlog as c
 
@@ -36,7 +37,8 @@ def append_all(conn: Connection, msg: WriteChats, now: datetime) -> ChatlogWrite
 
 def redact(conn: Connection, msg: RedactChat, now: datetime) -> ChatlogRedactResult:
     """Replace the content of chat row ``msg.id`` by :data:`REDACTED` and record who, when and why (not the old
-    text). Only the row's own agent may; any other row is ``not_found``, as a row the caller cannot see."""
+    text) and drop its vectors. Only the row's own agent may; any other row is ``not_found``, as a row the caller
+    cannot see."""
     own = c.c.agent_id.is_(None) if msg.actor is None else c.c.agent_id == msg.actor
     row = conn.execute(select(c.c.seq, c.c.conversation_id, c.c.turn).where(
         and_(c.c.id == msg.id, own, chat_isolation_clause(msg.filter)))).first()
@@ -45,5 +47,6 @@ def redact(conn: Connection, msg: RedactChat, now: datetime) -> ChatlogRedactRes
                        "only the agent that wrote a message may redact it.", details={"id": msg.id})
     conn.execute(update(c).where(c.c.seq == row.seq).values(
         content=REDACTED, redacted_at=now, redacted_by=msg.actor, redaction_reason=msg.reason))
+    chat_vectors.drop(conn, [msg.id])  # its meaning goes with its words
     return ChatlogRedactResult(id=msg.id, conversation_id=row.conversation_id, turn=row.turn, redacted_at=now,
                                redacted_by=msg.actor, reason=msg.reason)

@@ -122,6 +122,33 @@ chatlog = Table(
     Index("ix_chatlog_conversation", "conversation_id", "turn"),
 )
 
+#: Vectors of chat rows (migration 0011_chat_vectors), for chatlog_search's semantic leg; a redacted or deleted
+#: row has none.
+chat_embeddings = Table(
+    "chat_embeddings", metadata,
+    Column("seq", SeqType, primary_key=True, autoincrement=True),
+    Column("chat_id", String(36), ForeignKey("chatlog.id", ondelete="CASCADE"), nullable=False),
+    Column("model", String(200), nullable=False),
+    Column("dim", Integer, nullable=False),
+    Column("vector", VectorType(), nullable=False),
+    Column("created_at", UTCDateTime(), nullable=False),
+    UniqueConstraint("chat_id", "model", name="uq_chat_embeddings_row_model"),
+    Index("ix_chat_embeddings_model_seq", "model", "seq"),
+)
+
+#: What happened to a conversation as a whole (migration 0011_chat_vectors): ``deleted``, ``redacted``,
+#: ``promoted``, ``summarised``, by whom, when, and counts (never the text).
+conversation_events = Table(
+    "conversation_events", metadata,
+    Column("seq", SeqType, primary_key=True, autoincrement=True),
+    Column("conversation_id", String(200), nullable=False),
+    Column("event", String(32), nullable=False),
+    Column("actor", String(200)),
+    Column("at", UTCDateTime(), nullable=False),
+    Column("details", json_type(), nullable=False),
+    Index("ix_conversation_events_conversation", "conversation_id", "seq"),
+)
+
 #: Private (scope=agent) memories shared with named agents by their owner (memory_share, migration 0006).
 memory_grants = Table(
     "memory_grants", metadata,

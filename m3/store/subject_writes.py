@@ -18,6 +18,7 @@ from m3.protocols.messages.governance import Subject
 from m3.store.dialect import Dialect
 from m3.store.entity_writes import drop_unmentioned, mentioned_by
 from m3.store.schema import agents as ag
+from m3.store.schema import conversation_events as ev
 from m3.store.schema import erasures as er
 from m3.store.schema import memory_history as h
 from m3.store.schema import memory_relationships as r
@@ -65,3 +66,4 @@ def _forget_agent_traces(conn: Connection, agent: str) -> None:
     conn.execute(update(t).where(t.c.owner == agent).values(owner=None, result_note=None, lease_expires_at=None))
     conn.execute(update(h).where(h.c.actor == agent).values(actor=None))
     conn.execute(update(r).where(r.c.created_by == agent).values(created_by=None))
+    conn.execute(update(ev).where(ev.c.actor == agent).values(actor=None))  # chat vectors go with the chat rows

@@ -4,13 +4,21 @@ chatlog_write_bulk appends many messages in one transaction, all or none."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
+from m3.actors.supervisor import ActorHandle
+from m3.actors.system import ActorSystem
+from m3.config import Config
+from m3.embed.minilm import MiniLMEmbedder
 from m3.errors import M3Error
+from m3.gateway.registry import default_registry
 from m3.gateway.service import CallContext, Service
+from m3.protocols.messages.memory import ChatEntry, WriteChats
 from m3.protocols.tools.chatlog import MAX_CHAT_BULK
+from tests.actors.conftest import WAIT_S
 from tests.gateway.outcomes import Run
 
 A, B = CallContext(agent_id="agent-a"), CallContext(agent_id="agent-b")
@@ -153,3 +161,96 @@ def test_redact_on_the_command_line(store_cli: Run, monkeypatch: pytest.MonkeyPa
     assert store_cli("chatlog", "search", "--query", "gannet").document()["count"] == 0
     monkeypatch.setenv("M3_IDENTITY_AGENT_ID", "agent-b")
     assert store_cli("chatlog", "redact", "--id", written["id"], "--confirm").error()["code"] == "not_found"
+
+
+# -- the semantic leg of chatlog_search ---------------------------------------------------------------
+
+DEPLOY = "The deployment to production failed because the database migration timed out"
+#: Shares no word with DEPLOY, only its meaning.
+PARAPHRASE = "release broke when schema upgrade took too long"
+
+
+async def write_and_embed(service: Service, messages: list[dict[str, Any]], ctx: CallContext) -> list[str]:
+    done = await service.call("chatlog_write_bulk", {"messages": messages}, ctx)
+    service.system.wait_embedded()
+    return [item["id"] for item in done["items"]]
+
+
+@pytest.mark.anyio
+async def test_a_paraphrase_sharing_no_word_finds_the_message_by_meaning(service: Service) -> None:
+    deploy, _, _ = await write_and_embed(service, said(DEPLOY, "I had pasta for lunch today",
+                                                       "Remember to water the plants on Friday"), A)
+    found = await service.call("chatlog_search", {"query": PARAPHRASE, "explain": True}, A)
+    assert [item["id"] for item in found["items"]] == [deploy]  # the unrelated lines stay below the floor
+    [hit] = found["items"]
+    assert hit["bm25_score"] == 0 and hit["dense_score"] > 0.3
+    assert hit["explanation"]["legs"] == ["dense"]
+    assert hit["explanation"]["signals"]["dense"]["value"] == pytest.approx(hit["dense_score"], abs=1e-6)
+    by_word = await service.call("chatlog_search", {"query": "migration"}, A)
+    assert by_word["items"][0]["id"] == deploy and by_word["items"][0]["bm25_score"] > 0
+    assert by_word["items"][0]["dense_score"] is not None  # both legs fused for a keyword hit
+    stats = await service.call("chatlog_stats", {}, A)
+    assert (stats["messages"], stats["embedded"], stats["pending"]) == (3, 3, 0)
+
+
+@pytest.mark.anyio
+async def test_redaction_drops_the_vector_so_meaning_no_longer_finds_the_text(service: Service) -> None:
+    [deploy] = await write_and_embed(service, said(DEPLOY), A)
+    assert (await service.call("chatlog_search", {"query": PARAPHRASE}, A))["count"] == 1
+    await service.call("chatlog_redact", {"id": deploy, "confirm": True}, A)
+    service.system.wait_embedded()  # the redacted row is not embedded again
+    assert (await service.call("chatlog_search", {"query": PARAPHRASE}, A))["count"] == 0
+    stats = await service.call("chatlog_stats", {}, A)
+    assert (stats["redacted"], stats["embedded"], stats["pending"]) == (1, 0, 0)
+
+
+@pytest.mark.anyio
+async def test_the_semantic_leg_and_the_new_reads_keep_private_messages_private(service: Service) -> None:
+    [private] = await write_and_embed(service, said(DEPLOY), B)
+    assert (await service.call("chatlog_search", {"query": PARAPHRASE}, A))["count"] == 0
+    assert (await service.call("chatlog_search", {"query": PARAPHRASE}, B))["count"] == 1
+    for args in ({"id": private}, {"conversation_id": "c1", "turn": 0}):
+        with pytest.raises(M3Error) as raised:
+            await service.call("chatlog_get", args, A)
+        assert raised.value.code == "not_found"
+    with pytest.raises(M3Error) as raised:
+        await service.call("chatlog_context", {"id": private}, A)
+    assert raised.value.code == "not_found"
+    assert (await service.call("chatlog_stats", {}, A))["messages"] == 0
+    assert (await service.call("chatlog_stats", {}, B))["messages"] == 1
+
+
+@pytest.mark.anyio
+async def test_get_reads_one_message_and_context_the_ones_around_it(service: Service) -> None:
+    ids = (await service.call("chatlog_write_bulk", {"messages": said(*(f"line {i}" for i in range(6)))}, A))["items"]
+    by_id = await service.call("chatlog_get", {"id": ids[2]["id"]}, A)
+    by_turn = await service.call("chatlog_get", {"conversation_id": "c1", "turn": 2}, A)
+    assert by_id == by_turn and by_id["message"]["content"] == "line 2"
+    with pytest.raises(M3Error) as raised:
+        await service.call("chatlog_get", {"conversation_id": "c1"}, A)
+    assert raised.value.code == "invalid_argument"
+    around = await service.call("chatlog_context", {"id": ids[2]["id"], "before": 1, "after": 2}, A)
+    assert [item["content"] for item in around["items"]] == ["line 1", "line 2", "line 3", "line 4"]
+    edge = await service.call("chatlog_context", {"id": ids[0]["id"], "before": 5, "after": 0}, A)
+    assert [item["content"] for item in edge["items"]] == ["line 0"]
+    stats = await service.call("chatlog_stats", {}, A)
+    assert stats["by_role"] == {"assistant": 3, "user": 3} and stats["conversations"] == 1
+
+
+@pytest.mark.anyio
+async def test_messages_written_while_no_embedder_ran_get_their_vectors_from_the_backlog(
+        start_writer: Callable[..., ActorHandle], config: Config, embedder: MiniLMEmbedder) -> None:
+    writer = start_writer()
+    writer.ask(WriteChats(messages=(ChatEntry(conversation_id="old", role="user", content=DEPLOY),),
+                          agent_id="agent-a"), WAIT_S)
+    writer.stop(timeout=WAIT_S)
+    system = ActorSystem(config, embedder).start()
+    try:
+        service = Service(config, system, default_registry())
+        system.wait_embedded()  # (the backlog may be under way already: nothing is asserted before)
+        stats = await service.call("chatlog_stats", {}, A)
+        assert (stats["embedded"], stats["pending"]) == (1, 0)
+        found = await service.call("chatlog_search", {"query": PARAPHRASE}, A)
+        assert [item["conversation_id"] for item in found["items"]] == ["old"]
+    finally:
+        system.stop()

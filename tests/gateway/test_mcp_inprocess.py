@@ -155,6 +155,24 @@ async def test_every_tool_answers_through_m3_call_with_a_result_its_output_schem
     assert set(exercised) | {"m3_call"} == {t.spec.name for t in service.registry}
 
 
+async def _exercise_conversations(run: Any, chat_id: str) -> None:
+    """The chat log's single-row reads and the conversations domain, on conv-1 (three turns, one redacted)."""
+    assert (await run("chatlog_get", id=chat_id))["message"]["content"] == "Friday it is."
+    await run("chatlog_context", id=chat_id, before=1, after=1)
+    assert (await run("chatlog_stats"))["redacted"] == 1
+    await run("conversations_list", limit=5)
+    await run("conversations_get", conversation_id="conv-1")
+    await run("conversations_search", query="deploy Friday")
+    assert (await run("conversations_promote", conversation_id="conv-1", turns=[0]))["created"] == 1
+    await run("conversations_summarise", conversation_id="conv-1", sentences=2, store=True)
+    await run("conversations_stats", conversation_id="conv-1")
+    await run("chatlog_write", conversation_id="conv-2", role="user", content="A conversation to let go of.")
+    await run("conversations_redact", conversation_id="conv-2", confirm=True)
+    await run("conversations_delete", conversation_id="conv-2", confirm=True)
+    assert [e["event"] for e in (await run("conversations_history", conversation_id="conv-2"))["events"]] == [
+        "redacted", "deleted"]
+
+
 async def _exercise_every_tool(client: Client, service: Service) -> list[str]:
     """Call each tool once through m3_call; the client's own validator checks each inner result."""
     done: list[str] = []
@@ -196,6 +214,7 @@ async def _exercise_every_tool(client: Client, service: Service) -> list[str]:
     listed = await run("chatlog_list", conversation_id="conv-1", after_turn=0)
     assert [item["content"] for item in listed["items"]] == ["Friday it is.", "[redacted]"]
     assert (await run("chatlog_list"))["conversations"][0]["messages"] == 3
+    await _exercise_conversations(run, bulk["items"][0]["id"])
     await run("m3_index", domain="memory")
     await run("tools_list_domains")
     await run("tools_load_domain", domain="chatlog")

@@ -32,7 +32,7 @@ from tests.gateway.test_mcp_http import serving, token_for
 
 REGISTRY = default_registry()
 MISSING_ID = "00000000-0000-4000-8000-000000000000"
-#: Calls beyond `{}` and an unknown argument; "{memory}" and "{task}" are seeded ids.
+#: Calls beyond `{}` and an unknown argument; "{memory}", "{task}" and "{chat}" are seeded ids.
 CASES: dict[str, list[dict[str, Any]]] = {
     "notifications_wait": [{"timeout": 0}],
     "memory_get": [{"id": "{memory}"}, {"id": MISSING_ID}],
@@ -65,6 +65,16 @@ CASES: dict[str, list[dict[str, Any]]] = {
     "entity_merge": [{"source_id": MISSING_ID, "target_id": MISSING_ID}],
     "entity_unmerge": [{"source_id": MISSING_ID}],
     "entity_extract": [{"limit": 0}],
+    "chatlog_get": [{"id": "{chat}"}, {"conversation_id": "s1", "turn": 1}, {"id": MISSING_ID}],
+    "chatlog_context": [{"id": "{chat}", "after": 1}, {"id": MISSING_ID}],
+    "conversations_get": [{"conversation_id": "s1"}, {"conversation_id": "nowhere"}],
+    "conversations_stats": [{"conversation_id": "s1"}],
+    "conversations_history": [{"conversation_id": "nowhere"}],
+    "conversations_search": [{"query": "surfaces"}],
+    "conversations_summarise": [{"conversation_id": "s1", "sentences": 1}],
+    "conversations_promote": [{"conversation_id": "nowhere"}],
+    "conversations_delete": [{"conversation_id": "nowhere", "confirm": True}, {"conversation_id": "s1"}],
+    "conversations_redact": [{"conversation_id": "nowhere", "confirm": True}],
 }
 #: notifications_wait would wait its default 30 s three times over; the rest answer at once.
 NO_EMPTY_CALL = {"notifications_wait"}
@@ -86,7 +96,8 @@ def calls(seeded: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
         name = tool.spec.name
         cases = ([] if name in NO_EMPTY_CALL else [{}]) + [{"no_such_argument": 1}] + CASES.get(name, [])
         out.extend((name, json.loads(json.dumps(args).replace("{memory}", seeded["memory"])
-                                     .replace("{task}", seeded["task"]))) for args in cases)
+                                     .replace("{task}", seeded["task"]).replace("{chat}", seeded["chat"])))
+                   for args in cases)
     return out
 
 
@@ -129,7 +140,11 @@ async def seed(service: Service) -> dict[str, str]:
     for surface in ("the CLI", "HTTP"):  # one open task for each surface's task_claim
         await service.call("task_create", {"title": f"Compare the surfaces over {surface}", "priority": -1}, ctx)
     await service.call("agent_register", {}, ctx)
-    return {"memory": memory["id"], "task": task["id"]}
+    chat = await service.call("chatlog_write_bulk", {"messages": [
+        {"conversation_id": "s1", "role": "user", "content": "Do the surfaces agree on conversations?"},
+        {"conversation_id": "s1", "role": "assistant", "content": "They agree on every conversation tool."}]}, ctx)
+    service.system.wait_embedded()  # the chat rows' vectors are stored before any surface counts them
+    return {"memory": memory["id"], "task": task["id"], "chat": chat["items"][0]["id"]}
 
 
 def run_cli(tmp: Path, name: str, args: dict[str, Any]) -> Outcome:

@@ -4,12 +4,13 @@ A tool whose spec names a request and an actor has no handler (see :mod:`m3.gate
 """
 
 from m3.gateway.registry import Handler
-from m3.gateway.tools import diagnostics, file_reads, files, governance, inbox, memory_bulk, meta
+from m3.gateway.tools import conversations, diagnostics, file_reads, files, governance, inbox, memory_bulk, meta
 
 HANDLERS: dict[str, Handler] = {handler.__name__: handler for handler in (
     meta.m3_call, meta.m3_index, meta.tools_list_domains, meta.tools_load_domain, meta.embedder_status,
     inbox.notifications_wait, inbox.agent_whoami, memory_bulk.memory_write_bulk,
     governance.audit_query, governance.gdpr_export, governance.gdpr_forget,
+    conversations.conversations_search, conversations.conversations_summarise,
     diagnostics.diagnostics_store_status, diagnostics.diagnostics_actor_stats, diagnostics.diagnostics_config,
     files.files_index, files.files_reindex, files.files_status, files.files_forget, files.memory_write_from_file,
     file_reads.files_search, file_reads.files_get, file_reads.files_list, file_reads.files_stats,

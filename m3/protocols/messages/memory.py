@@ -311,6 +311,7 @@ class SearchChat(Filtered, Request["chatlog.ChatlogSearchResult"]):
     conversation_id: str | None = None
     role: str | None = None
     agent_id: str | None = None
+    explain: bool = False
 
 
 class ListChat(Filtered, Request["chatlog.ChatlogListResult"]):

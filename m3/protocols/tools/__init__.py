@@ -2,8 +2,10 @@
 
 from m3.protocols.base import ToolSpec
 from m3.protocols.tools.agents import AGENT_TOOLS
+from m3.protocols.tools.chat_reads import CHAT_READ_TOOLS
 from m3.protocols.tools.chatlog import CHATLOG_TOOLS
 from m3.protocols.tools.conflicts import CONFLICT_TOOLS
+from m3.protocols.tools.conversations import CONVERSATION_TOOLS
 from m3.protocols.tools.diagnostics import DIAGNOSTICS_TOOLS
 from m3.protocols.tools.entities import ENTITY_TOOLS
 from m3.protocols.tools.files import FILES_TOOLS
@@ -20,7 +22,7 @@ from m3.protocols.tools.whoami import AGENT_WHOAMI
 ALL_TOOLS: tuple[ToolSpec, ...] = (
     MEMORY_TOOLS + LINK_TOOLS + MEMORY_LIST_TOOLS
     + FILES_TOOLS + ENTITY_TOOLS
-    + CHATLOG_TOOLS
+    + CHATLOG_TOOLS + CHAT_READ_TOOLS + CONVERSATION_TOOLS
     + META_TOOLS
     + INBOX_TOOLS + AGENT_TOOLS + (AGENT_WHOAMI,) + NOTIFICATION_TOOLS + TASK_TOOLS
     + CONFLICT_TOOLS + SHARING_TOOLS

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field, model_validator
 
 from m3.errors import ConfirmationRequired
@@ -86,6 +88,7 @@ class ChatlogSearchArgs(ToolArgs):
     role: ChatRole | None = None
     agent_id: Identifier | None = None
     scope: Scope | None = Field(None, description="Only messages of this scope.")
+    explain: bool = Field(False, description="Show how each hit's score was made (both legs' signals).")
 
 
 class ChatRow(ToolResult):
@@ -102,8 +105,11 @@ class ChatRow(ToolResult):
 
 
 class ChatItem(ChatRow):
-    bm25_score: float
-    score: float
+    bm25_score: float = Field(description="The keyword leg's raw score (0: no query word).")
+    dense_score: float | None = Field(None, description=(
+        "The cosine of the query and the message (the dense leg); none while the message has no vector."))
+    score: float = Field(description="The fused score in 0..1 (docs/search.md, 'Chat log').")
+    explanation: dict[str, Any] | None = Field(None, description="With explain=true: the signals behind score.")
 
 
 class ChatlogSearchResult(ToolResult):
@@ -117,8 +123,9 @@ CHATLOG_SEARCH = ToolSpec(
     message=msg.SearchChat, actor="searcher",
     read_only=True,
     description=(
-        "Search the verbatim conversation log by keywords when you need what was literally said, e.g. "
-        "'what did the user say about the deploy on Monday'. Filter by conversation, role, agent or scope. "
+        "Search the verbatim conversation log when you need what was literally said, e.g. 'what did the user "
+        "say about the deploy on Monday': by its words and by its meaning (a paraphrase finds it too), scores "
+        "explained with explain=true. Filter by conversation, role, agent or scope. "
         "With isolation on you find your own messages and those written with scope user or org."
     ),
     audit=lambda res: (('chat', item.id) for item in res.items),
