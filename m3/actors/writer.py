@@ -11,6 +11,7 @@ an answer always means "committed".
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -143,13 +144,14 @@ class Writer(ConnectionOwner):
         batch, self._pending = self._pending, []
         if not batch:
             return
+        begun = time.perf_counter()  # each request of a group commit waited for the whole transaction
         try:
             outcomes, effects = self._run_retrying(batch)
         except Exception as exc:
             if len(batch) == 1 or isinstance(exc, OperationalError):
                 # The database refused the transaction itself (locked past the busy timeout, read-only,
                 # disk full): every request would fail alike, so none is retried on its own.
-                self._answer_all(batch, write_errors(len(batch), exc, self._dialect))
+                self._answer_all(batch, write_errors(len(batch), exc, self._dialect), begun)
                 return
             log.warning("group commit of %d failed (%r); retrying one by one", len(batch), exc)
             for env in batch:
@@ -157,7 +159,7 @@ class Writer(ConnectionOwner):
                 self._flush()
             return
         self._publish(effects)
-        self._answer_all(batch, outcomes)
+        self._answer_all(batch, outcomes, begun)
 
     def _run_retrying(self, batch: list[Envelope]) -> tuple[list[Any], Effects]:
         """Run the batch; on PostgreSQL run it again when it lost a deadlock or serialization race."""
@@ -220,8 +222,10 @@ class Writer(ConnectionOwner):
         if fx.leases and self._on_leased is not None:
             self._on_leased(min(fx.leases))
 
-    def _answer_all(self, batch: list[Envelope], outcomes: list[Any]) -> None:
+    def _answer_all(self, batch: list[Envelope], outcomes: list[Any], begun: float) -> None:
+        took = time.perf_counter() - begun
         for env, outcome in zip(batch, outcomes, strict=True):
+            self.stats.took(took)
             if isinstance(outcome, BaseException):
                 self.stats.failed += 1
                 if env.reply is not None:

@@ -58,6 +58,18 @@ def test_actor_stats_lists_every_actor_of_the_system_and_the_routers(service: Se
     assert sum(row["handled"] for row in actors) >= 1
 
 
+def test_actor_stats_shows_each_actors_handling_time_percentiles(service: Service) -> None:
+    for n in range(3):
+        call(service, "memory_write", content=f"Reading number {n} of the water meter.")
+    call(service, "memory_search", query="water meter")
+    stats = {row["actor"]: row for row in call(service, "diagnostics_actor_stats")["actors"]}
+    for name in ("writer", "searcher"):
+        latency = stats[name]["latency"]
+        assert latency["samples"] >= 1
+        assert 0 <= latency["p50_ms"] <= latency["p95_ms"] <= latency["p99_ms"]
+    assert stats["routers"]["latency"] is None  # routers come and go; each one's own row is not kept
+
+
 def test_config_shows_every_setting_with_its_origin_and_no_secret_value(env: dict[str, str], store_url: str,
                                                                        system: ActorSystem) -> None:
     config = load_config({**env, "M3_STORE_URL": with_password(store_url), "M3_EMBED_KEY": EMBED_KEY})

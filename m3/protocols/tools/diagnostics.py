@@ -42,6 +42,13 @@ DIAGNOSTICS_STORE_STATUS = ToolSpec(
 )
 
 
+class Latency(ToolResult):
+    samples: int = Field(description="How many recent messages the percentiles are over (a bounded window).")
+    p50_ms: float | None = Field(description="Median handling time of one message, in milliseconds.")
+    p95_ms: float | None = Field(description="95th percentile handling time, in milliseconds.")
+    p99_ms: float | None = Field(description="99th percentile handling time, in milliseconds.")
+
+
 class ActorStats(ToolResult):
     actor: str
     alive: bool
@@ -51,6 +58,8 @@ class ActorStats(ToolResult):
     restarts: int | None = Field(None, description="Times its supervisor restarted it.")
     running: int | None = Field(None, description="Routers only: how many run now.")
     started: int | None = Field(None, description="Routers only: how many were started.")
+    latency: Latency | None = Field(None, description="Percentiles of the time the actor took per message "
+                                                      "(a Writer request: its whole group commit).")
 
 
 class DiagnosticsActorStatsResult(ToolResult):
@@ -62,8 +71,9 @@ DIAGNOSTICS_ACTOR_STATS = ToolSpec(
     read_only=True,
     description=(
         "Show each actor of the answering m3 process (Writer, Searcher, Embedder …) and its routers: whether it "
-        "is alive, how many messages wait in its queue, how many it handled or failed, and how often it was "
-        "restarted. Use it when calls are slow or fail with timeouts, to see which actor is behind or crashing."
+        "is alive, how many messages wait in its queue, how many it handled or failed, how often it was "
+        "restarted, and the p50/p95/p99 time it took per recent message. Use it when calls are slow or fail "
+        "with timeouts, to see which actor is behind or crashing."
     ),
 )
 
