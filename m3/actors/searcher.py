@@ -19,6 +19,7 @@ from m3.actors.supervisor import ActorHandle
 from m3.embed.base import Embedder
 from m3.errors import EmbedderUnavailable, InvalidArgument, NotFound
 from m3.protocols.base import Message
+from m3.protocols.messages import admin
 from m3.protocols.messages.memory import (
     EmbeddingCounts,
     EmbeddingStats,
@@ -40,7 +41,7 @@ from m3.protocols.tools import memory as r
 from m3.retrieval import ranking
 from m3.retrieval.candidate_rows import CandidateRows
 from m3.retrieval.dense import DenseLeg, Vector, leg_for
-from m3.store import chat_reads, embedding_models, fulltext, status, vectors, visibility
+from m3.store import chat_reads, dump, embedding_models, fulltext, maintenance, status, vectors, visibility
 from m3.store import memories as rows
 from m3.store.dialect import dialect_for
 from m3.store.engine import StoreOptions
@@ -80,7 +81,15 @@ class Searcher(StoreReader):
             VerifyMemories: self.verify, SearchChat: self.search_chat, ListChat: self.list_chat,
             EmbeddingStats: self.embedding_stats, StoreStatus: self.store_status,
             MemoriesErased: lambda msg: self._dense.forget(msg.ids),
+            admin.ExportStore: self.export, admin.VerifyStore: lambda msg: maintenance.verify(self.conn, full=msg.full),
+            admin.EmbeddingBacklog: lambda msg: maintenance.backlog(self.conn, list(msg.models), msg.limit),
         }
+
+    def export(self, msg: admin.ExportStore) -> admin.ExportedStore:
+        """Every table in one read transaction (:meth:`StoreReader.handle`), so the file is one snapshot."""
+        revision = status.revision(self.conn)
+        lines, tables = dump.export_lines(self.conn, {**msg.header, "revision": revision})
+        return admin.ExportedStore(lines=lines, tables=tables, revision=revision)
 
     # -- memory search -------------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ from m3.actors.reader import ConnectionOwner
 from m3.actors.supervisor import ActorHandle
 from m3.errors import M3Error
 from m3.protocols.base import Message
+from m3.protocols.messages import admin
 from m3.protocols.messages import coordination as co
 from m3.protocols.messages import governance as gov
 from m3.protocols.messages import memory as mem
@@ -39,6 +40,7 @@ from m3.store.audit_writes import prune as prune_audit
 from m3.store.audit_writes import record as record_audit
 from m3.store.clock import Clock
 from m3.store.dialect import dialect_for
+from m3.store.dump_writes import load as load_export
 from m3.store.engine import StoreOptions, write_errors
 from m3.store.filters import isolation_clause
 from m3.store.memory_writes import MemoryWrites
@@ -96,7 +98,11 @@ class Writer(ConnectionOwner):
 
     def handlers(self) -> dict[type[Message], Callable[[Any], Any]]:
         return {mem.ActivateModel: self._activate_model, mem.MarkModelBuilding: self._mark_building,
-                gov.ForgetSubject: self._forget}
+                gov.ForgetSubject: self._forget, admin.OptimiseStore: self._optimise}
+
+    def _optimise(self, msg: admin.OptimiseStore) -> list[str]:
+        # No transaction is open (VACUUM cannot run in one): receive() committed what was queued first.
+        return self._dialect.optimise(self.conn, vacuum=msg.vacuum, rebuild_fulltext=msg.rebuild_fulltext)
 
     def _forget(self, msg: gov.ForgetSubject) -> GdprForgetResult:
         """Erase a subject in its own transaction (what was queued before it commits first), then scrub the
@@ -357,6 +363,9 @@ OPERATIONS: dict[type[Message], Operation] = {
     co.DeleteTask: _task(TaskWrites.delete), co.ClaimTask: _task(TaskWrites.claim),
     co.RenewLease: _task(TaskWrites.renew), co.ExpireLeases: _task(TaskWrites.expire),
     ResolveConflict: Operation(_resolve_conflict, refusable=True),
+    # One transaction for the whole file: refused (store_not_empty) or failed, nothing of it remains.
+    admin.ImportStore: Operation(lambda tx, msg: Outcome(load_export(tx.conn, msg.tables, merge=msg.merge)),
+                                 refusable=True),
 }
 
 

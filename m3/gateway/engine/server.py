@@ -89,6 +89,7 @@ class MeasuredService(Service):
     def __init__(self, service: Service, state: EngineState):
         super().__init__(service.config, service.system, service.registry)
         self._state = state
+        self.engine_status = state.status
 
     async def call(self, name: str, raw_args: dict[str, Any] | None, ctx: CallContext) -> dict[str, Any]:
         begun = time.perf_counter()

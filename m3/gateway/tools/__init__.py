@@ -4,11 +4,14 @@ A tool whose spec names a request and an actor has no handler (see :mod:`m3.gate
 """
 
 from m3.gateway.registry import Handler
-from m3.gateway.tools import diagnostics, governance, inbox, meta
+from m3.gateway.tools import admin, diagnostics, governance, help, inbox, meta
 
 HANDLERS: dict[str, Handler] = {handler.__name__: handler for handler in (
     meta.m3_call, meta.m3_index, meta.tools_list_domains, meta.tools_load_domain, meta.embedder_status,
     inbox.notifications_wait,
     governance.audit_query, governance.gdpr_export, governance.gdpr_forget,
     diagnostics.diagnostics_store_status, diagnostics.diagnostics_actor_stats, diagnostics.diagnostics_config,
+    diagnostics.diagnostics_health, diagnostics.diagnostics_slow_calls, help.m3_help,
+    admin.admin_export, admin.admin_import, admin.admin_export_inspect, admin.admin_verify, admin.admin_optimise,
+    admin.admin_embedding_backlog, admin.admin_reembed, admin.admin_engine_status,
 )}

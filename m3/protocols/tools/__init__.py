@@ -1,6 +1,7 @@
 """Tool contracts: one module per domain, each declaring its tools' arguments, results and specs."""
 
 from m3.protocols.base import ToolSpec
+from m3.protocols.tools.admin import ADMIN_TOOLS
 from m3.protocols.tools.agents import AGENT_TOOLS
 from m3.protocols.tools.chatlog import CHATLOG_TOOLS
 from m3.protocols.tools.conflicts import CONFLICT_TOOLS
@@ -14,4 +15,4 @@ from m3.protocols.tools.tasks import TASK_TOOLS
 
 ALL_TOOLS: tuple[ToolSpec, ...] = (MEMORY_TOOLS + CHATLOG_TOOLS + META_TOOLS + INBOX_TOOLS + AGENT_TOOLS
                                    + NOTIFICATION_TOOLS + TASK_TOOLS + CONFLICT_TOOLS + SHARING_TOOLS
-                                   + GOVERNANCE_TOOLS + DIAGNOSTICS_TOOLS)
+                                   + GOVERNANCE_TOOLS + DIAGNOSTICS_TOOLS + ADMIN_TOOLS)
