@@ -21,6 +21,7 @@ from m3.store import dump
 from m3.store.dump_writes import STATE_TABLES
 from m3.store.engine import StoreOptions, open_engine
 from m3.store.migrations import HEAD
+from tests.gateway.outcomes import Run
 from tests.helpers import call
 
 LOCAL = CallContext(agent_id="local")
@@ -219,3 +220,20 @@ def test_backlog_and_reembed_show_what_waits_for_a_vector_per_model(service: Ser
 def test_engine_status_says_when_m3_runs_embedded(service: Service) -> None:
     status = call(service, "admin_engine_status")
     assert status["mode"] == "embedded" and status["socket"] is None and status["uptime_s"] >= 0
+
+
+def test_the_cli_exports_and_imports_a_store_by_file(env: dict[str, str], cli: Run, monkeypatch: pytest.MonkeyPatch,
+                                                     tmp_path: Path, other_store: str) -> None:
+    monkeypatch.setenv("M3_STORE_URL", env["M3_STORE_URL"])
+    cli("memory", "write", "--content", "Carried over by the command line.").document()
+    monkeypatch.chdir(tmp_path)
+    exported = cli("store", "export", "--out", "moved.jsonl").document()  # relative: resolved by the CLI
+    assert exported["path"] == str(tmp_path / "moved.jsonl") and exported["tables"]["memories"] == 1
+    assert cli("store", "export", "--out", "moved.jsonl").error()["code"] == "invalid_argument"  # exists
+    monkeypatch.setenv("M3_STORE_URL", other_store)
+    imported = cli("store", "import", "--in", "moved.jsonl").document()
+    assert imported["imported"]["memories"] == 1
+    assert cli("store", "import", "--in", "moved.jsonl").error()["code"] == "store_not_empty"
+    assert cli("store", "import", "--in", "moved.jsonl", "--merge").document()["skipped"]["memories"] == 1
+    found = cli("memory", "search", "--query", "command line").document()
+    assert [item["content"] for item in found["items"]] == ["Carried over by the command line."]
