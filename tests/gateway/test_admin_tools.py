@@ -237,3 +237,12 @@ def test_the_cli_exports_and_imports_a_store_by_file(env: dict[str, str], cli: R
     assert cli("store", "import", "--in", "moved.jsonl", "--merge").document()["skipped"]["memories"] == 1
     found = cli("memory", "search", "--query", "command line").document()
     assert [item["content"] for item in found["items"]] == ["Carried over by the command line."]
+
+
+def test_engine_status_names_the_engine_a_front_end_talks_to(m3: Run) -> None:
+    status = m3("admin", "engine_status").document()
+    assert status["mode"] == "engine" and status["socket"].endswith(".sock") and status["pid"] > 0
+    assert status["requests"] >= 1 and status["uptime_s"] >= 0
+    health = m3("diagnostics", "health").document()
+    assert next(c for c in health["checks"] if c["check"] == "engine")["message"].startswith(
+        f"engine pid {status['pid']}")

@@ -131,7 +131,7 @@ async def admin_import(svc: Service, a: p.AdminImportArgs, ctx: CallContext) -> 
                                skipped=done["skipped"])
 
 
-async def admin_export_inspect(svc: Service, a: p.AdminExportArgs, ctx: CallContext) -> p.AdminExportInspectResult:
+async def admin_export_inspect(svc: Service, a: p.AdminPathArgs, ctx: CallContext) -> p.AdminExportInspectResult:
     local_only("admin_export_inspect", ctx)
     source, header, _tables = read_export(a.path)
     problem: dict[str, Any] | None = None

@@ -67,6 +67,10 @@ ADMIN_IMPORT = ToolSpec(
 )
 
 
+class AdminPathArgs(ToolArgs):
+    path: str = FilePath
+
+
 class AdminExportInspectResult(ToolResult):
     path: str
     m3_version: str | None = Field(description="The m3 that wrote the file.")
@@ -79,7 +83,7 @@ class AdminExportInspectResult(ToolResult):
 
 
 ADMIN_EXPORT_INSPECT = ToolSpec(
-    name="admin_export_inspect", domain="admin", args=AdminExportArgs, result=AdminExportInspectResult,
+    name="admin_export_inspect", domain="admin", args=AdminPathArgs, result=AdminExportInspectResult,
     read_only=True,
     description=(
         "Read an export file's header and check every line without importing anything: which m3 and schema "
