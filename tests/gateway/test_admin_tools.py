@@ -113,6 +113,26 @@ def test_a_store_moves_to_the_other_backend_and_back_row_for_row(service: Servic
     assert [item["content"] for item in found["items"]][:1] == ["The boiler is serviced in October."]
     report = call(other_service, "admin_verify")
     assert report["ok"] is True, report
+    # New rows follow the imported ones (PostgreSQL's sequences were moved past the imported seq values).
+    call(other_service, "memory_write", LOCAL, content="Written after the move.")
+    call(other_service, "chatlog_write", LOCAL, conversation_id="c1", role="assistant", content="Under the red pot.")
+
+
+def test_merge_adds_another_stores_rows_beside_its_own(service: Service, other_service: Service,
+                                                       other_store: str, tmp_path: Path) -> None:
+    fill(service)
+    there = tmp_path / "store.jsonl"
+    call(service, "admin_export", path=str(there))
+    own = call(other_service, "memory_write", LOCAL, content="The other store's own note about the garden.")
+    merged = call(other_service, "admin_import", path=str(there), merge=True)
+    assert merged["imported"]["memories"] == 3 and merged["skipped"]["memories"] == 0
+    memories = tables_of(other_store)["memories"]
+    assert len(memories) == 4 and own["id"] in {m["id"] for m in memories}
+    assert len({m["seq"] for m in memories}) == 4
+    again = call(other_service, "admin_import", path=str(there), merge=True)
+    assert again["rows"] == 0  # a second merge of the same file adds nothing
+    found = call(other_service, "memory_search", LOCAL, query="spare key")
+    assert found["items"][0]["content"] == "The spare key is under the red pot."
 
 
 def test_import_refuses_a_store_that_holds_rows_and_merge_adds_only_what_is_missing(

@@ -139,6 +139,9 @@ def test_slow_calls_lists_the_slowest_recent_calls_without_their_arguments(servi
     outcomes = {c["tool"]: c["outcome"] for c in slow["calls"]}
     assert outcomes["memory_write"] == "ok" and outcomes["memory_get"] == "not_found"
     assert "8841" not in json.dumps(slow) and "vault" not in json.dumps(slow)
+    # Another agent, bound by a token, may call it (diagnostics are open to every caller) and learns no content.
+    seen = call(service, "diagnostics_slow_calls", CallContext(agent_id="other", bound=True))
+    assert seen["calls"] and "8841" not in json.dumps(seen)
     only = with_args(service, "diagnostics_slow_calls", {"tool": "memory_search"})
     assert [c["tool"] for c in only["calls"]] == ["memory_search"]
 
