@@ -143,10 +143,24 @@ def store_import(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
 
 
 def _as_local_user(config: Config, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    """Run ``tool`` where the store's other calls run: in its engine (engine mode), else in this process."""
     import trio
 
+    from m3.gateway.engine.paths import engine_mode
     from m3.gateway.runtime import running
     from m3.gateway.service import CallContext
+
+    if engine_mode(config) == "engine":
+        from m3.errors import M3Error, all_error_classes
+        from m3.gateway.engine.calls import relay
+
+        _status, body = relay(config, tool, args)
+        if isinstance(body, dict) and set(body) == {"error"}:
+            error = body["error"]
+            coded = {cls.code: cls for cls in all_error_classes()}.get(str(error.get("code")), M3Error)
+            raise coded(str(error.get("message")), hint=error.get("hint"), details=error.get("details"))
+        relayed: dict[str, Any] = body
+        return relayed
 
     ctx = CallContext(agent_id=config["identity.agent_id"] or None, user_id=config["identity.user_id"] or None)
     with running(config, background=False) as svc:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from m3 import __version__
+from m3.actors import bridge
 from m3.actors.embedder import Backfill
 from m3.embed.factory import configured_model
 from m3.errors import ExportRevisionMismatch, ExportTooNew, Forbidden, InvalidArgument, InvalidExport, M3Error
@@ -27,6 +28,15 @@ from m3.store.migrations import HEAD
 
 if TYPE_CHECKING:
     from m3.gateway.service import CallContext, Service
+
+
+#: How long an admin request may take (a whole store is read, written or vacuumed): an answer that came too late
+#: for ``actors.ask_timeout_s`` would tell the caller "timeout" about an import the Writer then commits.
+ADMIN_ASK_TIMEOUT_S = 3600.0
+
+
+async def long_ask(svc: Service, handle: Any, request: Any) -> Any:
+    return await bridge.ask(handle, request, max(svc.timeout, ADMIN_ASK_TIMEOUT_S))
 
 
 def local_only(tool: str, ctx: CallContext) -> None:
@@ -61,7 +71,7 @@ async def admin_export(svc: Service, a: p.AdminExportArgs, ctx: CallContext) -> 
     # The reads recorded so far reach the Writer, and what it holds commits, before the snapshot is taken.
     await svc.ask(svc.system.audit_keeper, Flush())
     await svc.ask(svc.system.writer, Flush())
-    done = await svc.ask(svc.system.searcher, msg.ExportStore(header=header))
+    done: msg.ExportedStore = await long_ask(svc, svc.system.searcher, msg.ExportStore(header=header))
     size = write_private(target, done["lines"])
     return p.AdminExportResult(path=str(target), bytes=size, revision=done["revision"],
                                rows=sum(done["tables"].values()), tables=done["tables"])
@@ -125,7 +135,7 @@ async def admin_import(svc: Service, a: p.AdminImportArgs, ctx: CallContext) -> 
     source, header, tables = read_export(a.path)
     check_revision(header)
     rows = {name: tuple(items) for name, items in tables.items()}
-    done = await svc.ask(svc.system.writer, msg.ImportStore(tables=rows, merge=a.merge))
+    done: msg.ImportedRows = await long_ask(svc, svc.system.writer, msg.ImportStore(tables=rows, merge=a.merge))
     return p.AdminImportResult(path=str(source), revision=header["revision"], merged=a.merge,
                                rows=sum(done["imported"].values()), imported=done["imported"],
                                skipped=done["skipped"])
@@ -149,7 +159,7 @@ async def admin_export_inspect(svc: Service, a: p.AdminPathArgs, ctx: CallContex
 
 async def admin_verify(svc: Service, a: p.AdminVerifyArgs, ctx: CallContext) -> p.AdminVerifyResult:
     local_only("admin_verify", ctx)
-    checks = [p.VerifyCheck(**row) for row in await svc.ask(svc.system.searcher, msg.VerifyStore(full=a.full))]
+    checks = [p.VerifyCheck(**row) for row in await long_ask(svc, svc.system.searcher, msg.VerifyStore(full=a.full))]
     problems = sum(1 for c in checks if c.status != "ok")
     return p.AdminVerifyResult(ok=all(c.status != "fail" for c in checks), problems=problems, checks=checks)
 
@@ -158,7 +168,7 @@ async def admin_optimise(svc: Service, a: p.AdminOptimiseArgs, ctx: CallContext)
     local_only("admin_optimise", ctx)
     begun = time.monotonic()
     request = msg.OptimiseStore(vacuum=a.vacuum, rebuild_fulltext=a.rebuild_fulltext)
-    statements = await svc.ask(svc.system.writer, request)
+    statements: list[str] = await long_ask(svc, svc.system.writer, request)
     return p.AdminOptimiseResult(backend=where_of(svc.config)["backend"], statements=statements,
                                  seconds=round(time.monotonic() - begun, 3))
 
