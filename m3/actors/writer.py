@@ -97,12 +97,10 @@ class Writer(ConnectionOwner):
         self._candidates = candidates_for(self._dialect, policy.exempt_types)
 
     def handlers(self) -> dict[type[Message], Callable[[Any], Any]]:
+        # OptimiseStore runs with no transaction open (VACUUM cannot run in one); receive() committed what waited.
         return {mem.ActivateModel: self._activate_model, mem.MarkModelBuilding: self._mark_building,
-                gov.ForgetSubject: self._forget, admin.OptimiseStore: self._optimise}
-
-    def _optimise(self, msg: admin.OptimiseStore) -> list[str]:
-        # No transaction is open (VACUUM cannot run in one): receive() committed what was queued first.
-        return self._dialect.optimise(self.conn, vacuum=msg.vacuum, rebuild_fulltext=msg.rebuild_fulltext)
+                gov.ForgetSubject: self._forget, admin.OptimiseStore: lambda msg: self._dialect.optimise(
+                    self.conn, vacuum=msg.vacuum, rebuild_fulltext=msg.rebuild_fulltext)}
 
     def _forget(self, msg: gov.ForgetSubject) -> GdprForgetResult:
         """Erase a subject in its own transaction (what was queued before it commits first), then scrub the
@@ -147,10 +145,10 @@ class Writer(ConnectionOwner):
         super().on_stop()
 
     def _flush(self) -> None:
-        batch, self._pending = self._pending, []
+        # begun: each request of a group commit waited for the whole transaction (its handling time).
+        batch, self._pending, begun = self._pending, [], time.perf_counter()
         if not batch:
             return
-        begun = time.perf_counter()  # each request of a group commit waited for the whole transaction
         try:
             outcomes, effects = self._run_retrying(batch)
         except Exception as exc:
@@ -229,9 +227,8 @@ class Writer(ConnectionOwner):
             self._on_leased(min(fx.leases))
 
     def _answer_all(self, batch: list[Envelope], outcomes: list[Any], begun: float) -> None:
-        took = time.perf_counter() - begun
         for env, outcome in zip(batch, outcomes, strict=True):
-            self.stats.took(took)
+            self.stats.took(time.perf_counter() - begun)
             if isinstance(outcome, BaseException):
                 self.stats.failed += 1
                 if env.reply is not None:
@@ -363,9 +360,8 @@ OPERATIONS: dict[type[Message], Operation] = {
     co.DeleteTask: _task(TaskWrites.delete), co.ClaimTask: _task(TaskWrites.claim),
     co.RenewLease: _task(TaskWrites.renew), co.ExpireLeases: _task(TaskWrites.expire),
     ResolveConflict: Operation(_resolve_conflict, refusable=True),
-    # One transaction for the whole file: refused (store_not_empty) or failed, nothing of it remains.
     admin.ImportStore: Operation(lambda tx, msg: Outcome(load_export(tx.conn, msg.tables, merge=msg.merge)),
-                                 refusable=True),
+                                 refusable=True),  # one transaction: refused or failed, nothing of it remains
 }
 
 
