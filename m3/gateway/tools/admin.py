@@ -72,7 +72,11 @@ async def admin_export(svc: Service, a: p.AdminExportArgs, ctx: CallContext) -> 
     await svc.ask(svc.system.audit_keeper, Flush())
     await svc.ask(svc.system.writer, Flush())
     done: msg.ExportedStore = await long_ask(svc, svc.system.searcher, msg.ExportStore(header=header))
-    size = write_private(target, done["lines"])
+    try:
+        size = write_private(target, done["lines"])
+    except OSError as exc:
+        raise InvalidArgument(f"cannot write {target}: {exc.strerror or type(exc).__name__}",
+                              hint="Choose a path in a directory you may write to.") from None
     return p.AdminExportResult(path=str(target), bytes=size, revision=done["revision"],
                                rows=sum(done["tables"].values()), tables=done["tables"])
 
@@ -103,7 +107,7 @@ def read_export(path: str) -> tuple[Path, dict[str, Any], dict[str, list[dict[st
             header, tables = dump.parse_lines(iter(lines))
     except FileNotFoundError:
         raise InvalidArgument(f"{source} does not exist", hint="Give the path of a file admin_export wrote.") from None
-    except (UnicodeDecodeError, IsADirectoryError, PermissionError) as exc:
+    except (UnicodeDecodeError, OSError) as exc:
         raise InvalidExport(f"{source} cannot be read as an export: {type(exc).__name__}",
                             details={"line": None}) from None
     return source, header, tables
