@@ -12,11 +12,13 @@ counts of a run as JSON.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import math
 import os
 import queue
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -40,6 +42,7 @@ from tests.gateway.test_mcp_inprocess import connect
 COUNTS: Counter[str] = Counter()
 #: Where the admin tools' generated absolute paths are redirected (an export writes its file).
 FUZZ_FILES = Path(tempfile.mkdtemp(prefix="m3-fuzz-files-"))
+atexit.register(shutil.rmtree, FUZZ_FILES, True)
 #: Read at import: the m3_home fixture clears every M3_* variable before a test runs.
 REPORT = os.environ.get("M3_FUZZ_REPORT")
 SLOWEST: Counter[str] = Counter()
