@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 from sqlalchemy import Connection, Engine, LargeBinary, String, TextClause, create_engine, event, text
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import NullPool
 from sqlalchemy.types import TypeEngine
 
@@ -158,8 +159,9 @@ class SqliteDialect(Dialect):
                 # 'integrity-check' compares the index with the table it indexes (content=), raising on a mismatch.
                 conn.exec_driver_sql(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)")
                 facts.append(Fact(f"fts.{table}", "ok", "the full-text index matches its table"))
-            except sqlite3.DatabaseError as exc:
-                facts.append(Fact(f"fts.{table}", "fail", f"the full-text index does not match its table: {exc}",
+            except (sqlite3.DatabaseError, DBAPIError) as exc:
+                reason = getattr(exc, "orig", exc)  # SQLAlchemy's wrapper repeats the statement: its cause alone
+                facts.append(Fact(f"fts.{table}", "fail", f"the full-text index does not match its table: {reason}",
                                   "Run admin_optimise with rebuild_fulltext=true to build it again from the rows."))
         return facts
 

@@ -266,3 +266,19 @@ def test_engine_status_names_the_engine_a_front_end_talks_to(m3: Run) -> None:
     health = m3("diagnostics", "health").document()
     assert next(c for c in health["checks"] if c["check"] == "engine")["message"].startswith(
         f"engine pid {status['pid']}")
+
+
+@pytest.mark.store_only("sqlite", reason="FTS5 tables are SQLite's; PostgreSQL's tsvector columns are generated")
+def test_verify_finds_a_full_text_index_out_of_step_and_optimise_rebuilds_it(service: Service,
+                                                                              store_url: str) -> None:
+    call(service, "memory_write", content="The heat pump hums at night.")
+    engine = open_engine(StoreOptions(url=store_url), "writer")
+    with engine.begin() as conn:  # the index loses the row behind m3's back; the table keeps it
+        conn.execute(text("INSERT INTO memories_fts(memories_fts, rowid, title, content) "
+                          "SELECT 'delete', seq, coalesce(title, ''), content FROM memories"))
+    engine.dispose()
+    fts = next(c for c in call(service, "admin_verify")["checks"] if c["check"] == "fts.memories_fts")
+    assert fts["status"] == "fail" and "rebuild_fulltext" in fts["hint"]
+    call(service, "admin_optimise", rebuild_fulltext=True)
+    assert call(service, "admin_verify")["ok"] is True
+    assert call(service, "memory_search", query="heat pump")["count"] == 1
