@@ -197,6 +197,33 @@ class LeaseHeld(Conflict):
                     "or delete it until the lease ends (details.owner, details.lease_expires_at).")
 
 
+# --- admin (export, import) -----------------------------------------------------------------------
+
+class InvalidExport(InvalidArgument):
+    code = "invalid_export"
+    default_hint = ("Give a file written by admin_export (`m3 store export`): JSON Lines, a header line first; "
+                    "details.line says where it went wrong. Nothing was imported.")
+
+
+class ExportRevisionMismatch(InvalidArgument):
+    code = "export_revision_mismatch"
+    default_hint = ("The file was exported from a store at an older schema revision: open that store with this "
+                    "m3 once (it migrates on open), export it again and import the new file. Nothing was imported.")
+    http_status = 409
+
+
+class ExportTooNew(ExportRevisionMismatch):
+    code = "export_too_new"
+    default_hint = ("The file comes from a newer m3 (details.revision is unknown to this one): upgrade m3 here "
+                    "and import again. Nothing was imported.")
+
+
+class StoreNotEmpty(Conflict):
+    code = "store_not_empty"
+    default_hint = ("admin_import fills an empty store (details.tables lists what this one holds): import into a "
+                    "new store, or pass merge=true to add only the rows whose ids are not here yet.")
+
+
 # --- HTTP (m3 serve) ------------------------------------------------------------------------------
 
 class Unauthorized(M3Error):

@@ -13,7 +13,8 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -111,14 +112,42 @@ class Envelope:
     reply: Reply | None = None
 
 
+#: How many recent handling times each actor keeps for its latency percentiles.
+LATENCIES_KEPT = 1024
+
+
 @dataclass
 class ActorStats:
-    """Counters written only by the actor's own thread; others only read them."""
+    """Counters written only by the actor's own thread; others only read them.
+
+    ``latencies`` holds the handling times (seconds) of the last :data:`LATENCIES_KEPT` messages: a bounded
+    window, so keeping it costs one append per message and percentiles describe recent behaviour.
+    """
 
     handled: int = 0
     failed: int = 0
     restarts: int = 0
     started_at: float = field(default_factory=time.monotonic)
+    latencies: deque[float] = field(default_factory=lambda: deque(maxlen=LATENCIES_KEPT))
+
+    def took(self, seconds: float) -> None:
+        """Record one message's handling time (from the actor's thread)."""
+        self.latencies.append(seconds)
+
+
+def percentiles(samples: Iterable[float] | None) -> dict[str, float | int | None]:
+    """``{samples, p50_ms, p95_ms, p99_ms}`` of handling times in seconds (nearest rank; None without any).
+
+    Safe to call from any thread: it copies the window first (a deque copy is atomic under the GIL).
+    """
+    values = sorted(list(samples or ()))
+    if not values:
+        return {"samples": 0, "p50_ms": None, "p95_ms": None, "p99_ms": None}
+
+    def at(q: float) -> float:
+        return round(values[min(len(values) - 1, int(q * len(values)))] * 1000, 3)
+
+    return {"samples": len(values), "p50_ms": at(0.50), "p95_ms": at(0.95), "p99_ms": at(0.99)}
 
 
 class M3Actor(pykka.ThreadingActor):
@@ -155,9 +184,11 @@ class M3Actor(pykka.ThreadingActor):
 
     def receive(self, env: Envelope) -> None:
         """Handle one envelope; overridden by actors that defer replies (the Writer)."""
+        begun = time.perf_counter()
         try:
             result = self.handle(env.message)
         except Exception as exc:
+            self.stats.took(time.perf_counter() - begun)
             self.stats.failed += 1
             if env.reply is None:
                 raise  # no caller: crash, the supervisor restarts us
@@ -165,6 +196,7 @@ class M3Actor(pykka.ThreadingActor):
                 log.exception("%s failed on %s", type(self).__name__, type(env.message).__name__)
             env.reply.set_exception(exc)
             return
+        self.stats.took(time.perf_counter() - begun)
         self.stats.handled += 1
         if env.reply is not None:
             env.reply.set_result(result)

@@ -19,6 +19,7 @@ from m3.actors.supervisor import ActorHandle
 from m3.embed.base import Embedder
 from m3.errors import EmbedderUnavailable, InvalidArgument, NotFound
 from m3.protocols.base import Message
+from m3.protocols.messages import admin
 from m3.protocols.messages import conversations as cv
 from m3.protocols.messages.files import ListFileChunks
 from m3.protocols.messages.listing import CountMemories, ListMemories
@@ -46,9 +47,11 @@ from m3.retrieval.dense import DenseLeg, Vector, leg_for
 from m3.store import (
     chat_reads,
     conversations,
+    dump,
     embedding_models,
     file_chunks,
     fulltext,
+    maintenance,
     memory_lists,
     status,
     vectors,
@@ -103,7 +106,15 @@ class Searcher(StoreReader):
             cv.GetConversation: lambda msg: conversations.get_conversation(self.conn, msg),
             cv.ConversationStats: lambda msg: conversations.conversation_stats(self.conn, msg, self._chat_model()),
             cv.ConversationHistory: lambda msg: conversations.history(self.conn, msg),
+            admin.ExportStore: self.export, admin.VerifyStore: lambda msg: maintenance.verify(self.conn, full=msg.full),
+            admin.EmbeddingBacklog: lambda msg: maintenance.backlog(self.conn, list(msg.models), msg.limit),
         }
+
+    def export(self, msg: admin.ExportStore) -> admin.ExportedStore:
+        """Every table in one read transaction (:meth:`StoreReader.handle`), so the file is one snapshot."""
+        revision = status.revision(self.conn)
+        lines, tables = dump.export_lines(self.conn, {**msg.header, "revision": revision})
+        return admin.ExportedStore(lines=lines, tables=tables, revision=revision)
 
     # -- memory search -------------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ from typing import Any, TypeVar, overload
 
 import pykka
 
-from m3.actors.base import ActorStats, Envelope, M3Actor, Reply, ThreadReply
+from m3.actors.base import ActorStats, Envelope, M3Actor, Reply, ThreadReply, percentiles
 from m3.errors import Unavailable
 from m3.protocols.base import Message, Request
 
@@ -178,4 +178,5 @@ class ActorHandle:
         return {
             "actor": self.name, "alive": alive, "queue_depth": int(depth),
             "handled": self.stats.handled, "failed": self.stats.failed, "restarts": self.stats.restarts,
+            "latency": percentiles(self.stats.latencies),
         }

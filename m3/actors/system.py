@@ -68,6 +68,8 @@ class ActorSystem:
         #: Embedders of other models (the previous one, while the store moves to the configured one).
         self.resolve = ModelResolver(config, self.embedder_backend)
         self.ask_timeout: float = config["actors.ask_timeout_s"]
+        #: Whether this process works the embedding backlog (a long-running one that holds the job).
+        self.background = background
         self._started = False
         policy = SupersessionPolicy(threshold=config["supersede.threshold"],
                                     # A file chunk is replaced by re-indexing its file, never by a look-alike.

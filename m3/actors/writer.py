@@ -11,6 +11,7 @@ an answer always means "committed".
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -24,6 +25,7 @@ from m3.actors.reader import ConnectionOwner
 from m3.actors.supervisor import ActorHandle
 from m3.errors import M3Error
 from m3.protocols.base import Message
+from m3.protocols.messages import admin
 from m3.protocols.messages import conversations as cv
 from m3.protocols.messages import coordination as co
 from m3.protocols.messages import entities as ent
@@ -51,6 +53,7 @@ from m3.store.audit_writes import prune as prune_audit
 from m3.store.audit_writes import record as record_audit
 from m3.store.clock import Clock
 from m3.store.dialect import dialect_for
+from m3.store.dump_writes import load as load_export
 from m3.store.engine import StoreOptions, write_errors
 from m3.store.filters import isolation_clause
 from m3.store.memory_writes import MemoryWrites
@@ -109,8 +112,10 @@ class Writer(ConnectionOwner):
         self._candidates = candidates_for(self._dialect, policy.exempt_types)
 
     def handlers(self) -> dict[type[Message], Callable[[Any], Any]]:
+        # OptimiseStore runs with no transaction open (VACUUM cannot run in one); receive() committed what waited.
         return {mem.ActivateModel: self._activate_model, mem.MarkModelBuilding: self._mark_building,
-                gov.ForgetSubject: self._forget}
+                gov.ForgetSubject: self._forget, admin.OptimiseStore: lambda msg: self._dialect.optimise(
+                    self.conn, vacuum=msg.vacuum, rebuild_fulltext=msg.rebuild_fulltext)}
 
     def _forget(self, msg: gov.ForgetSubject) -> GdprForgetResult:
         """Erase a subject in its own transaction (what was queued before it commits first), then scrub the
@@ -155,7 +160,8 @@ class Writer(ConnectionOwner):
         super().on_stop()
 
     def _flush(self) -> None:
-        batch, self._pending = self._pending, []
+        # begun: each request of a group commit waited for the whole transaction (its handling time).
+        batch, self._pending, begun = self._pending, [], time.perf_counter()
         if not batch:
             return
         try:
@@ -164,7 +170,7 @@ class Writer(ConnectionOwner):
             if len(batch) == 1 or isinstance(exc, OperationalError):
                 # The database refused the transaction itself (locked past the busy timeout, read-only,
                 # disk full): every request would fail alike, so none is retried on its own.
-                self._answer_all(batch, write_errors(len(batch), exc, self._dialect))
+                self._answer_all(batch, write_errors(len(batch), exc, self._dialect), begun)
                 return
             log.warning("group commit of %d failed (%r); retrying one by one", len(batch), exc)
             for env in batch:
@@ -172,7 +178,7 @@ class Writer(ConnectionOwner):
                 self._flush()
             return
         self._publish(effects)
-        self._answer_all(batch, outcomes)
+        self._answer_all(batch, outcomes, begun)
 
     def _run_retrying(self, batch: list[Envelope]) -> tuple[list[Any], Effects]:
         """Run the batch; on PostgreSQL run it again when it lost a deadlock or serialization race."""
@@ -237,8 +243,9 @@ class Writer(ConnectionOwner):
         if fx.leases and self._on_leased is not None:
             self._on_leased(min(fx.leases))
 
-    def _answer_all(self, batch: list[Envelope], outcomes: list[Any]) -> None:
+    def _answer_all(self, batch: list[Envelope], outcomes: list[Any], begun: float) -> None:
         for env, outcome in zip(batch, outcomes, strict=True):
+            self.stats.took(time.perf_counter() - begun)
             if isinstance(outcome, BaseException):
                 self.stats.failed += 1
                 if env.reply is not None:
@@ -390,6 +397,8 @@ OPERATIONS: dict[type[Message], Operation] = {
     ResolveConflict: Operation(_resolve_conflict, refusable=True),
     ent.IndexEntities: _at_now(entities.index), ent.MergeEntities: _at_now(entities.merge_request, refusable=True),
     ent.UnmergeEntities: _at_now(entities.unmerge_request, refusable=True),
+    admin.ImportStore: Operation(lambda tx, msg: Outcome(load_export(tx.conn, msg.tables, merge=msg.merge)),
+                                 refusable=True),  # one transaction: refused or failed, nothing of it remains
 }
 
 

@@ -192,6 +192,14 @@ ADMIN_COMMANDS: tuple[AdminCommand, ...] = (
                  _lazy("m3.gateway.store_commands", "store_migrate")),
     AdminCommand("store", "status", "Backend, URL (password hidden), schema revision and counts of the store.",
                  _lazy("m3.gateway.store_commands", "store_status")),
+    AdminCommand("store", "export", "Write the whole store (every version, vectors, chat, tasks …) to one JSON Lines "
+                 "file, owner-only (admin_export; docs/admin.md).", _lazy("m3.gateway.store_commands", "store_export"),
+                 (arg("--out", required=True, metavar="FILE", help="The file to write."),
+                  arg("--overwrite", action="store_true", help="Replace FILE if it exists."))),
+    AdminCommand("store", "import", "Load a file of `m3 store export` into this store, all or nothing; the store must "
+                 "be empty unless --merge (admin_import).", _lazy("m3.gateway.store_commands", "store_import"),
+                 (arg("--in", dest="source", required=True, metavar="FILE", help="The file to read."),
+                  arg("--merge", action="store_true", help="Skip the rows already here, add the rest."))),
     AdminCommand("postgres", "start", "Start the embedded PostgreSQL (pgvector) under the engine root; "
                  "prints its store URL.", _lazy("m3.gateway.store_commands", "postgres_start"),
                  (arg("--port", type=int, default=5432, help="Names the Unix socket file (no TCP is opened)."),

@@ -8,6 +8,8 @@ leaves as an :class:`~m3.errors.M3Error`; surfaces only render it.
 from __future__ import annotations
 
 import logging
+import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -58,18 +60,28 @@ class Service:
         self.timeout: float = config["actors.ask_timeout_s"]
         self.limits = limits_of(config)
         self.audit_reads: bool = config["audit.enabled"]
+        #: When this service started (admin_engine_status in embedded mode).
+        self.started = time.time()
+        #: The engine's own status when an engine process serves this service (set by the engine), else None.
+        self.engine_status: Callable[[], dict[str, Any]] | None = None
+        self.calls = CallLog()
 
     async def call(self, name: str, raw_args: dict[str, Any] | None, ctx: CallContext) -> dict[str, Any]:
         """Run tool ``name`` with JSON arguments; return its JSON result. Raises M3Error only."""
         tool = self.registry.get(name)
         args = validate_args(tool, self.registry.upgrade_args(tool, raw_args or {}), self.limits)
+        begun, outcome = time.perf_counter(), "ok"
         try:
             result = await self.run(tool, args, ctx)
-        except M3Error:
+        except M3Error as exc:
+            outcome = exc.code
             raise
         except Exception as exc:
+            outcome = "internal_error"
             log.exception("tool %s failed", name)
             raise M3Error(f"{name} failed unexpectedly: {type(exc).__name__}") from exc
+        finally:
+            self.calls.record(tool.spec.name, time.perf_counter() - begun, outcome)
         return result.model_dump(mode="json")
 
     async def run(self, tool: Tool, args: Any, ctx: CallContext) -> ToolResult:
@@ -94,6 +106,36 @@ class Service:
     async def ask(self, handle: ActorHandle, message: Request[R]) -> R:
         """Ask one actor under the configured timeout."""
         return await bridge.ask(handle, message, self.timeout)
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """One finished tool call: which tool, how long, when, and its outcome (``ok`` or an error code) — never its
+    arguments or result."""
+
+    tool: str
+    ms: float
+    at: datetime
+    outcome: str
+
+
+class CallLog:
+    """The last :data:`CALLS_KEPT` tool calls of this process (diagnostics_slow_calls); one append per call."""
+
+    def __init__(self, kept: int = 0) -> None:
+        self._calls: deque[CallRecord] = deque(maxlen=kept or CALLS_KEPT)
+
+    def record(self, tool: str, seconds: float, outcome: str) -> None:
+        self._calls.append(CallRecord(tool, round(seconds * 1000, 3), datetime.now(UTC), outcome))
+
+    def slowest(self, n: int, tool: str | None = None) -> tuple[int, list[CallRecord]]:
+        """How many calls are kept, and the ``n`` slowest of them (of ``tool`` only, when given)."""
+        calls = [c for c in list(self._calls) if tool is None or c.tool == tool]
+        return len(calls), sorted(calls, key=lambda c: c.ms, reverse=True)[:n]
+
+
+#: How many recent calls a service remembers for diagnostics_slow_calls.
+CALLS_KEPT = 1000
 
 
 def limits_of(config: Config) -> dict[str, Any]:

@@ -126,3 +126,43 @@ def _cluster_info(cluster: embedded_pg.Cluster, pgdata: Path) -> dict[str, Any]:
     return {"running": True, "pid": cluster.pid, "pgdata": str(pgdata), "socket_dir": str(cluster.socket_dir),
             "port": cluster.port, "version": embedded_pg.server_version(pgdata), "log": str(pgdata / "server.log"),
             "url": cluster.url(EMBEDDED_DATABASE)}
+
+
+# -- m3 store export | import ----------------------------------------------------------------------
+
+def store_export(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
+    """admin_export as the local user, to ``--out`` (resolved here: the tool takes absolute paths)."""
+    return _as_local_user(config, "admin_export", {"path": str(Path(ns.out).expanduser().resolve()),
+                                                   "overwrite": ns.overwrite})
+
+
+def store_import(config: Config, ns: argparse.Namespace) -> dict[str, Any]:
+    """admin_import as the local user, from ``--in``."""
+    return _as_local_user(config, "admin_import", {"path": str(Path(ns.source).expanduser().resolve()),
+                                                   "merge": ns.merge})
+
+
+def _as_local_user(config: Config, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    """Run ``tool`` where the store's other calls run: in its engine (engine mode), else in this process."""
+    import trio
+
+    from m3.gateway.engine.paths import engine_mode
+    from m3.gateway.runtime import running
+    from m3.gateway.service import CallContext
+
+    if engine_mode(config) == "engine":
+        from m3.errors import M3Error, all_error_classes
+        from m3.gateway.engine.calls import relay
+
+        _status, body = relay(config, tool, args)
+        if isinstance(body, dict) and set(body) == {"error"}:
+            error = body["error"]
+            coded = {cls.code: cls for cls in all_error_classes()}.get(str(error.get("code")), M3Error)
+            raise coded(str(error.get("message")), hint=error.get("hint"), details=error.get("details"))
+        relayed: dict[str, Any] = body
+        return relayed
+
+    ctx = CallContext(agent_id=config["identity.agent_id"] or None, user_id=config["identity.user_id"] or None)
+    with running(config, background=False) as svc:
+        result: dict[str, Any] = trio.run(svc.call, tool, args, ctx)
+    return result

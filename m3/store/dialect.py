@@ -116,6 +116,22 @@ class Dialect(Protocol):
         files keep no copy of the deleted rows (docs/governance.md says what remains)."""
         return None
 
+    def after_import(self, conn: Connection, tables: list[str]) -> None:
+        """In an import's transaction, after rows were inserted with their own ``seq``: make the next ``seq``
+        each of ``tables`` assigns follow the largest one (SQLite's rowid does so by itself)."""
+        return None
+
+    def optimise(self, conn: Connection, *, vacuum: bool, rebuild_fulltext: bool) -> list[str]:
+        """With no transaction open on ``conn``: refresh the planner's statistics and compact the full-text
+        indexes (``rebuild_fulltext``: build them again from their tables first; ``vacuum``: also rewrite the
+        database to return free space); the statements it ran."""
+        return []
+
+    def integrity(self, conn: Connection, *, full: bool) -> list[Fact]:
+        """This dialect's own consistency checks (admin_verify): the database file, the full-text indexes against
+        their tables. ``full``: the thorough check, else the quick one. Reports, never repairs."""
+        return []
+
     def retryable(self, exc: BaseException) -> bool:
         """True when the transaction lost a deadlock or serialization race, so running it again is safe."""
         return False

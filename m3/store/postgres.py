@@ -138,6 +138,25 @@ class PostgresDialect(Dialect):
             cur.close()
             raw.autocommit = False
 
+    def after_import(self, conn: Connection, tables: list[str]) -> None:
+        for table in tables:
+            name = _quote(conn, table)
+            conn.execute(text(f"SELECT setval(pg_get_serial_sequence(:t, 'seq'), "
+                              f"(SELECT coalesce(max(seq), 0) + 1 FROM {name}), false)").bindparams(t=table))
+
+    def optimise(self, conn: Connection, *, vacuum: bool, rebuild_fulltext: bool) -> list[str]:
+        # The tsvector columns are generated from their rows, so there is no full-text index to rebuild.
+        # VACUUM cannot run inside a transaction block: the raw connection runs it in autocommit.
+        statement = "VACUUM (FULL, ANALYZE)" if vacuum else "VACUUM (ANALYZE)"
+        raw = conn.connection.dbapi_connection
+        assert raw is not None
+        raw.autocommit = True
+        try:
+            raw.cursor().execute(statement)
+        finally:
+            raw.autocommit = False
+        return [statement]
+
     def store_error(self, exc: BaseException) -> StoreError | None:
         sqlstate = getattr(getattr(exc, "orig", None), "sqlstate", None)
         if sqlstate == "55P03":

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 from sqlalchemy import Connection, Engine, LargeBinary, String, TextClause, create_engine, event, text
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import NullPool
 from sqlalchemy.types import TypeEngine
 
@@ -146,6 +147,38 @@ class SqliteDialect(Dialect):
         if busy:
             raise StoreError("the erasure committed, but another connection kept the WAL from being truncated",
                              hint=SCRUB_HINT)
+
+    def integrity(self, conn: Connection, *, full: bool) -> list[Fact]:
+        pragma = "integrity_check" if full else "quick_check"
+        found = [str(row[0]) for row in conn.exec_driver_sql(f"PRAGMA {pragma}(20)")]
+        facts = [Fact(f"sqlite.{pragma}", "ok" if found == ["ok"] else "fail", "; ".join(found),
+                      None if found == ["ok"] else "Restore the database from a backup, or export what is readable "
+                                                   "with admin_export and import it into a new store.")]
+        for table in FTS_TABLES:
+            try:
+                # 'integrity-check' compares the index with the table it indexes (content=), raising on a mismatch.
+                conn.exec_driver_sql(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)")
+                facts.append(Fact(f"fts.{table}", "ok", "the full-text index matches its table"))
+            except (sqlite3.DatabaseError, DBAPIError) as exc:
+                reason = getattr(exc, "orig", exc)  # SQLAlchemy's wrapper repeats the statement: its cause alone
+                facts.append(Fact(f"fts.{table}", "fail", f"the full-text index does not match its table: {reason}",
+                                  "Run admin_optimise with rebuild_fulltext=true to build it again from the rows."))
+        return facts
+
+    def optimise(self, conn: Connection, *, vacuum: bool, rebuild_fulltext: bool) -> list[str]:
+        raw = conn.connection.dbapi_connection
+        assert raw is not None
+        done = [f"INSERT INTO {table}({table}) VALUES ('rebuild')" for table in FTS_TABLES] if rebuild_fulltext else []
+        done += [f"INSERT INTO {table}({table}) VALUES ('optimize')" for table in FTS_TABLES]
+        for statement in done:
+            raw.execute(statement)
+        raw.commit()
+        done.append("PRAGMA optimize")
+        raw.execute("PRAGMA optimize")
+        if vacuum:
+            raw.execute("VACUUM")
+            done.append("VACUUM")
+        return done
 
     def bind_time(self, value: datetime) -> Any:
         # Not strftime: its %Y does not zero-pad years before 1000, which breaks both parsing and ordering.

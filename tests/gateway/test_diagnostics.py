@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
+import pytest
+import trio
 from sqlalchemy import make_url
 
 from m3.actors.system import ActorSystem
 from m3.config import load_config
+from m3.errors import M3Error
 from m3.gateway.registry import default_registry
 from m3.gateway.service import CallContext, Service
 from m3.store.migrations import HEAD
@@ -58,6 +62,18 @@ def test_actor_stats_lists_every_actor_of_the_system_and_the_routers(service: Se
     assert sum(row["handled"] for row in actors) >= 1
 
 
+def test_actor_stats_shows_each_actors_handling_time_percentiles(service: Service) -> None:
+    for n in range(3):
+        call(service, "memory_write", content=f"Reading number {n} of the water meter.")
+    call(service, "memory_search", query="water meter")
+    stats = {row["actor"]: row for row in call(service, "diagnostics_actor_stats")["actors"]}
+    for name in ("writer", "searcher"):
+        latency = stats[name]["latency"]
+        assert latency["samples"] >= 1
+        assert 0 <= latency["p50_ms"] <= latency["p95_ms"] <= latency["p99_ms"]
+    assert stats["routers"]["latency"] is None  # routers come and go; each one's own row is not kept
+
+
 def test_config_shows_every_setting_with_its_origin_and_no_secret_value(env: dict[str, str], store_url: str,
                                                                        system: ActorSystem) -> None:
     config = load_config({**env, "M3_STORE_URL": with_password(store_url), "M3_EMBED_KEY": EMBED_KEY})
@@ -93,3 +109,56 @@ def test_the_cli_shows_status_stats_and_settings_without_the_vaults_secrets(cli:
         else:
             assert document["actors"][-1]["actor"] == "routers"
     assert not any(PASSWORD in text or EMBED_KEY in text for text in outputs)
+
+
+def with_args(service: Service, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    """``call`` for tools with an argument named ``tool`` (which ``call``'s own parameter would take)."""
+    result: dict[str, Any] = trio.run(service.call, name, args, CallContext(agent_id="local"))
+    return result
+
+
+def test_health_sums_up_store_schema_actors_backlog_and_engine(service: Service) -> None:
+    call(service, "memory_write", content="The heat pump was serviced in May.")
+    service.system.wait_embedded()
+    health = call(service, "diagnostics_health")
+    checks = {c["check"]: c for c in health["checks"]}
+    assert list(checks) == ["store", "schema", "embedding_backlog", "actors", "engine"]
+    assert health["status"] == "ok" and all(c["status"] == "ok" for c in checks.values())
+    assert "embedded" in checks["engine"]["message"]
+
+
+def test_slow_calls_lists_the_slowest_recent_calls_without_their_arguments(service: Service) -> None:
+    secret = "The vault code is 8841."
+    call(service, "memory_write", content=secret)
+    call(service, "memory_search", query="vault code")
+    with pytest.raises(M3Error):
+        call(service, "memory_get", id="no-such-memory")
+    slow = call(service, "diagnostics_slow_calls", limit=10)
+    assert slow["considered"] >= 3
+    assert [c["ms"] for c in slow["calls"]] == sorted((c["ms"] for c in slow["calls"]), reverse=True)
+    outcomes = {c["tool"]: c["outcome"] for c in slow["calls"]}
+    assert outcomes["memory_write"] == "ok" and outcomes["memory_get"] == "not_found"
+    assert "8841" not in json.dumps(slow) and "vault" not in json.dumps(slow)
+    # Another agent, bound by a token, may call it (diagnostics are open to every caller) and learns no content.
+    seen = call(service, "diagnostics_slow_calls", CallContext(agent_id="other", bound=True))
+    assert seen["calls"] and "8841" not in json.dumps(seen)
+    only = with_args(service, "diagnostics_slow_calls", {"tool": "memory_search"})
+    assert [c["tool"] for c in only["calls"]] == ["memory_search"]
+
+
+def test_help_describes_one_tool_in_full_and_its_example_call_runs(service: Service) -> None:
+    helped = with_args(service, "m3_help", {"tool": "memory_search"})
+    arguments = {a["name"]: a for a in helped["arguments"]}
+    assert arguments["query"]["required"] is True and arguments["query"]["type"] == "string"
+    assert arguments["k"]["required"] is False and "integer" in arguments["k"]["type"]
+    assert {"count", "items"} <= {f["name"] for f in helped["result"]}
+    assert helped["destructive"] is False and helped["read_only"] is True
+    assert {"invalid_argument", "timeout"} <= {e["code"] for e in helped["errors"]}
+    assert helped["example"]["tool"] == "memory_search" and helped["cli"].startswith("m3 memory memory_search")
+    admin = with_args(service, "m3_help", {"tool": "admin_import"})
+    assert {"store_not_empty", "export_too_new", "invalid_export", "forbidden"} <= {e["code"] for e in admin["errors"]}
+    ran = with_args(service, "m3_call", helped["example"])
+    assert "count" in ran["result"]
+    with pytest.raises(M3Error) as raised:
+        with_args(service, "m3_help", {"tool": "memory_serch"})
+    assert raised.value.code == "unknown_tool"

@@ -12,11 +12,15 @@ counts of a run as JSON.
 
 from __future__ import annotations
 
+import atexit
+import hashlib
 import json
 import math
 import os
 import queue
+import shutil
 import subprocess
+import tempfile
 import threading
 import time
 from collections import Counter
@@ -36,6 +40,9 @@ from tests.fuzzing import EXAMPLES, arguments
 from tests.gateway.test_mcp_inprocess import connect
 
 COUNTS: Counter[str] = Counter()
+#: Where the admin tools' generated absolute paths are redirected (an export writes its file).
+FUZZ_FILES = Path(tempfile.mkdtemp(prefix="m3-fuzz-files-"))
+atexit.register(shutil.rmtree, FUZZ_FILES, True)
 #: Read at import: the m3_home fixture clears every M3_* variable before a test runs.
 REPORT = os.environ.get("M3_FUZZ_REPORT")
 SLOWEST: Counter[str] = Counter()
@@ -50,6 +57,10 @@ def tame(tool: str, args: Any) -> Any:
         return args
     if tool == "m3_call" and isinstance(args.get("tool"), str):
         return {**args, "args": tame(args["tool"], args.get("args"))}
+    if tool.startswith("admin_") and isinstance(args.get("path"), str) and args["path"].startswith("/"):
+        # An absolute path is used as given: keep generated files inside one folder of the fuzzer's own.
+        digest = hashlib.sha256(args["path"].encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        return {**args, "path": str(FUZZ_FILES / digest)}
     if tool != "notifications_wait":
         return args
     timeout = args.get("timeout", 30.0)  # the default would wait 30 s

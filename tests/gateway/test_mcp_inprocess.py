@@ -55,7 +55,7 @@ def tool_error(result: types.CallToolResult) -> dict[str, Any]:
     return error
 
 
-async def m3_call(client: Client, tool: str, **args: Any) -> types.CallToolResult:
+async def m3_call(client: Client, tool: str, /, **args: Any) -> types.CallToolResult:
     return await client.call_tool("m3_call", {"tool": tool, "args": args})
 
 
@@ -177,7 +177,7 @@ async def _exercise_every_tool(client: Client, service: Service) -> list[str]:
     """Call each tool once through m3_call; the client's own validator checks each inner result."""
     done: list[str] = []
 
-    async def run(tool: str, **args: Any) -> dict[str, Any]:
+    async def run(tool: str, /, **args: Any) -> dict[str, Any]:  # (m3_help's own argument is named tool)
         inner: dict[str, Any] = ok(await m3_call(client, tool, **args))["result"]
         await client.session.validate_tool_result(tool, types.CallToolResult(content=[], structured_content=inner))
         done.append(tool)
@@ -229,6 +229,7 @@ async def _exercise_every_tool(client: Client, service: Service) -> list[str]:
     assert (await run("diagnostics_actor_stats"))["actors"][-1]["actor"] == "routers"
     assert any(row["key"] == "store.url" for row in (await run("diagnostics_config"))["settings"])
     await _exercise_files(run)
+    await _exercise_admin(run)
     return done
 
 
@@ -246,6 +247,8 @@ async def _exercise_files(run: Any) -> None:
         assert (await run("files_reindex", path=str(folder)))["changed"] == 1
         await run("memory_write_from_file", path=str(folder / "deploy.md"), start_line=2)
         assert (await run("files_forget", path=str(folder)))["files"] == 1
+
+
 async def _exercise_entities(run: Any) -> None:
     """Each entity tool once: two memories naming the same person twice over, indexed now, merged, unmerged."""
     await run("memory_write", content="Alice Smith works at Acme Corp.", type="fact", scope="org")
@@ -259,6 +262,23 @@ async def _exercise_entities(run: Any) -> None:
     await run("entity_relations", predicate="works_at")
     await run("entity_merge", source_id=short["id"], target_id=alice["id"])
     await run("entity_unmerge", source_id=short["id"])
+
+
+async def _exercise_admin(run: Any) -> None:
+    """The admin and help tools, the local user calling: export, then merge the file back (adding nothing)."""
+    assert (await run("m3_help", tool="memory_write"))["example"]["tool"] == "memory_write"
+    assert (await run("diagnostics_health"))["checks"]
+    assert (await run("diagnostics_slow_calls", limit=3))["calls"]
+    with tempfile.TemporaryDirectory() as folder:
+        path = str(Path(folder) / "store.jsonl")
+        exported = await run("admin_export", path=path)
+        assert (await run("admin_export_inspect", path=path))["importable"] is True
+        assert (await run("admin_import", path=path, merge=True))["rows"] == 0 < exported["rows"]
+    await run("admin_verify")
+    await run("admin_optimise")
+    await run("admin_embedding_backlog", limit=2)
+    await run("admin_reembed")
+    assert (await run("admin_engine_status"))["mode"] == "embedded"
 
 
 async def _exercise_conflicts(run: Any, service: Service) -> None:

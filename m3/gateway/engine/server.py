@@ -27,6 +27,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from m3 import __version__
+from m3.actors.base import percentiles
 from m3.config import Config, load_config
 from m3.errors import EngineSettingsMismatch, EngineVersionMismatch, M3Error, Unauthorized
 from m3.gateway.engine import manifest
@@ -82,23 +83,13 @@ class EngineState:
                 **(self.shared.status() if self.shared is not None else {})}
 
 
-def percentiles(samples: deque[float] | None) -> dict[str, float | int | None]:
-    values = sorted(samples or ())
-    if not values:
-        return {"calls": 0, "p50_ms": None, "p95_ms": None, "p99_ms": None}
-
-    def at(q: float) -> float:
-        return round(values[min(len(values) - 1, int(q * len(values)))] * 1000, 3)
-
-    return {"calls": len(values), "p50_ms": at(0.50), "p95_ms": at(0.95), "p99_ms": at(0.99)}
-
-
 class MeasuredService(Service):
     """A :class:`Service` that times every call by the actor that answers it (``handler`` for orchestrating tools)."""
 
     def __init__(self, service: Service, state: EngineState):
         super().__init__(service.config, service.system, service.registry)
         self._state = state
+        self.engine_status = state.status
 
     async def call(self, name: str, raw_args: dict[str, Any] | None, ctx: CallContext) -> dict[str, Any]:
         begun = time.perf_counter()
@@ -200,8 +191,9 @@ def engine_routes(service: Service, state: EngineState) -> list[Route]:
     async def stats(_request: Request) -> Response:
         actors = []
         for row in service.system.statistics():
-            actors.append({**row, "latency": percentiles(state.latencies.get(row["actor"]))})
-        handler = {"actor": "handler", "latency": percentiles(state.latencies.get("handler"))}
+            # latency: the actor's own handling time per message; call_latency: whole tool calls it answered.
+            actors.append({**row, "call_latency": percentiles(state.latencies.get(row["actor"]))})
+        handler = {"actor": "handler", "call_latency": percentiles(state.latencies.get("handler"))}
         return JSONResponse({**state.status(), "actors": [*actors, handler]})
 
     async def stop_soon() -> None:

@@ -4,7 +4,18 @@ A tool whose spec names a request and an actor has no handler (see :mod:`m3.gate
 """
 
 from m3.gateway.registry import Handler
-from m3.gateway.tools import conversations, diagnostics, file_reads, files, governance, inbox, memory_bulk, meta
+from m3.gateway.tools import (
+    admin,
+    conversations,
+    diagnostics,
+    file_reads,
+    files,
+    governance,
+    help,
+    inbox,
+    memory_bulk,
+    meta,
+)
 
 HANDLERS: dict[str, Handler] = {handler.__name__: handler for handler in (
     meta.m3_call, meta.m3_index, meta.tools_list_domains, meta.tools_load_domain, meta.embedder_status,
@@ -14,4 +25,7 @@ HANDLERS: dict[str, Handler] = {handler.__name__: handler for handler in (
     diagnostics.diagnostics_store_status, diagnostics.diagnostics_actor_stats, diagnostics.diagnostics_config,
     files.files_index, files.files_reindex, files.files_status, files.files_forget, files.memory_write_from_file,
     file_reads.files_search, file_reads.files_get, file_reads.files_list, file_reads.files_stats,
+    diagnostics.diagnostics_health, diagnostics.diagnostics_slow_calls, help.m3_help,
+    admin.admin_export, admin.admin_import, admin.admin_export_inspect, admin.admin_verify, admin.admin_optimise,
+    admin.admin_embedding_backlog, admin.admin_reembed, admin.admin_engine_status,
 )}

@@ -1,6 +1,7 @@
 """Tool contracts: one module per domain, each declaring its tools' arguments, results and specs."""
 
 from m3.protocols.base import ToolSpec
+from m3.protocols.tools.admin import ADMIN_TOOLS
 from m3.protocols.tools.agents import AGENT_TOOLS
 from m3.protocols.tools.chat_reads import CHAT_READ_TOOLS
 from m3.protocols.tools.chatlog import CHATLOG_TOOLS
@@ -26,5 +27,5 @@ ALL_TOOLS: tuple[ToolSpec, ...] = (
     + META_TOOLS
     + INBOX_TOOLS + AGENT_TOOLS + (AGENT_WHOAMI,) + NOTIFICATION_TOOLS + TASK_TOOLS
     + CONFLICT_TOOLS + SHARING_TOOLS
-    + GOVERNANCE_TOOLS + DIAGNOSTICS_TOOLS
+    + GOVERNANCE_TOOLS + DIAGNOSTICS_TOOLS + ADMIN_TOOLS
 )

@@ -1,17 +1,18 @@
 """Admin and diagnostics tools (``diagnostics`` domain): the store, the actors and the configuration.
 
-All three are read-only and show no memory or chat content and no secret: counts, states and settings
+All are read-only and show no memory or chat content and no secret: counts, states and settings
 (a secret setting only as set or unset, a store URL with its password replaced by ``***``). Who may call
 them: docs/governance.md.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import datetime
+from typing import Any, Literal
 
 from pydantic import Field
 
-from m3.protocols.base import ToolResult, ToolSpec
+from m3.protocols.base import ToolArgs, ToolResult, ToolSpec
 from m3.protocols.tools.meta import NoArgs
 
 
@@ -42,6 +43,13 @@ DIAGNOSTICS_STORE_STATUS = ToolSpec(
 )
 
 
+class Latency(ToolResult):
+    samples: int = Field(description="How many recent messages the percentiles are over (a bounded window).")
+    p50_ms: float | None = Field(description="Median handling time of one message, in milliseconds.")
+    p95_ms: float | None = Field(description="95th percentile handling time, in milliseconds.")
+    p99_ms: float | None = Field(description="99th percentile handling time, in milliseconds.")
+
+
 class ActorStats(ToolResult):
     actor: str
     alive: bool
@@ -51,6 +59,8 @@ class ActorStats(ToolResult):
     restarts: int | None = Field(None, description="Times its supervisor restarted it.")
     running: int | None = Field(None, description="Routers only: how many run now.")
     started: int | None = Field(None, description="Routers only: how many were started.")
+    latency: Latency | None = Field(None, description="Percentiles of the time the actor took per message "
+                                                      "(a Writer request: its whole group commit).")
 
 
 class DiagnosticsActorStatsResult(ToolResult):
@@ -62,8 +72,9 @@ DIAGNOSTICS_ACTOR_STATS = ToolSpec(
     read_only=True,
     description=(
         "Show each actor of the answering m3 process (Writer, Searcher, Embedder …) and its routers: whether it "
-        "is alive, how many messages wait in its queue, how many it handled or failed, and how often it was "
-        "restarted. Use it when calls are slow or fail with timeouts, to see which actor is behind or crashing."
+        "is alive, how many messages wait in its queue, how many it handled or failed, how often it was "
+        "restarted, and the p50/p95/p99 time it took per recent message. Use it when calls are slow or fail "
+        "with timeouts, to see which actor is behind or crashing."
     ),
 )
 
@@ -90,4 +101,54 @@ DIAGNOSTICS_CONFIG = ToolSpec(
     ),
 )
 
-DIAGNOSTICS_TOOLS: tuple[ToolSpec, ...] = (DIAGNOSTICS_STORE_STATUS, DIAGNOSTICS_ACTOR_STATS, DIAGNOSTICS_CONFIG)
+class HealthCheck(ToolResult):
+    check: str
+    status: Literal["ok", "warn", "fail"]
+    message: str
+
+
+class DiagnosticsHealthResult(ToolResult):
+    status: Literal["ok", "warn", "fail"] = Field(description="The worst status of the checks.")
+    checks: list[HealthCheck] = Field(description="store (reachable), schema (at head), actors (alive, not "
+                                                  "restarting), embedding_backlog, engine.")
+
+
+DIAGNOSTICS_HEALTH = ToolSpec(
+    name="diagnostics_health", domain="diagnostics", args=NoArgs, result=DiagnosticsHealthResult, read_only=True,
+    description=(
+        "One summary of whether m3 is healthy: the store answers, its schema is current, every actor is alive "
+        "and not restarting, how many memories wait for a vector, and which process answers (engine or "
+        "embedded). Use it first when something seems wrong; the other diagnostics tools give the details."
+    ),
+)
+
+
+class SlowCallsArgs(ToolArgs):
+    limit: int = Field(10, ge=1, le=100, description="How many of the slowest calls to list.")
+    tool: str | None = Field(None, description="Only calls of this tool.")
+
+
+class SlowCall(ToolResult):
+    tool: str
+    ms: float = Field(description="How long the call took, in milliseconds.")
+    at: datetime = Field(description="When it ended.")
+    outcome: str = Field(description="ok, or the error code it ended with.")
+
+
+class DiagnosticsSlowCallsResult(ToolResult):
+    considered: int = Field(description="How many recent calls of this process were looked at (the last 1000).")
+    calls: list[SlowCall] = Field(description="The slowest first; no call's arguments or result are kept.")
+
+
+DIAGNOSTICS_SLOW_CALLS = ToolSpec(
+    name="diagnostics_slow_calls", domain="diagnostics", args=SlowCallsArgs, result=DiagnosticsSlowCallsResult,
+    read_only=True,
+    description=(
+        "List the slowest of the recent tool calls this m3 process answered: which tool, how many milliseconds, "
+        "when, and whether it failed (never what it was called with). Use it to find which calls make an agent "
+        "wait, before looking at diagnostics_actor_stats for the actor behind them."
+    ),
+)
+
+DIAGNOSTICS_TOOLS: tuple[ToolSpec, ...] = (DIAGNOSTICS_STORE_STATUS, DIAGNOSTICS_ACTOR_STATS, DIAGNOSTICS_CONFIG,
+                                           DIAGNOSTICS_HEALTH, DIAGNOSTICS_SLOW_CALLS)

@@ -116,4 +116,46 @@ EMBEDDER_STATUS = ToolSpec(
     ),
 )
 
-META_TOOLS: tuple[ToolSpec, ...] = (M3_CALL, M3_INDEX, TOOLS_LIST_DOMAINS, TOOLS_LOAD_DOMAIN, EMBEDDER_STATUS)
+class M3HelpArgs(ToolArgs):
+    tool: str = Field(min_length=1, max_length=200, description="The tool to describe, e.g. memory_search.")
+
+
+class FieldHelp(ToolResult):
+    name: str
+    type: str = Field(description="Its JSON type, e.g. string, integer, array of string, string or null.")
+    required: bool
+    default: Any = Field(None, description="Its default when left out (arguments only).")
+    description: str | None = None
+
+
+class ErrorHelp(ToolResult):
+    code: str
+    when: str
+
+
+class M3HelpResult(ToolResult):
+    name: str
+    domain: str
+    description: str
+    read_only: bool
+    destructive: bool
+    startup: bool = Field(description="Registered with MCP at start-up; otherwise reach it with m3_call.")
+    arguments: list[FieldHelp]
+    result: list[FieldHelp]
+    errors: list[ErrorHelp] = Field(description="The error codes it can end with and when (docs/errors.md).")
+    example: dict[str, Any] = Field(description="A call with every required argument: {tool, args}, for m3_call.")
+    cli: str = Field(description="The same call on the command line.")
+
+
+M3_HELP = ToolSpec(
+    name="m3_help", domain="tools", args=M3HelpArgs, result=M3HelpResult, read_only=True,
+    description=(
+        "Describe one m3 tool in full: every argument with its type, default and meaning, the fields of its "
+        "result, whether it is destructive, the error codes it can raise, and an example call (for m3_call and "
+        "the command line). Use it before calling a tool you have not used, or when a call failed on its "
+        "arguments."
+    ),
+)
+
+META_TOOLS: tuple[ToolSpec, ...] = (M3_CALL, M3_INDEX, TOOLS_LIST_DOMAINS, TOOLS_LOAD_DOMAIN, EMBEDDER_STATUS,
+                                    M3_HELP)

@@ -186,7 +186,9 @@ def test_status_with_stats_reports_each_actor_and_an_idle_engine_exits_by_itself
     assert {"writer", "searcher", "embedder", "directory", "tasks", "routers", "handler"} <= set(actors)
     writer = actors["writer"]
     assert writer["handled"] >= 1 and writer["failed"] == 0 and writer["queue_depth"] == 0
-    assert writer["latency"]["calls"] >= 1 and writer["latency"]["p50_ms"] is not None
+    # Handling time per message (the actor's own window) and whole tool calls answered by it (the engine's).
+    assert writer["latency"]["samples"] >= 1 and writer["latency"]["p50_ms"] is not None
+    assert writer["call_latency"]["samples"] >= 1 and writer["call_latency"]["p99_ms"] is not None
     fd = os.open(engine_paths(load_config(env)).pid, os.O_RDONLY)
     try:
         assert wait_lock(fd, 30)  # idle for engine.idle_exit_s: it exits on its own
