@@ -46,10 +46,10 @@ def available() -> bool:
     return _EXT is not None
 
 
-def select(mode: str) -> str:
-    """Use the native path (``on``; ``auto`` when installed) or numpy (``off``); the path's name.
+def resolve(mode: str) -> str:
+    """The path ``search.native = mode`` takes here ("native" or "numpy"), changing nothing.
 
-    ``on`` without the extension is a :class:`ConfigError`, raised where the actor system starts.
+    A mode other than auto, on and off, or ``on`` without the extension, is a :class:`ConfigError`.
     """
     mode = mode.strip().lower()
     if mode not in MODES:
@@ -59,8 +59,17 @@ def select(mode: str) -> str:
         raise ConfigError("search.native is on but the m3_native extension is not installed",
                           hint="Install it with `pip install ./native` (needs a Rust toolchain), or set "
                                "search.native to auto or off: the numpy path returns the same results.")
-    _state.update(mode=mode, native=_EXT is not None and mode != "off")
-    return path()
+    return "native" if _EXT is not None and mode != "off" else "numpy"
+
+
+def select(mode: str) -> str:
+    """Take the path :func:`resolve` names for ``mode`` from now on, in this process; its name.
+
+    Called where the actor system starts, so ``on`` without the extension stops the start there.
+    """
+    chosen = resolve(mode)
+    _state.update(mode=mode.strip().lower(), native=chosen == "native")
+    return chosen
 
 
 def active() -> bool:
