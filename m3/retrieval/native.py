@@ -14,6 +14,7 @@ that, ``M3_SEARCH_NATIVE`` does, so code run without a configuration follows the
 
 from __future__ import annotations
 
+import importlib
 import os
 from types import ModuleType
 from typing import Any
@@ -31,10 +32,9 @@ LANES = 8
 
 def _load() -> ModuleType | None:
     try:
-        import m3_native  # type: ignore[import-not-found,unused-ignore]
+        return importlib.import_module("m3_native")  # untyped, and absent where nobody built it
     except ImportError:
         return None
-    return m3_native  # type: ignore[no-any-return,unused-ignore]
 
 
 _EXT = _load()
@@ -165,7 +165,8 @@ def numpy_mmr_order(vectors: Matrix, scores: npt.NDArray[np.float64], k: int, la
             break
         sims = reference_dot(vectors[remaining], vectors[best])
         for i, sim in zip(remaining, sims.tolist(), strict=True):
-            max_sim[i] = max(max_sim[i], max(0.0, sim))
+            # max_sim starts at 0, so this is ranking.mmr's max(max_sim, max(0, sim)).
+            max_sim[i] = max(max_sim[i], sim)
     return chosen
 
 
