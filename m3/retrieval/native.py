@@ -1,7 +1,7 @@
 """The native core (the optional ``m3_native`` extension, native/) or its numpy twin, chosen once per process.
 
 Both paths return the same results, bit for bit, because both score with one **reference dot product**:
-eight f32 lanes, lane ``l`` summing the products of elements ``l, l+8, l+16, ...`` in order, then
+eight f32 lanes, lane ``l`` summing from -0.0 the products of elements ``l, l+8, l+16, ...`` in order, then
 ``((l0+l1)+(l2+l3))+((l4+l5)+(l6+l7))`` (native/src/dot.rs; :func:`reference_dot` here). BLAS is faster
 than that twin but its rounding depends on the row's place in the matrix, so the numpy path uses BLAS
 only to find a **shortlist**: every row whose reference score could reach the n-th best, by the bound
@@ -88,15 +88,17 @@ def status() -> dict[str, Any]:
 # -- the reference dot product, in numpy ----------------------------------------------------------------------
 
 def reference_dot(mat: Matrix, query: Matrix) -> Matrix:
-    """Each row of ``mat`` dotted with ``query`` in the reference order (bit-equal to m3_native.dot_rows)."""
-    mat = np.ascontiguousarray(mat, dtype=np.float32).reshape(-1, query.shape[0])
-    products = mat * np.asarray(query, dtype=np.float32)
-    acc = np.zeros((mat.shape[0], LANES), dtype=np.float32)
-    full = mat.shape[1] // LANES * LANES
-    for start in range(0, full, LANES):
-        acc += products[:, start:start + LANES]
-    if full < mat.shape[1]:
-        acc[:, : mat.shape[1] - full] += products[:, full:]
+    """Each row of ``mat`` dotted with ``query`` in the reference order (bit-equal to m3_native.dot_rows).
+
+    The products are padded with -0.0 (``x + -0.0`` is ``x``, bit for bit) to whole groups of eight, so a
+    reduction over the group axis, which numpy runs group after group from ``initial``, is each lane's sum.
+    """
+    dim = query.shape[0]
+    mat = np.asarray(mat, dtype=np.float32).reshape(-1, dim)
+    groups = -(-dim // LANES)
+    products = np.full((mat.shape[0], groups * LANES), -0.0, dtype=np.float32)
+    np.multiply(mat, np.asarray(query, dtype=np.float32), out=products[:, :dim])
+    acc = np.add.reduce(products.reshape(-1, groups, LANES), axis=1, initial=-0.0)
     a = [acc[:, lane] for lane in range(LANES)]
     out: Matrix = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]))
     return out
