@@ -7,6 +7,7 @@ skipped without it; the rest (the numpy path, the switch) run either way, also w
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -81,6 +82,14 @@ def test_equal_scores_come_in_the_order_the_rows_were_added(numpy_path: None) ->
     index.add([f"m{i}" for i in range(6)], same_vector)
     assert [i for i, _ in index.top(same_vector[0], 3)] == ["m0", "m1", "m2"]
     assert [i for i, _ in index.top(same_vector[0], 3, allowed=["m5", "m3", "m4"])] == ["m3", "m4", "m5"]
+
+
+def test_the_run_s_search_native_reaches_the_configuration(m3_home: Path) -> None:
+    # scripts/test's second pass sets M3_SEARCH_NATIVE=off; the fixtures must not clear it.
+    expected = os.environ.get("M3_SEARCH_NATIVE", "auto")
+    assert load_config()["search.native"] == expected
+    if expected == "off":
+        assert native.resolve(load_config()["search.native"]) == "numpy"
 
 
 def test_search_native_accepts_auto_on_off_only() -> None:
