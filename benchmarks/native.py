@@ -11,6 +11,7 @@ a shared machine the fastest call is the one least slowed by others. The load av
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import time
 from collections.abc import Callable
@@ -93,11 +94,12 @@ def main(argv: list[str] | None = None) -> None:
     load = os.getloadavg()
     print(f"load average at start: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; dim {args.dim}; "
           f"best of {args.repeat}; results checked equal on both paths")
-    print(f"| rows | function | numpy ms | native ms | speed-up |\n|---:|---|---:|---:|---:|")
+    print("| rows | function | numpy ms | native ms | speed-up |\n|---:|---|---:|---:|---:|")
     for n in (int(x) for x in args.rows.split(",")):
         for name, slow, fast in rows_for(n, args.dim, args.repeat, rng):
-            ratio = f"{slow / fast:.1f}x" if fast == fast else ""
-            fast_text = f"{fast:.3f}" if fast == fast else ""
+            timed = not math.isnan(fast)  # the "before" row has no native time
+            ratio = f"{slow / fast:.1f}x" if timed else ""
+            fast_text = f"{fast:.3f}" if timed else ""
             print(f"| {n:,} | {name} | {slow:.3f} | {fast_text} | {ratio} |", flush=True)
     load = os.getloadavg()
     print(f"load average at end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
