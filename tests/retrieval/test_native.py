@@ -17,10 +17,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from m3.config import load_config
+from m3.config import Config, load_config
 from m3.errors import ConfigError
+from m3.gateway.service import Service
 from m3.retrieval import native
 from m3.retrieval.vector_index import VectorIndex
+from tests.helpers import call
 
 ext = native._EXT
 needs_native = pytest.mark.skipif(ext is None, reason="the m3_native extension is not installed")
@@ -171,5 +173,32 @@ def test_the_vector_index_gives_the_same_hits_on_both_paths() -> None:
             on = index.top(query, 120, allowed)
             native.select("off")
             assert index.top(query, 120, allowed) == on
+    finally:
+        native._state.update(before)
+
+
+@pytest.fixture
+def config(env: dict[str, str]) -> Config:
+    """The suite's configuration without the access signal: each search counts a read of what it returns,
+    which would change the second search's scores whichever path it took."""
+    return load_config(env).with_overrides(search__weight_access=0)
+
+
+@needs_native
+def test_memory_search_answers_the_same_on_both_paths(service: Service) -> None:
+    words = ["boiler", "key", "garden", "invoice", "train", "dentist"]
+    for i in range(40):
+        # Repeated sentences: equal vectors, so ties at the cut and in MMR.
+        call(service, "memory_write", content=f"The {words[i % 6]} note number {i % 4}.", type="fact")
+    service.system.wait_embedded()
+    before = dict(native._state)
+    try:
+        for query, k in (("when is the boiler serviced", 5), ("the note", 20)):
+            native.select("on")
+            on = call(service, "memory_search", query=query, k=k)
+            native.select("off")
+            off = call(service, "memory_search", query=query, k=k)
+            assert [(i["id"], i["score"]) for i in on["items"]] == [(i["id"], i["score"]) for i in off["items"]]
+            assert len(on["items"]) >= 5  # identical writes collapse into fewer memories than written
     finally:
         native._state.update(before)
