@@ -88,6 +88,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("search.weight_access", float, 0.005, "Fusion weight of how often the memory was read."),
     Setting("search.weight_pin", float, 0.005, "Fusion weight of being pinned."),
     Setting("search.recency_half_life_days", float, 30.0, "Age at which the recency signal halves."),
+    Setting("search.native", str, "auto",
+            "Search's hot loops in the native core (the m3_native extension, native/): auto uses it when "
+            "installed, on requires it (an error at start without it), off always uses numpy. The results "
+            "are the same either way."),
     Setting("search.mmr_lambda", float, 0.8, "MMR trade-off: 1 is pure relevance, 0 pure diversity."),
     Setting("search.weight_conversation", float, 0.25,
             "Fusion weight of conversation support: the mean relevance of the best-matching memories of the "

@@ -31,6 +31,9 @@ from tests.pg import TestCluster
 
 #: Every store the suite runs on; M3_TEST_STORES=sqlite narrows it while iterating (CI runs both).
 STORES = [s for s in os.environ.get("M3_TEST_STORES", "sqlite,postgres").split(",") if s]
+#: M3_* variables of the run itself that the fixtures keep: the search path under test (scripts/test runs
+#: the retrieval tests a second time with M3_SEARCH_NATIVE=off).
+KEPT_ENV = ("M3_SEARCH_NATIVE",)
 STORE_NAMES = {"sqlite": "SQLite", "postgres": "PostgreSQL"}
 
 
@@ -45,7 +48,7 @@ def embedder() -> MiniLMEmbedder:
 def m3_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A fresh M3_HOME; every other M3_* variable is cleared so the host cannot leak in."""
     for name in list(os.environ):
-        if name.startswith("M3_"):
+        if name.startswith("M3_") and name not in KEPT_ENV:
             monkeypatch.delenv(name)
     home = tmp_path / "m3home"
     monkeypatch.setenv("M3_HOME", str(home))
@@ -144,7 +147,7 @@ def env(m3_home: Path, store_url: str) -> Iterator[dict[str, str]]:
 
     Engines started on it are stopped at the end, before the store is dropped.
     """
-    values = {k: v for k, v in os.environ.items() if not k.startswith("M3_")}
+    values = {k: v for k, v in os.environ.items() if not k.startswith("M3_") or k in KEPT_ENV}
     values.update({"M3_HOME": str(m3_home), "M3_STORE_URL": store_url})
     yield values
     stop_engines(m3_home / "run")

@@ -41,7 +41,7 @@ from m3.protocols.messages.memory import (
 )
 from m3.protocols.tools import chatlog as chat
 from m3.protocols.tools import memory as r
-from m3.retrieval import chat_search, ranking
+from m3.retrieval import chat_search, native, ranking
 from m3.retrieval.candidate_rows import CandidateRows
 from m3.retrieval.dense import DenseLeg, Vector, leg_for
 from m3.store import (
@@ -324,4 +324,5 @@ class Searcher(StoreReader):
         }
 
     def store_status(self, msg: StoreStatus) -> StoreFacts:
-        return {"revision": status.revision(self.conn), "description": status.describe(self.conn, msg.model)}
+        return {"revision": status.revision(self.conn),
+                "description": {**status.describe(self.conn, msg.model), "search_path": native.status()}}

@@ -22,6 +22,7 @@ from m3.embed.factory import ModelResolver, close_embedder, create_embedder
 from m3.errors import ConfigError, M3Error
 from m3.protocols.messages.files import FILE_CHUNK
 from m3.protocols.messages.memory import Drain, Flush, SearchWeights
+from m3.retrieval import native
 from m3.retrieval.ranking import SIGNALS
 from m3.retrieval.supersession import SupersessionPolicy
 from m3.store.agents import Liveness
@@ -61,6 +62,8 @@ class ActorSystem:
     """The actors of one store. ``start`` migrates the store first; ``stop`` drains in a safe order."""
 
     def __init__(self, config: Config, embedder: Embedder | None = None, *, background: bool = True):
+        # First, before any model loads: search.native=on without the extension stops the start here.
+        native.select(config["search.native"])
         self.config = config
         self.options = store_options(config)
         self._owns_backend = embedder is None

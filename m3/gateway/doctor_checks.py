@@ -41,6 +41,7 @@ def install(config: Config) -> list[Finding]:
     if config["embed.backend"] == "flagembedding" and importlib.util.find_spec("FlagEmbedding") is None:
         found.append(Finding("install.flagembedding", "fail", "embed.backend is flagembedding but it is not installed",
                              'pip install "m3-memory[flagembedding]"'))
+    found.append(_native_core(config))
     crypto = backend_fips()
     fips = config["crypto.fips_mode"]
     found.append(Finding("install.crypto", "fail" if fips and not crypto["fips_enabled"] else "ok",
@@ -49,6 +50,19 @@ def install(config: Config) -> list[Finding]:
                          f"OS keyring {'available' if keyring_available() else 'not available (key file used)'}",
                          "crypto.fips_mode needs cryptography built on an OpenSSL in FIPS mode (docs/governance.md)."))
     return found
+
+
+def _native_core(config: Config) -> Finding:
+    """Which path search's hot loops take (search.native), and a fail when it is on without the extension."""
+    from m3.retrieval import native
+
+    try:
+        chosen = native.resolve(config["search.native"])
+    except M3Error as exc:
+        return Finding("install.native", "fail", exc.message, exc.hint)
+    installed = "installed" if native.available() else "not installed (pip install ./native builds it)"
+    return Finding("install.native", "ok", f"search runs on the {chosen} path (search.native="
+                   f"{config['search.native']}; the m3_native extension is {installed}); both give the same results")
 
 
 # -- configuration ---------------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from m3.protocols.messages.memory import SearchWeights
+from m3.retrieval import native
 
 #: The memory's own signals, then the one taken from its conversation.
 OWN_SIGNALS = ("dense", "bm25", "title", "importance", "recency", "access", "pin")
@@ -124,12 +125,18 @@ def _recency(valid_from: datetime, now: datetime, half_life_days: float) -> floa
 def mmr(cands: list[Candidate], k: int, lam: float) -> list[Candidate]:
     """Maximal marginal relevance: pick k items trading relevance against similarity to those picked.
 
-    Similarity between two memories is the cosine of their vectors, or the
-    word-set Jaccard when either has no vector yet.
+    Similarity between two memories is the cosine of their vectors (the reference dot of
+    :mod:`m3.retrieval.native`), or the word-set Jaccard when either has no vector yet. A pool whose
+    every member has a vector is picked by :func:`native.mmr_order` (the same arithmetic, native or numpy).
     """
     pool = sorted(cands, key=lambda c: c.score, reverse=True)[: max(k * 4, 20)]
     if lam >= 1.0 or len(pool) <= 1:
         return pool[:k]
+    vectors = [c.vector for c in pool]
+    if all(v is not None for v in vectors) and len({v.shape for v in vectors if v is not None}) == 1:
+        matrix = np.stack([np.asarray(v, dtype=np.float32) for v in vectors if v is not None])
+        scores = np.array([c.score for c in pool], dtype=np.float64)
+        return [pool[i] for i in native.mmr_order(matrix, scores, k, lam)]
     chosen: list[Candidate] = []
     max_sim = [0.0] * len(pool)
     words = [None] * len(pool)  # type: list[set[str] | None]
@@ -146,7 +153,7 @@ def mmr(cands: list[Candidate], k: int, lam: float) -> list[Candidate]:
 
 def _similarity(a: Candidate, b: Candidate, words: list[set[str] | None], ia: int, ib: int) -> float:
     if a.vector is not None and b.vector is not None:
-        return max(0.0, float(a.vector @ b.vector))
+        return max(0.0, native.pair_dot(np.asarray(a.vector, dtype=np.float32), np.asarray(b.vector, dtype=np.float32)))
     for idx, cand in ((ia, a), (ib, b)):
         if words[idx] is None:
             words[idx] = {t.lower() for t in _WORD.findall(cand.row["content"])}

@@ -29,6 +29,10 @@ class DiagnosticsStoreStatusResult(ToolResult):
                     "configured model, relationships, history events, chat messages, agents and tasks.")
     embedding_model: str = Field(description="The configured embedding model the count without_vector is about.")
     postgres: dict[str, Any] | None = Field(None, description="On PostgreSQL: the server's version and settings.")
+    search_path: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Which path search's hot loops take: search.native (mode), native or numpy (path), and "
+                    "whether the m3_native extension is installed; both paths give the same results.")
 
 
 DIAGNOSTICS_STORE_STATUS = ToolSpec(

@@ -1,0 +1,182 @@
+"""The native core (the optional ``m3_native`` extension, native/) or its numpy twin, chosen once per process.
+
+Both paths return the same results, bit for bit, because both score with one **reference dot product**:
+eight f32 lanes, lane ``l`` summing from -0.0 the products of elements ``l, l+8, l+16, ...`` in order, then
+``((l0+l1)+(l2+l3))+((l4+l5)+(l6+l7))`` (native/src/dot.rs; :func:`reference_dot` here). BLAS is faster
+than that twin but its rounding depends on the row's place in the matrix, so the numpy path uses BLAS
+only to find a **shortlist**: every row whose reference score could reach the n-th best, by the bound
+``|blas - exact| <= gamma_d * |a| * |q|`` (``gamma_d = d u / (1 - d u)``, u = 2^-24) on both sides; then
+the shortlist is scored with the reference dot. One order everywhere: score descending, then row ascending.
+
+``search.native`` (auto | on | off) picks the path when the actor system starts (:func:`select`); before
+that, ``M3_SEARCH_NATIVE`` does, so code run without a configuration follows the same switch.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from m3.errors import ConfigError
+
+Matrix = npt.NDArray[np.float32]
+Rows = npt.NDArray[np.int64]
+MODES = ("auto", "on", "off")
+LANES = 8
+
+
+def _load() -> ModuleType | None:
+    try:
+        return importlib.import_module("m3_native")  # untyped, and absent where nobody built it
+    except ImportError:
+        return None
+
+
+_EXT = _load()
+_state: dict[str, Any] = {"mode": "auto", "native": _EXT is not None}
+
+
+def available() -> bool:
+    """True when the extension is installed (``pip install ./native``)."""
+    return _EXT is not None
+
+
+def resolve(mode: str) -> str:
+    """The path ``search.native = mode`` takes here ("native" or "numpy"), changing nothing.
+
+    A mode other than auto, on and off, or ``on`` without the extension, is a :class:`ConfigError`.
+    """
+    mode = mode.strip().lower()
+    if mode not in MODES:
+        raise ConfigError(f"search.native is {mode!r}; it must be one of {', '.join(MODES)}",
+                          hint="Set search.native to auto (the default), on or off.")
+    if mode == "on" and _EXT is None:
+        raise ConfigError("search.native is on but the m3_native extension is not installed",
+                          hint="Install it with `pip install ./native` (needs a Rust toolchain), or set "
+                               "search.native to auto or off: the numpy path returns the same results.")
+    return "native" if _EXT is not None and mode != "off" else "numpy"
+
+
+def select(mode: str) -> str:
+    """Take the path :func:`resolve` names for ``mode`` from now on, in this process; its name.
+
+    Called where the actor system starts, so ``on`` without the extension stops the start there.
+    """
+    chosen = resolve(mode)
+    _state.update(mode=mode.strip().lower(), native=chosen == "native")
+    return chosen
+
+
+def active() -> bool:
+    return bool(_state["native"])
+
+
+def path() -> str:
+    return "native" if active() else "numpy"
+
+
+def status() -> dict[str, Any]:
+    """What ``m3 doctor`` and ``diagnostics_store_status`` show: the setting, the path in use, the extension."""
+    return {"mode": _state["mode"], "path": path(), "extension_installed": available()}
+
+
+# -- the reference dot product, in numpy ----------------------------------------------------------------------
+
+def reference_dot(mat: Matrix, query: Matrix) -> Matrix:
+    """Each row of ``mat`` dotted with ``query`` in the reference order (bit-equal to m3_native.dot_rows).
+
+    The products are padded with -0.0 (``x + -0.0`` is ``x``, bit for bit) to whole groups of eight, so a
+    reduction over the group axis, which numpy runs group after group from ``initial``, is each lane's sum.
+    """
+    dim = query.shape[0]
+    mat = np.asarray(mat, dtype=np.float32).reshape(-1, dim)
+    groups = -(-dim // LANES)
+    products = np.full((mat.shape[0], groups * LANES), -0.0, dtype=np.float32)
+    np.multiply(mat, np.asarray(query, dtype=np.float32), out=products[:, :dim])
+    acc = np.add.reduce(products.reshape(-1, groups, LANES), axis=1, initial=-0.0)
+    a = [acc[:, lane] for lane in range(LANES)]
+    out: Matrix = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]))
+    return out
+
+
+def gamma(dim: int) -> float:
+    """The classic bound on the relative error of a ``dim``-term f32 sum in any order."""
+    du = dim * 2.0**-24
+    return du / (1.0 - du)
+
+
+# -- top-k ------------------------------------------------------------------------------------------------------
+
+def top_rows(mat: Matrix, norms: Matrix, query: Matrix, n: int, rows: Rows) -> tuple[Rows, Matrix]:
+    """The best ``n`` of ``rows`` by reference dot with ``query``: (rows, scores), best first, ties by row.
+
+    ``norms`` holds each row's L2 norm (the numpy path's shortlist bound needs it).
+    """
+    if n <= 0 or rows.size == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+    if _EXT is not None and active():
+        found: tuple[Rows, Matrix] = _EXT.top_f32(mat, np.ascontiguousarray(query, dtype=np.float32), n, rows)
+        return found
+    return numpy_top_rows(mat, norms, query, n, rows)
+
+
+def numpy_top_rows(mat: Matrix, norms: Matrix, query: Matrix, n: int, rows: Rows) -> tuple[Rows, Matrix]:
+    """:func:`top_rows` without the extension: a BLAS shortlist, re-scored with :func:`reference_dot`."""
+    if n <= 0 or rows.size == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+    shortlist = rows
+    if n < rows.size:
+        # A dense product and a pick beat copying most of the matrix; either is within the bound.
+        approx = (mat @ query)[rows] if rows.size > mat.shape[0] // 4 else mat[rows] @ query
+        slack = 2.02 * gamma(mat.shape[1]) * norms[rows].astype(np.float64) * float(np.linalg.norm(query)) + 1e-30
+        lower, upper = approx - slack, approx + slack
+        floor = np.partition(lower, rows.size - n)[rows.size - n]  # the n-th largest lower end
+        shortlist = rows[upper >= floor]
+    scores = reference_dot(mat[shortlist], query)
+    order = np.lexsort((shortlist, -scores))[:n]
+    return shortlist[order].astype(np.int64), scores[order]
+
+
+# -- MMR --------------------------------------------------------------------------------------------------------
+
+def mmr_order(vectors: Matrix, scores: npt.NDArray[np.float64], k: int, lam: float) -> list[int]:
+    """Pool indices in MMR's pick order (at most ``k``), every member having a vector (ranking.mmr's rule)."""
+    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    scores = np.ascontiguousarray(scores, dtype=np.float64)
+    if _EXT is not None and active():
+        picked: list[int] = _EXT.mmr(vectors, scores, k, float(lam))
+        return picked
+    return numpy_mmr_order(vectors, scores, k, lam)
+
+
+def numpy_mmr_order(vectors: Matrix, scores: npt.NDArray[np.float64], k: int, lam: float) -> list[int]:
+    """:func:`mmr_order` without the extension: the same f64 arithmetic, one similarity row per pick."""
+    max_sim = [0.0] * len(scores)
+    remaining = list(range(len(scores)))
+    chosen: list[int] = []
+    while remaining and len(chosen) < k:
+        best = max(remaining, key=lambda i: lam * float(scores[i]) - (1 - lam) * max_sim[i])
+        remaining.remove(best)
+        chosen.append(best)
+        if not remaining:
+            break
+        sims = reference_dot(vectors[remaining], vectors[best])
+        for i, sim in zip(remaining, sims.tolist(), strict=True):
+            # max_sim starts at 0, so this is ranking.mmr's max(max_sim, max(0, sim)).
+            max_sim[i] = max(max_sim[i], sim)
+    return chosen
+
+
+def pair_dot(a: Matrix, b: Matrix) -> float:
+    """The reference dot of two vectors (MMR's similarity when only some of the pool has vectors)."""
+    return float(reference_dot(a.reshape(1, -1), b)[0])
+
+
+if os.environ.get("M3_SEARCH_NATIVE", "").strip().lower() in MODES:
+    _state.update(mode=os.environ["M3_SEARCH_NATIVE"].strip().lower())
+    _state.update(native=_EXT is not None and _state["mode"] != "off")
