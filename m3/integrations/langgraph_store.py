@@ -17,8 +17,9 @@ putting an equal value changes nothing; ``delete`` (or a ``None`` value) soft-de
 brings it back). ``created_at`` is the first put's, ``updated_at`` the current version's ``recorded_at``.
 
 Limits (documented in docs/integrations.md): a search or ``list_namespaces`` looks at the ``max_scan``
-(default and at most m3's ``limits.max_k``, 200) best rows m3 returns for its tokens, then filters and pages them here; TTLs are not supported (m3's own
-``expires_at`` is not mapped); only items the client's agent owns are seen.
+(default and at most m3's ``limits.max_k``, 200) best rows m3 returns for its tokens, then filters and
+pages them here; TTLs are not supported (m3's own ``expires_at`` is not mapped); only items the client's
+agent owns are seen.
 """
 
 from __future__ import annotations
@@ -45,29 +46,25 @@ from langgraph.store.base import (
 )
 
 from m3.integrations.client import M3Client
-from m3.store.memories import content_hash
+from m3.integrations.tokens import path_token, prefix_tokens
 
 Namespace = tuple[str, ...]
 
 
-def _digest(prefix: str, parts: Sequence[Any]) -> str:
-    # Not a secret: a short, stable, single-word search token for a path (see the module docstring).
-    return prefix + content_hash(json.dumps(list(parts), ensure_ascii=False))[:20]
-
-
 def item_token(namespace: Namespace, key: str) -> str:
-    return _digest("lgk", [*namespace, key])
+    return path_token("lgk", [*namespace, key])
 
 
 def prefix_token(prefix: Namespace) -> str:
-    return _digest("lgn", prefix)
+    return path_token("lgn", prefix)
 
 
 class M3Store(BaseStore):
     """LangGraph's long-term store on m3 (see the module docstring for the mapping and its limits)."""
 
     def __init__(self, client: M3Client, *, scope: Literal["agent", "user", "org"] = "agent",
-                 memory_type: str = "observation", index_fields: Sequence[str] | None = None, max_scan: int | None = None):
+                 memory_type: str = "observation", index_fields: Sequence[str] | None = None,
+                 max_scan: int | None = None):
         self.client = client
         self.scope = scope
         self.memory_type = memory_type
@@ -164,8 +161,7 @@ class M3Store(BaseStore):
 
 
 def _title(namespace: Namespace, key: str) -> str:
-    tokens = [item_token(namespace, key)] + [prefix_token(namespace[:n]) for n in range(len(namespace) + 1)]
-    return " ".join(tokens)
+    return " ".join([item_token(namespace, key), *prefix_tokens("lgn", namespace)])
 
 
 def _under(row: dict[str, Any], prefix: Namespace) -> bool:
