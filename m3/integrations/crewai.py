@@ -20,7 +20,7 @@ refused with ``invalid_argument``. Scores are m3's fused relevance (0..1), not c
 Offline use: CrewAI's ``Memory`` calls an LLM to infer a record's scope, categories and importance when
 ``remember`` is not given all three, to consolidate near-duplicates on save, and for ``depth="deep"``
 recall. m3 deduplicates and supersedes near-duplicates itself, so ``m3_memory`` turns CrewAI's
-consolidation off (``consolidation_threshold`` above 1); pass every field to ``remember`` and recall with
+consolidation off (``consolidation_threshold=1.0``, its documented switch); pass every field to ``remember`` and recall with
 ``depth="shallow"``, or give ``m3_memory`` a real ``llm=``.
 """
 
@@ -213,7 +213,7 @@ class M3Storage:
 def m3_memory(client: M3Client, **options: Any) -> Memory:
     """A CrewAI ``Memory`` on m3 storage, with m3's embedder and CrewAI's LLM consolidation off."""
     storage = options.pop("storage", None) or M3Storage(client)
-    options.setdefault("consolidation_threshold", 1.01)
+    options.setdefault("consolidation_threshold", 1.0)  # CrewAI's documented "off"
     return Memory(storage=storage, embedder=storage.embedder, **options)
 
 

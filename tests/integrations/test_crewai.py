@@ -11,7 +11,9 @@ from datetime import datetime, timedelta
 
 import pytest
 
-# No telemetry from a test run (CrewAI's own switches), set before crewai is imported.
+# No telemetry from a test run (CrewAI's own switches), set before crewai is imported. Without tracing off,
+# each save waits 5 s for a trace span that offline never comes.
+os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")
 os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("CREWAI_DISABLE_TRACKING", "true")
 os.environ.setdefault("OTEL_SDK_DISABLED", "true")

@@ -29,6 +29,7 @@ def test_the_example_runs(heading: str, code: str, m3_home: Path) -> None:
     for framework in FRAMEWORKS:
         if re.search(rf"\b{framework.split('_')[0]}", code) and importlib.util.find_spec(framework) is None:
             pytest.skip(f"{framework} is not installed")
+    os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")  # see test_crewai.py
     os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
     os.environ.setdefault("OTEL_SDK_DISABLED", "true")
     exec(compile(code, f"{DOC.name}:{heading}", "exec"), {"__name__": f"docs_example_{heading}"})
