@@ -20,8 +20,9 @@ refused with ``invalid_argument``. Scores are m3's fused relevance (0..1), not c
 Offline use: CrewAI's ``Memory`` calls an LLM to infer a record's scope, categories and importance when
 ``remember`` is not given all three, to consolidate near-duplicates on save, and for ``depth="deep"``
 recall. m3 deduplicates and supersedes near-duplicates itself, so ``m3_memory`` turns CrewAI's
-consolidation off (``consolidation_threshold=1.0``, its documented switch); pass every field to ``remember`` and recall with
-``depth="shallow"``, or give ``m3_memory`` a real ``llm=``.
+consolidation off (``consolidation_threshold=1.0``, its documented switch); pass every field to
+``remember`` and recall with ``depth="shallow"``, or give ``m3_memory`` a real ``llm=``. Offline, also set
+``CREWAI_TRACING_ENABLED=false``: otherwise crewai waits 5 s per save for a trace span.
 """
 
 from __future__ import annotations

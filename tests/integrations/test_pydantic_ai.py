@@ -3,6 +3,7 @@ own FunctionModel (no network, no key), on each store."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -10,7 +11,7 @@ import pytest
 
 pytest.importorskip("pydantic_ai")
 
-from pydantic_ai import Agent
+from pydantic_ai import Agent, AgentRunResult
 from pydantic_ai.capabilities import ProcessHistory
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, SystemPromptPart, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -23,6 +24,11 @@ from m3.integrations.pydantic_ai import DEFAULT_TOOLS, RECALL_HEADER, M3Recall, 
 @pytest.fixture
 def client(service: Service) -> M3Client:
     return M3Client(service, "pydantic-ai")
+
+
+def run(agent: Agent[None, str], prompt: str, **options: Any) -> AgentRunResult[str]:
+    """One run on a fresh asyncio loop (``run_sync`` leaves its loop open, a ResourceWarning later)."""
+    return asyncio.run(agent.run(prompt, **options))
 
 
 def scripted(*calls: tuple[str, dict[str, Any]]) -> FunctionModel:
@@ -45,7 +51,7 @@ def test_the_toolset_lists_registry_tools_with_their_descriptions_and_json_schem
         seen.update({tool.name: tool for tool in info.function_tools})
         return ModelResponse(parts=[TextPart("ok")])
 
-    Agent(FunctionModel(look), toolsets=[M3Toolset(client)]).run_sync("hello")
+    run(Agent(FunctionModel(look), toolsets=[M3Toolset(client)]), "hello")
     assert sorted(seen) == sorted(DEFAULT_TOOLS)
     write = client.service.registry.get("memory_write")
     assert seen["memory_write"].description == write.spec.description
@@ -58,7 +64,7 @@ def test_the_toolset_lists_registry_tools_with_their_descriptions_and_json_schem
 def test_a_model_writes_and_finds_a_memory_through_the_toolset_as_its_agent(client: M3Client) -> None:
     model = scripted(("memory_write", {"content": "The ibis colony moved to the east pond", "type": "fact"}),
                      ("memory_search", {"query": "where is the ibis colony"}))
-    answer = Agent(model, toolsets=[M3Toolset(client)]).run_sync("remember and recall the ibis")
+    answer = run(Agent(model, toolsets=[M3Toolset(client)]), "remember and recall the ibis")
     found = json.loads(answer.output)
     assert found["items"][0]["content"] == "The ibis colony moved to the east pond"
     assert found["items"][0]["agent_id"] == "pydantic-ai"
@@ -66,10 +72,10 @@ def test_a_model_writes_and_finds_a_memory_through_the_toolset_as_its_agent(clie
 
 def test_an_m3_error_goes_back_to_the_model_as_a_retry_with_its_code(client: M3Client) -> None:
     model = scripted(("memory_get", {"id": "00000000-0000-4000-8000-000000000000"}))
-    answer = Agent(model, toolsets=[M3Toolset(client)]).run_sync("get it")
+    answer = run(Agent(model, toolsets=[M3Toolset(client)]), "get it")
     assert '"code": "not_found"' in answer.output
     model = scripted(("memory_write", {"content": "x", "type": "gossip"}))
-    answer = Agent(model, toolsets=[M3Toolset(client)]).run_sync("write it")
+    answer = run(Agent(model, toolsets=[M3Toolset(client)]), "write it")
     assert '"code": "unknown_memory_type"' in answer.output
     assert client.call("memory_search", {"query": "x"})["count"] == 0
 
@@ -90,8 +96,8 @@ def test_recall_puts_the_relevant_memories_before_the_user_prompt_once(client: M
         return ModelResponse(parts=[TextPart("noted")])
 
     agent = Agent(FunctionModel(answer), capabilities=[ProcessHistory(M3Recall(client, k=1))])
-    first = agent.run_sync("what tea does Ada like?")
-    agent.run_sync("and which floor is the server room on?", message_history=first.all_messages())
+    first = run(agent, "what tea does Ada like?")
+    run(agent, "and which floor is the server room on?", message_history=first.all_messages())
     recall, prompt = requests[0][-2:]
     assert isinstance(recall, SystemPromptPart) and recall.content.startswith(RECALL_HEADER)
     assert "Ada prefers green tea" in recall.content and "server room" not in recall.content
@@ -109,6 +115,6 @@ def test_recall_shows_no_private_memory_of_another_agent(client: M3Client) -> No
         prompts_seen(messages, requests)
         return ModelResponse(parts=[TextPart("ok")])
 
-    Agent(FunctionModel(answer), capabilities=[ProcessHistory(M3Recall(client))]).run_sync("tell me about the heron")
+    run(Agent(FunctionModel(answer), capabilities=[ProcessHistory(M3Recall(client))]), "tell me about the heron")
     recall = requests[0][-2]
     assert "feeding time is noon" in recall.content and "password" not in recall.content
