@@ -11,7 +11,7 @@ pytest.importorskip("langchain_core")
 pytest.importorskip("langgraph")
 
 from langgraph.graph import END, START, StateGraph
-from langgraph.store.base import BaseStore, MatchCondition
+from langgraph.store.base import BaseStore, InvalidNamespaceError, ListNamespacesOp, MatchCondition, PutOp
 
 from m3.errors import M3Error
 from m3.gateway.service import Service
@@ -109,8 +109,7 @@ def test_store_lists_namespaces_by_prefix_suffix_and_depth(langchain: M3Client) 
     assert store.batch([store_op("users")]) == [[("users", "ada", "prefs"), ("users", "bob", "prefs")]]
 
 
-def store_op(prefix: str) -> Any:
-    from langgraph.store.base import ListNamespacesOp
+def store_op(prefix: str) -> ListNamespacesOp:
     return ListNamespacesOp(match_conditions=(MatchCondition("prefix", (prefix,)),))
 
 
@@ -159,3 +158,15 @@ def test_a_compiled_langgraph_graph_remembers_through_the_store(langchain: M3Cli
     graph.add_edge("recall", END)
     app = graph.compile(store=M3Store(langchain))
     assert app.invoke({"user": "my favourite colour is teal", "reply": ""})["reply"] == "my favourite colour is teal"
+
+
+def test_a_value_m3_refuses_is_a_coded_error_and_nothing_is_stored(langchain: M3Client) -> None:
+    store = M3Store(langchain)
+    huge = "x" * (langchain.service.config["limits.max_content_chars"] + 1)
+    with pytest.raises(M3Error) as raised:
+        store.put(("a",), "k", {"text": huge})
+    assert raised.value.code == "content_too_large"
+    assert store.get(("a",), "k") is None
+    with pytest.raises(InvalidNamespaceError):
+        store.batch([PutOp(("a.b",), "k", {"x": 1})])
+    assert store.list_namespaces() == []
