@@ -1,5 +1,7 @@
 """The import-layer rule of DESIGN.md: gateway → actors → (retrieval, cognition) → (store, embed) → protocols →
 (errors, config), with the crypto provider (m3/crypto) below config: config reads the encrypted secrets.
+The framework integrations (m3/integrations) sit beside the gateway as entry points: they may import it,
+nothing imports them.
 
 Checked on the source with ``ast``, so imports inside functions count too.
 """
@@ -30,7 +32,12 @@ ALLOWED: dict[str, set[str]] = {
     "cognition": {"store", "embed", "protocols", "errors", "config", "crypto"},
     "actors": {"retrieval", "cognition", "store", "embed", "protocols", "errors", "config", "crypto"},
     "gateway": {"actors", "retrieval", "cognition", "store", "embed", "protocols", "errors", "config", "crypto"},
+    # Framework integrations: an entry-point layer beside the gateway (they run the in-process Service).
+    "integrations": {"gateway", "actors", "retrieval", "cognition", "store", "embed", "protocols", "errors", "config",
+                     "crypto"},
 }
+#: The layers nothing else imports: the program's entry points.
+ENTRY_POINTS = {"gateway", "integrations"}
 ROOT_MODULES = {"__init__", "__main__"}
 
 
@@ -70,7 +77,12 @@ def test_every_module_imports_only_the_layers_below_it(path: Path) -> None:
 
 
 def test_nothing_but_entry_points_imports_the_gateway() -> None:
-    importers = [p for p in MODULES if layer_of(p) not in {"gateway", *ROOT_MODULES} and "gateway" in m3_imports(p)]
+    importers = [p for p in MODULES if layer_of(p) not in {*ENTRY_POINTS, *ROOT_MODULES} and "gateway" in m3_imports(p)]
+    assert importers == []
+
+
+def test_nothing_imports_the_framework_integrations() -> None:
+    importers = [p for p in MODULES if layer_of(p) != "integrations" and "integrations" in m3_imports(p)]
     assert importers == []
 
 
