@@ -224,7 +224,9 @@ def rss_part(tmp: Path, ns: argparse.Namespace) -> dict[str, Any]:
         home = tmp / f"rss-{mode}"
         if ns.memories:
             shutil.copytree(filled, home)
-        env = home_env(home, mode)
+        # Entity indexing off in both modes: in embedded mode each of the 8 processes would index the whole
+        # prefilled store at once, and on SQLite their write transactions lock each other out (docs/benchmarks.md).
+        env = home_env(home, mode, M3_ENTITIES_ENABLED="false")
         print(f"resident memory, {mode} …", file=sys.stderr)
         out[f"rss_{mode}"] = trio.run(resident, env, ns.clients, mode == "engine")
         stop_engine(env)
