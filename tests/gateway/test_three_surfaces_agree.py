@@ -86,11 +86,8 @@ NO_EMPTY_CALL = {"notifications_wait"}
 #: Results that say something about the answering process (or a store the other surfaces write to between the
 #: calls), or about the caller's connection (agent_whoami: bound through HTTP's token only): compared by their keys.
 PER_PROCESS = {"agent_whoami", "embedder_status", "tools_load_domain", "diagnostics_store_status",
-               "diagnostics_actor_stats", "diagnostics_config"}
-#: calls): compared by their keys.
-PER_PROCESS = {"embedder_status", "tools_load_domain", "diagnostics_store_status", "diagnostics_actor_stats",
-               "diagnostics_config", "diagnostics_health", "diagnostics_slow_calls", "admin_engine_status",
-               "admin_reembed", "admin_embedding_backlog", "admin_verify"}
+               "diagnostics_actor_stats", "diagnostics_config", "diagnostics_health", "diagnostics_slow_calls",
+               "admin_engine_status", "admin_reembed", "admin_embedding_backlog", "admin_verify"}
 #: The admin domain is the local user's: HTTP calls here carry a token (a bound caller), so valid calls there end
 #: in ``forbidden`` and only MCP and the CLI (local) are compared with each other.
 LOCAL_ONLY = {t.spec.name for t in REGISTRY if t.spec.domain == "admin"}
