@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from m3 import __version__
+from m3.errors import InvalidArgument
 from m3.gateway.engine.paths import connect
 
 AGENT_HEADER = "X-M3-Agent"
@@ -63,7 +64,7 @@ def request(sock_path: Path, method: str, path: str, body: Any = None, *, header
             conn.connect()
         except (FileNotFoundError, ConnectionRefusedError) as exc:
             raise EngineDown(str(exc)) from None
-        data = b"" if body is None else json.dumps(body, ensure_ascii=False).encode("utf-8")
+        data = b"" if body is None else _encoded(body)
         sent = {"Content-Type": "application/json", "Content-Length": str(len(data)), **(headers or {})}
         try:
             conn.request(method, path, body=data, headers=sent)
@@ -88,3 +89,13 @@ def status(sock_path: Path, timeout: float = 5.0) -> dict[str, Any] | None:
     except (EngineDown, EngineLost, TimeoutError, OSError):
         return None
     return body if code == 200 and isinstance(body, dict) else None
+
+
+def _encoded(body: Any) -> bytes:
+    """``body`` as UTF-8 JSON; text that UTF-8 cannot carry (a lone surrogate) is the caller's error, refused here
+    as the engine would refuse it, never a traceback."""
+    try:
+        return json.dumps(body, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidArgument(f"an argument holds text that is not valid Unicode ({exc.reason})",
+                              hint="Pass text without lone surrogate characters.") from None
