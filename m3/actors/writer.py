@@ -46,6 +46,7 @@ from m3.store import (
     embedding_models,
     grant_writes,
     inbox_writes,
+    maintenance,
 )
 from m3.store import entity_writes as entities
 from m3.store import memories as rows
@@ -114,7 +115,8 @@ class Writer(ConnectionOwner):
     def handlers(self) -> dict[type[Message], Callable[[Any], Any]]:
         # OptimiseStore runs with no transaction open (VACUUM cannot run in one); receive() committed what waited.
         return {mem.ActivateModel: self._activate_model, mem.MarkModelBuilding: self._mark_building,
-                gov.ForgetSubject: self._forget, admin.OptimiseStore: lambda msg: self._dialect.optimise(
+                gov.ForgetSubject: self._forget, admin.VerifyFulltext: self._verify_fulltext,
+                admin.OptimiseStore: lambda msg: self._dialect.optimise(
                     self.conn, vacuum=msg.vacuum, rebuild_fulltext=msg.rebuild_fulltext)}
 
     def _forget(self, msg: gov.ForgetSubject) -> GdprForgetResult:
@@ -129,6 +131,12 @@ class Writer(ConnectionOwner):
         self._publish(Effects(erased=erased))
         self._dialect.scrub(self.conn, list(SCRUBBED_TABLES))
         return GdprForgetResult(subject_hash=digest, erased_at=now, counts=counts)
+
+    def _verify_fulltext(self, msg: admin.VerifyFulltext) -> list[dict[str, Any]]:
+        """In a write transaction: SQLite's FTS5 check takes the write lock, which only ``BEGIN IMMEDIATE``
+        waits for; a reader's transaction would fail on it whenever another connection wrote meanwhile."""
+        with self.conn.begin():
+            return maintenance.verify_fulltext(self.conn)
 
     def _activate_model(self, msg: mem.ActivateModel) -> bool:
         with self.conn.begin():

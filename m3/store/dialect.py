@@ -128,8 +128,13 @@ class Dialect(Protocol):
         return []
 
     def integrity(self, conn: Connection, *, full: bool) -> list[Fact]:
-        """This dialect's own consistency checks (admin_verify): the database file, the full-text indexes against
-        their tables. ``full``: the thorough check, else the quick one. Reports, never repairs."""
+        """This dialect's own consistency check of the database (admin_verify). ``full``: the thorough check,
+        else the quick one. Reports, never repairs."""
+        return []
+
+    def fulltext_integrity(self, conn: Connection) -> list[Fact]:
+        """The full-text indexes checked against their tables (admin_verify), in a write transaction (SQLite's
+        check takes the write lock). Reports, never repairs."""
         return []
 
     def retryable(self, exc: BaseException) -> bool:

@@ -42,6 +42,11 @@ def verify(conn: Connection, *, full: bool) -> list[dict[str, Any]]:
     return facts
 
 
+def verify_fulltext(conn: Connection) -> list[dict[str, Any]]:
+    """The full-text checks' findings, shaped as :func:`verify`'s."""
+    return [_row(f) for f in dialect_for(conn).fulltext_integrity(conn)]
+
+
 def _row(fact: Fact, ids: list[str] | None = None) -> dict[str, Any]:
     return {**asdict(fact), "ids": ids or []}
 

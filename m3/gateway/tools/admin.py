@@ -163,7 +163,9 @@ async def admin_export_inspect(svc: Service, a: p.AdminPathArgs, ctx: CallContex
 
 async def admin_verify(svc: Service, a: p.AdminVerifyArgs, ctx: CallContext) -> p.AdminVerifyResult:
     local_only("admin_verify", ctx)
-    checks = [p.VerifyCheck(**row) for row in await long_ask(svc, svc.system.searcher, msg.VerifyStore(full=a.full))]
+    rows = await long_ask(svc, svc.system.searcher, msg.VerifyStore(full=a.full))
+    rows += await long_ask(svc, svc.system.writer, msg.VerifyFulltext())
+    checks = [p.VerifyCheck(**row) for row in rows]
     problems = sum(1 for c in checks if c.status != "ok")
     return p.AdminVerifyResult(ok=all(c.status != "fail" for c in checks), problems=problems, checks=checks)
 

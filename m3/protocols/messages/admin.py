@@ -41,6 +41,11 @@ class VerifyStore(Request[list[dict[str, Any]]]):
     full: bool = False
 
 
+class VerifyFulltext(Request[list[dict[str, Any]]]):
+    """Check the full-text indexes against their tables (to the Writer): SQLite's FTS5 check takes the write
+    lock, and only a transaction begun for writing waits for it (a reader's fails whenever another wrote)."""
+
+
 class OptimiseStore(Request[list[str]]):
     """Refresh statistics and compact indexes (``vacuum``: rewrite the files too), outside any transaction (to the
     Writer, which commits what it holds first); replies the statements run."""
