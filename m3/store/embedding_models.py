@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Connection, select, update
+from sqlalchemy import Connection, or_, select, update
 
 from m3.store import vectors
 from m3.store.schema import embedding_models as t
@@ -45,7 +45,10 @@ def activate(conn: Connection, model: str, dim: int, at: datetime, *, require_co
 
 
 def _set(conn: Connection, model: str, dim: int, state: str, at: datetime) -> None:
-    """Give ``model`` (a new row or an existing one) ``state`` and ``dim``."""
+    """Give ``model`` (a new row or an existing one) ``state`` and ``dim``; ``updated_at`` is when they last
+    changed, so a row that already has them is left as it is (an engine restarting rewrites nothing)."""
     values = {"state": state, "dim": dim, "updated_at": at}
-    if conn.execute(update(t).where(t.c.model == model).values(**values)).rowcount == 0:
+    differs = or_(t.c.state != state, t.c.dim != dim)
+    if conn.execute(update(t).where(t.c.model == model, differs).values(**values)).rowcount == 0 and \
+            conn.execute(select(t.c.model).where(t.c.model == model)).first() is None:
         conn.execute(t.insert().values(model=model, **values))

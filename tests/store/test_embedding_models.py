@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 from alembic import command
 from alembic.config import Config as AlembicConfig
-from sqlalchemy import Engine, insert
+from sqlalchemy import Engine, insert, select
 
 from m3.store import embedding_models, migrations
 from m3.store.engine import StoreOptions, current_revision, migrate, open_engine
@@ -67,3 +67,15 @@ def test_a_model_becomes_active_only_when_it_covers_every_current_memory(writer_
         assert embedding_models.active(conn) == "new"
         embedding_models.mark_building(conn, "new", 4, NOW)  # already active: stays active
         assert embedding_models.active(conn) == "new"
+
+
+def test_activating_the_active_model_again_rewrites_nothing(writer_engine: Engine) -> None:
+    """``updated_at`` is when the state last changed: an engine restarting on an imported store leaves it alone."""
+    later = datetime(2026, 12, 1, tzinfo=UTC)
+    with writer_engine.begin() as conn:
+        assert embedding_models.activate(conn, "m", 4, NOW, require_complete=False)
+        assert embedding_models.activate(conn, "m", 4, later, require_complete=False)
+        assert [(r.state, r.updated_at) for r in conn.execute(select(embedding_models.t))] == [("active", NOW)]
+        assert embedding_models.activate(conn, "m", 8, later, require_complete=False)  # a change is recorded
+        assert [(r.state, r.dim, r.updated_at) for r in conn.execute(select(embedding_models.t))] == [
+            ("active", 8, later)]
