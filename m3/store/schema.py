@@ -57,6 +57,9 @@ memories = Table(
     Column("retired_at", UTCDateTime()),
     Column("retire_reason", String(32)),
     Column("superseded_by", String(36)),
+    # Archived by decay or expiry (migration 0012): hidden from default search, never deleted.
+    Column("archived_at", UTCDateTime()),
+    Column("archive_reason", String(32)),
     Index("ix_memories_owner", "type", "agent_id", "user_id"),
     Index("ix_memories_conversation", "conversation_id"),
     Index("ix_memories_hash", "content_hash"),
@@ -64,6 +67,8 @@ memories = Table(
     # Partial: an index holding NULL for every current row misleads SQLite's planner (migration 0004).
     Index("ix_memories_retired", "retired_at", sqlite_where=text("retired_at IS NOT NULL"),
           postgresql_where=text("retired_at IS NOT NULL")),
+    Index("ix_memories_archived", "archived_at", sqlite_where=text("archived_at IS NOT NULL"),
+          postgresql_where=text("archived_at IS NOT NULL")),
 )
 
 memory_embeddings = Table(
@@ -411,5 +416,15 @@ entity_watermark = Table(
     "entity_watermark", metadata,
     Column("id", Integer, primary_key=True),
     Column("seq", BigInteger, nullable=False),
+    Column("updated_at", UTCDateTime(), nullable=False),
+)
+
+#: The cognitive loop's passes (migration 0012): each pass's watermark (JSON the pass defines), pause flag and
+#: last run. A watermark moves in the transaction that commits what the pass wrote.
+loop_state = Table(
+    "loop_state", metadata,
+    Column("name", String(32), primary_key=True),
+    Column("watermark", json_type(), nullable=False),
+    Column("paused", Boolean, nullable=False),
     Column("updated_at", UTCDateTime(), nullable=False),
 )
