@@ -152,6 +152,20 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("entities.types", list, [],
             "Extra entity types, each 'type=regex' (e.g. 'ticket=\\bJIRA-\\d+\\b'); a match is an entity of that "
             "type, found before names, dates and amounts. No commas in a pattern (lists travel comma-separated)."),
+    Setting("loop.enabled", bool, True,
+            "Run the cognitive loop in the background (in the engine holding the background lease); off: no pass "
+            "ticks, loop_run_once still runs them when asked."),
+    Setting("loop.interval_s", float, 60.0, "Time between two ticks of the cognitive loop."),
+    Setting("loop.budget", int, 100, "Most items (memories, chat turns, pairs) each pass looks at in one step."),
+    Setting("loop.observe.enabled", bool, True, "Run the Observer pass (facts from conversations)."),
+    Setting("loop.reflect.enabled", bool, True, "Run the Reflector pass (memories that disagree)."),
+    Setting("loop.decay.enabled", bool, True, "Run the decay pass (archive what expired or nobody uses)."),
+    Setting("loop.rollup.enabled", bool, False, "Run the belief roll-up pass (opt-in: summaries of related notes)."),
+    Setting("loop.governor.max_writes_per_s", float, 50.0,
+            "A tick waits while the Writer handles more requests per second than this (agents writing heavily; "
+            "0: never waits for writes)."),
+    Setting("loop.governor.max_load", float, 0.9,
+            "A tick waits while the one-minute load average per core is above this (0: never waits for load)."),
     Setting("tasks.lease_s", float, 300.0, "Default lease of a claimed task; task_heartbeat renews it."),
     Setting("tasks.max_lease_s", float, 86400.0, "Longest lease a claim or heartbeat may ask for."),
     Setting("engine.mode", str, "engine",
@@ -291,8 +305,18 @@ def _read_file(path: Path) -> dict[str, Any]:
         if not isinstance(table, dict):
             raise ConfigError(f"{path}: top-level key {section!r} must be a [section]",
                               hint="Settings are written as `[section]` then `name = value`.")
-        for name, raw in table.items():
-            flat[f"{section}.{name}"] = raw
+        flat.update(_flatten(section, table))
+    return flat
+
+
+def _flatten(prefix: str, table: dict[str, Any]) -> dict[str, Any]:
+    """``[loop.governor]`` tables (and dotted keys) as ``loop.governor.<name>`` keys; a list value is a value."""
+    flat: dict[str, Any] = {}
+    for name, raw in table.items():
+        if isinstance(raw, dict):
+            flat.update(_flatten(f"{prefix}.{name}", raw))
+        else:
+            flat[f"{prefix}.{name}"] = raw
     return flat
 
 

@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from m3.actors.audit_keeper import AuditKeeper
 from m3.actors.directory import Directory
 from m3.actors.embedder import EmbedderActor
-from m3.actors.entity_indexer import EntityIndexer
+from m3.actors.entity_indexer import EntityIndexer, Ticker
+from m3.actors.loop import LoopActor
 from m3.actors.router import RouterRegistry
 from m3.actors.searcher import Searcher
 from m3.actors.supervisor import ActorHandle
 from m3.actors.task_manager import TaskManager, lease_clock
 from m3.actors.writer import Writer
 from m3.cognition.extraction import Extractor, parse_types
+from m3.cognition.passes import LoopPass
+from m3.cognition.registry import build_passes, pass_settings, placed
 from m3.config import Config
 from m3.embed.base import Embedder
 from m3.embed.factory import ModelResolver, close_embedder, create_embedder
@@ -59,9 +62,16 @@ def interactive(embedder: Embedder | None) -> Embedder | None:
 
 
 class ActorSystem:
-    """The actors of one store. ``start`` migrates the store first; ``stop`` drains in a safe order."""
+    """The actors of one store. ``start`` migrates the store first; ``stop`` drains in a safe order.
 
-    def __init__(self, config: Config, embedder: Embedder | None = None, *, background: bool = True):
+    ``loop_passes`` replaces the cognitive loop's passes the registry builds from the config (tests, embedders):
+    a tuple, placed in the loop actors by name, or a mapping of actor name to passes; ``loop_tickers`` gives
+    a loop actor (by name) a ticker of its own instead of a timer thread.
+    """
+
+    def __init__(self, config: Config, embedder: Embedder | None = None, *, background: bool = True,
+                 loop_passes: Mapping[str, tuple[LoopPass, ...]] | tuple[LoopPass, ...] | None = None,
+                 loop_tickers: Mapping[str, Ticker] | None = None):
         # First, before any model loads: search.native=on without the extension stops the start here.
         native.select(config["search.native"])
         self.config = config
@@ -101,6 +111,8 @@ class ActorSystem:
         self.audit_keeper = ActorHandle("audit_keeper", AuditKeeper, writer=self.writer,
                                         retention_days=config["audit.retention_days"],
                                         interval_s=config["audit.prune_interval_s"], periodic=background)
+        #: The cognitive loop (docs/cognitive-loop.md): ticks in long-running processes holding the background lease.
+        self.observer, self.reflector = self._loop_actors(config, loop_passes, loop_tickers or {})
         self.routers = RouterRegistry(self.writer, idle_s=config["inbox.router_idle_s"])
         #: Called after each commit that notified agents (beside this process's routers), e.g. to tell other
         #: processes sharing the store; each hook must return at once (it runs on the Writer's thread).
@@ -109,7 +121,22 @@ class ActorSystem:
                            on_leased=lease_clock(self.tasks))
         #: In start order; they stop in reverse, the Writer last.
         self._handles = (self.writer, self.searcher, self.embedder, self.directory, self.tasks, self.entities,
-                         self.audit_keeper)
+                         self.audit_keeper, self.observer, self.reflector)
+
+    def _loop_actors(self, config: Config, passes: Mapping[str, tuple[LoopPass, ...]] | tuple[LoopPass, ...] | None,
+                     tickers: Mapping[str, Ticker]) -> tuple[ActorHandle, ActorHandle]:
+        chosen = build_passes(config) if passes is None else placed(passes)
+        handles = []
+        for name in ("observer", "reflector"):
+            handles.append(ActorHandle(
+                name, LoopActor, self.options, actor=name, passes=chosen[name], writer=self.writer,
+                interval_s=config["loop.interval_s"], budget=config["loop.budget"],
+                background=self.background and config["loop.enabled"], ask_timeout=self.ask_timeout,
+                max_writes_per_s=config["loop.governor.max_writes_per_s"],
+                max_load=config["loop.governor.max_load"], writes=lambda: self.writer.stats.handled,
+                settings={one.name: pass_settings(config, one.name) for one in chosen[name]},
+                ticker=tickers.get(name)))
+        return handles[0], handles[1]
 
     def _notified(self, agents: tuple[str, ...]) -> None:
         self.routers.arrived(agents)

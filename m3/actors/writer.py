@@ -23,13 +23,14 @@ from sqlalchemy.exc import OperationalError
 from m3.actors.base import Envelope, Reply
 from m3.actors.reader import ConnectionOwner
 from m3.actors.supervisor import ActorHandle
-from m3.errors import M3Error
+from m3.errors import InvalidArgument, M3Error
 from m3.protocols.base import Message
 from m3.protocols.messages import admin
 from m3.protocols.messages import conversations as cv
 from m3.protocols.messages import coordination as co
 from m3.protocols.messages import entities as ent
 from m3.protocols.messages import governance as gov
+from m3.protocols.messages import loop as lp
 from m3.protocols.messages import memory as mem
 from m3.protocols.messages.conflicts import ResolveConflict
 from m3.protocols.messages.files import IndexFiles
@@ -46,6 +47,7 @@ from m3.store import (
     embedding_models,
     grant_writes,
     inbox_writes,
+    loop_state,
     maintenance,
 )
 from m3.store import entity_writes as entities
@@ -208,7 +210,7 @@ class Writer(ConnectionOwner):
         with conn.begin():
             # Before anything is written: the candidates see committed data only, and on PostgreSQL
             # the transaction takes its advisory locks before any row lock.
-            self._candidates.prepare(conn, [env.message for env in batch])
+            self._candidates.prepare(conn, _flat([env.message for env in batch]))
             for unit in work_units(batch):
                 msgs = [batch[i].message for i in unit]
                 if OPERATIONS[type(msgs[0])].refusable:
@@ -232,7 +234,7 @@ class Writer(ConnectionOwner):
         whole transaction instead, which then holds nothing else."""
         try:
             with conn.begin():
-                self._candidates.prepare(conn, [env.message])
+                self._candidates.prepare(conn, _flat([env.message]))
                 [outcome] = self._apply_unit(conn, [env.message])
         except M3Error as exc:
             return [exc], Effects()
@@ -350,6 +352,30 @@ def _touch(tx: Tx, msg: mem.TouchMemories) -> Outcome:
     return Outcome()
 
 
+def _commit_pass(tx: Tx, msg: lp.CommitPass) -> Outcome:
+    """A pass step's writes in order, as one unit: one refused, none of them stays (the caller's savepoint)."""
+    for write in msg.writes:
+        if type(write) not in OPERATIONS or isinstance(write, lp.CommitPass):
+            raise InvalidArgument(f"pass {msg.name}: the Writer does not commit {type(write).__name__} in a pass step",
+                                  hint="Return Writer requests such as WriteMemories or MoveWatermark.")
+    values, effects = [], Effects()
+    for write in msg.writes:
+        done = OPERATIONS[type(write)].run(tx, write)
+        values.append(done.value)
+        effects.extend(done.effects)
+    return Outcome(values, effects)
+
+
+def _set_paused(conn: Connection, msg: lp.SetPassesPaused, now: datetime) -> None:
+    for name in msg.names:
+        loop_state.set_paused(conn, name, msg.paused, now)
+
+
+def _flat(msgs: list[Message]) -> list[Message]:
+    """The requests of a batch with those inside each CommitPass in its place (what the transaction prepares for)."""
+    return [inner for m in msgs for inner in (m.writes if isinstance(m, lp.CommitPass) else (m,))]
+
+
 def _at_now(change: Callable[[Connection, Any, datetime], Any], *, notifies: bool = False,
             refusable: bool = False) -> Operation:
     """The operation ``change(conn, msg, now)``; with ``notifies``, it notifies ``msg.to_agent``."""
@@ -405,6 +431,9 @@ OPERATIONS: dict[type[Message], Operation] = {
     ResolveConflict: Operation(_resolve_conflict, refusable=True),
     ent.IndexEntities: _at_now(entities.index), ent.MergeEntities: _at_now(entities.merge_request, refusable=True),
     ent.UnmergeEntities: _at_now(entities.unmerge_request, refusable=True),
+    lp.CommitPass: Operation(_commit_pass, refusable=True),
+    lp.MoveWatermark: _at_now(lambda conn, msg, now: loop_state.set_watermark(conn, msg.name, msg.watermark, now)),
+    lp.SetPassesPaused: _at_now(_set_paused),
     admin.ImportStore: Operation(lambda tx, msg: Outcome(load_export(tx.conn, msg.tables, merge=msg.merge)),
                                  refusable=True),  # one transaction: refused or failed, nothing of it remains
 }

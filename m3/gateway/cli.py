@@ -110,6 +110,7 @@ def flag_dest(field_name: str) -> str:
 
 def _add_tool(actions: Any, tool: ToolEntry) -> None:
     aliases = [tool["short_name"]] if tool["short_name"] != tool["name"] else []
+    aliases += [dashed for dashed in (tool["short_name"].replace("_", "-"),) if dashed not in (*aliases, tool["name"])]
     aliases += tool.get("old_names", [])  # a renamed tool's old name; the service warns on call
     p = actions.add_parser(tool["name"], aliases=aliases, help=tool["summary"], description=tool["description"])
     old_names = {new: old for old, new in tool.get("renamed_args", {}).items()}

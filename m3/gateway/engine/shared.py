@@ -3,9 +3,10 @@
 * **Wake-ups cross engines**: after a commit that notified agents, the engine sends ``NOTIFY m3_notified``
   with the agents and its own id (the Writer has committed, so a listener reads the new rows); every other
   engine ``LISTEN``s on its own connection and wakes its routers for those agents.
-* **One runner per background job**: the embedder's backlog and the entity indexer run in the engine holding a
-  session-level advisory lock (``pg_try_advisory_lock``); the others try again every ``engine.lease_retry_s``. A holder
-  that dies loses its connection and with it the lock, so another engine takes over within that bound.
+* **One runner per background job**: the embedder's backlog, the entity indexer and the cognitive loop run in the
+  engine holding a session-level advisory lock (``pg_try_advisory_lock``); the others try again every
+  ``engine.lease_retry_s``. A holder that dies loses its connection and with it the lock, so another engine
+  takes over within that bound.
 
 Whether a store is shared is the dialect's ``serial_writes`` (False: several writers may run at once).
 """
@@ -189,12 +190,16 @@ class SharedWork:
     def _taken(self) -> None:
         from m3.actors.embedder import TakeBackground
         from m3.actors.entity_indexer import TakeBackground as IndexInBackground
+        from m3.actors.loop import TakeBackground as LoopInBackground
 
         if self._system is not None:
             self._system.embedder.tell(TakeBackground())
             # One lease for all background work: the same engine indexes entities (if entities.enabled).
             if self.config["entities.enabled"]:
                 self._system.entities.tell(IndexInBackground())
+            if self.config["loop.enabled"]:  # and runs the cognitive loop
+                self._system.observer.tell(LoopInBackground())
+                self._system.reflector.tell(LoopInBackground())
 
     def attach(self, system: Any) -> None:
         self._system = system

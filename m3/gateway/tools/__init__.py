@@ -13,6 +13,7 @@ from m3.gateway.tools import (
     governance,
     help,
     inbox,
+    loop,
     memory_bulk,
     meta,
 )
@@ -28,4 +29,5 @@ HANDLERS: dict[str, Handler] = {handler.__name__: handler for handler in (
     diagnostics.diagnostics_health, diagnostics.diagnostics_slow_calls, help.m3_help,
     admin.admin_export, admin.admin_import, admin.admin_export_inspect, admin.admin_verify, admin.admin_optimise,
     admin.admin_embedding_backlog, admin.admin_reembed, admin.admin_engine_status,
+    loop.loop_status, loop.loop_run_once, loop.loop_pause, loop.loop_resume,
 )}

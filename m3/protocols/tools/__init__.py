@@ -13,6 +13,7 @@ from m3.protocols.tools.files import FILES_TOOLS
 from m3.protocols.tools.governance import GOVERNANCE_TOOLS
 from m3.protocols.tools.inbox import INBOX_TOOLS, NOTIFICATION_TOOLS
 from m3.protocols.tools.links import LINK_TOOLS
+from m3.protocols.tools.loop import LOOP_TOOLS
 from m3.protocols.tools.memory import MEMORY_TOOLS
 from m3.protocols.tools.memory_lists import MEMORY_LIST_TOOLS
 from m3.protocols.tools.meta import META_TOOLS
@@ -27,5 +28,6 @@ ALL_TOOLS: tuple[ToolSpec, ...] = (
     + META_TOOLS
     + INBOX_TOOLS + AGENT_TOOLS + (AGENT_WHOAMI,) + NOTIFICATION_TOOLS + TASK_TOOLS
     + CONFLICT_TOOLS + SHARING_TOOLS
+    + LOOP_TOOLS
     + GOVERNANCE_TOOLS + DIAGNOSTICS_TOOLS + ADMIN_TOOLS
 )
