@@ -30,6 +30,7 @@ from m3.actors.reader import ConnectionOwner
 from m3.actors.supervisor import ActorHandle
 from m3.cognition.governor import Governor, Verdict, load_per_core
 from m3.cognition.passes import ChatModel, LoopPass, PassContext
+from m3.errors import M3Error
 from m3.protocols.base import Message
 from m3.protocols.messages import loop as lp
 from m3.store import loop_state
@@ -80,7 +81,8 @@ class LoopActor(ConnectionOwner):
                  max_writes_per_s: float, max_load: float, writes: Callable[[], int],
                  settings: Mapping[str, Mapping[str, Any]] | None = None, load: Callable[[], float] = load_per_core,
                  ticker: Ticker | None = None, clock: Callable[[], datetime] | None = None,
-                 llm: ChatModel | None = None, llm_calls: int = 0, **base: Any):
+                 monotonic: Callable[[], float] = time.monotonic, llm: ChatModel | None = None, llm_calls: int = 0,
+                 **base: Any):
         super().__init__(options, **base)
         self.name = actor
         self._passes = {one.name: one for one in passes}
@@ -96,7 +98,7 @@ class LoopActor(ConnectionOwner):
         #: CommitPass requests this actor sent: the governor does not count the loop's own writes.
         self._own_writes = 0
         self._governor = Governor(max_writes_per_s=max_writes_per_s, max_load=max_load, writes=writes,
-                                  load=load, own=lambda: self._own_writes)
+                                  load=load, own=lambda: self._own_writes, clock=monotonic)
         self.counters = {one: Counters() for one in self._passes}
         #: Passes queued again (PassAgain) and not stepped yet: the ticker waits until none is.
         self._queued: set[str] = set()
@@ -186,7 +188,8 @@ class LoopActor(ConnectionOwner):
             counts.runs += 1
             counts.failed += 1
             counts.seconds += took
-            counts.last_error = f"{type(exc).__name__}: {exc}"
+            counts.last_error = (f"{exc.code}: {exc.message}" if isinstance(exc, M3Error)
+                                 else f"{type(exc).__name__}: {exc}")
             counts.last_run = _iso(self._clock())
             log.warning("loop pass %s failed, trying again at the next tick: %r", name, exc)
             return lp.PassRun(name=name, ran=True, seconds=round(took, 6), error=counts.last_error)
