@@ -14,8 +14,17 @@ from sqlalchemy import select
 from m3.actors.loop import LoopActor, LoopTick, TakeBackground
 from m3.actors.supervisor import ActorHandle
 from m3.cognition.passes import LoopPass
-from m3.protocols.messages.loop import LoopActorStatus, LoopStatusOf, PassStates, RunPassesOnce, SetPassesPaused
-from m3.protocols.messages.memory import Flush
+from m3.errors import M3Error
+from m3.protocols.messages.loop import (
+    CommitPass,
+    LoopActorStatus,
+    LoopStatusOf,
+    MoveWatermark,
+    PassStates,
+    RunPassesOnce,
+    SetPassesPaused,
+)
+from m3.protocols.messages.memory import Flush, NewMemory, WriteMemories
 from m3.store.engine import StoreOptions, open_engine
 from m3.store.schema import memories as m
 from tests.actors.conftest import WAIT_S, write_one
@@ -205,3 +214,17 @@ def test_without_the_background_lease_ticks_do_nothing_until_it_is_taken(
     ticker.fire()
     assert ticker.armed.wait(WAIT_S)
     assert [seen for seen, _, _ in tally.steps] == [1]
+
+
+def test_a_commit_holding_a_request_the_writer_does_not_commit_is_refused_whole(
+        start_writer: Callable[..., ActorHandle], store_options: StoreOptions) -> None:
+    writer = start_writer()
+    summary = WriteMemories(memories=(NewMemory(type="summary", scope="org", content="never"),), actor="loop:t")
+    for odd in (Flush(), CommitPass(name="inner", writes=(summary,))):
+        with pytest.raises(M3Error) as refused:
+            writer.ask(CommitPass(name="tally", writes=(summary, odd)), WAIT_S)
+        assert refused.value.code == "invalid_argument"
+    assert summaries(store_options) == []
+    done = writer.ask(CommitPass(name="tally", writes=(summary, MoveWatermark(name="tally", watermark={"n": 1}))),
+                      WAIT_S)
+    assert done[0][0].created and done[1] is None and summaries(store_options) == ["never"]

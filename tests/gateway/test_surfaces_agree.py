@@ -52,7 +52,8 @@ def test_every_tool_is_a_cli_command_by_full_and_short_name_with_exactly_its_arg
 
 
 def test_the_cli_has_no_command_that_is_neither_a_tool_nor_an_admin_command() -> None:
-    declared = {(t.spec.domain, name) for t in TOOLS for name in (t.spec.name, t.spec.short_name)}
+    declared = {(t.spec.domain, name) for t in TOOLS
+                for name in (t.spec.name, t.spec.short_name, t.spec.short_name.replace("_", "-"))}  # dashes, too
     declared |= {(a.domain, a.name) for a in ADMIN_COMMANDS} | set(RENAMED_COMMANDS)  # old spellings, kept
     offered = {(domain, name) for domain, parser in subcommands(PARSER).items() for name in subcommands(parser)}
     assert offered == declared
