@@ -34,7 +34,7 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"|\b(?:I|we)(?:'ll|[ \t]{1,3}will|'re going to|[ \t]{1,3}are going to|'m going to|[ \t]{1,3}am going to)"
         r"[ \t]{1,3}(?:go|stick)[ \t]{1,3}with\b"
         r"|\blet'?s[ \t]{1,3}(?:use|go[ \t]{1,3}with|stick[ \t]{1,3}with|pick|choose|switch[ \t]{1,3}to)\b"
-        r"|\b(?:I|we)[ \t]{1,3}(?:chose|picked|went[ \t]{1,3}with)\b", re.IGNORECASE)),
+        r"|\b(?:I|we)[ \t]{1,3}(?:chose|picked(?![ \t]{1,3}up)|went[ \t]{1,3}with)\b", re.IGNORECASE)),
     ("preference", re.compile(
         _I + r"(?:prefer|like|love|enjoy|adore|hate|dislike|detest|loathe|can'?t[ \t]{1,3}stand|cannot[ \t]{1,3}stand|"
         r"don'?t[ \t]{1,3}(?:like|enjoy|care[ \t]{1,3}for)|do[ \t]{1,3}not[ \t]{1,3}(?:like|enjoy)|"
@@ -49,7 +49,7 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"(?:in|at|for|as|near)\b"
         r"|\bI(?:'ve|[ \t]{1,3}have)?[ \t]{1,3}(?:just[ \t]{1,3}|recently[ \t]{1,3})?(?:moved|relocated)[ \t]{1,3}to\b"
         r"|\bI[ \t]{1,3}(?:have|own|'ve[ \t]{1,3}got|have[ \t]{1,3}got)[ \t]{1,3}(?:a|an|two|three|four|five|\d{1,3})"
-        r"[ \t]{1,3}[a-z]"
+        r"[ \t]{1,3}(?!(?:quick[ \t]{1,3}|few[ \t]{1,3}|couple[ \t]{1,3}of[ \t]{1,3})?questions?\b)[a-z]"
         r"|\bI(?:'m|[ \t]{1,3}am)[ \t]{1,3}(?:a|an)[ \t]{1,3}(?!bit\b|little\b|lot\b|fan\b)[a-z]{3,}", re.IGNORECASE)),
 )
 

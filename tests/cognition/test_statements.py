@@ -67,3 +67,9 @@ def test_the_content_is_a_standalone_sentence_quoting_the_user() -> None:
 def test_the_key_ignores_case_punctuation_and_spacing_but_not_words() -> None:
     assert observation_key("I prefer tea.") == observation_key("i  PREFER tea!")
     assert observation_key("I prefer tea.") != observation_key("I prefer coffee.")
+
+
+@pytest.mark.parametrize("text", ["I have a question about my taxes.", "I have a few questions first.",
+                                  "I picked up a camera at a flea market."])
+def test_asking_to_ask_and_picking_things_up_are_no_facts_or_decisions(text: str) -> None:
+    assert statements(text) == []
