@@ -25,6 +25,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks.cache import CachingEmbedder
 from benchmarks.data import Haystack, default_data_dir, load_longmemeval
 from benchmarks.embedding import cached_embedder, default_cache_path, prewarm
 from benchmarks.ingest import fresh_system, ingest, store_url, turn_memory
@@ -96,10 +97,11 @@ def hits(system: ActorSystem, question: Any, ks: list[int]) -> dict[int, bool]:
     return {k: any(session.get(i) in question.gold_sessions for i in ids) for k, ids in found.items()}
 
 
-def lme(args: argparse.Namespace) -> dict[str, Any]:
+def lme(args: argparse.Namespace, embedder: CachingEmbedder | None = None) -> dict[str, Any]:
+    """Run the comparison (``embedder`` defaults to MiniLM behind the cache at ``args.cache``)."""
     ks = sorted({int(k) for k in args.k.split(",")})
     haystacks = chosen(load_longmemeval(args.data, "s"), args.per_type, set(filter(None, args.types.split(","))))
-    embedder = cached_embedder(args.cache, args.threads)
+    embedder = embedder or cached_embedder(args.cache, args.threads)
     table: dict[str, dict[str, dict[int, int]]] = defaultdict(lambda: {"without": defaultdict(int),
                                                                       "with": defaultdict(int)})
     counts: dict[str, int] = defaultdict(int)
