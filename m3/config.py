@@ -75,6 +75,17 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("embed.timeout_s", float, 30.0, "Longest wait for one answer from embed.url."),
     Setting("embed.server_retry_s", float, 10.0,
             "After the shared embed server failed, how long to embed in process before asking it again."),
+    Setting("llm.url", str, "",
+            "Base URL of an optional OpenAI-compatible chat endpoint (Ollama, LM Studio, vLLM: e.g. "
+            "http://127.0.0.1:11434/v1); empty means no model: the cognitive loop uses its rules only."),
+    Setting("llm.model", str, "", "The model name sent to llm.url (one it lists at /v1/models)."),
+    Setting("llm.key", str, "", "Bearer key for llm.url, when the endpoint wants one.", secret=True),
+    Setting("llm.timeout_s", float, 60.0, "Longest wait for one answer from llm.url."),
+    Setting("llm.retries", int, 2,
+            "Retries of one model call after a connection error, 429 or 5xx (with backoff; other 4xx are not "
+            "retried)."),
+    Setting("llm.max_calls_per_tick", int, 4, "Most model calls one pass makes in one tick of the loop (the cost "
+            "bound); 0 turns the model off for the loop."),
     Setting("embed.model_dir", str, "",
             "Folder of the model files for bge-m3 and flagembedding; empty means $BGE_M3_LITE_CACHE for bge-m3 "
             "if set, else <M3_HOME>/models/<backend>."),

@@ -133,6 +133,13 @@ class EmbedderUnavailable(Unavailable):
     default_hint = "Check the embedder configuration with `m3 embedder status`."
 
 
+class LlmError(Unavailable):
+    code = "llm_error"
+    default_hint = ("Check llm.url, llm.model and llm.key (`m3 config show --origin`) and that the endpoint answers "
+                    "/v1/chat/completions; the cognitive loop uses its deterministic rules meanwhile.")
+    http_status = 502
+
+
 class Interrupted(M3Error):
     code = "interrupted"
     default_hint = ("The command was stopped (Ctrl-C or a signal) before it finished; what it had not committed "

@@ -34,6 +34,7 @@ from m3.protocols.messages import loop as lp
 from m3.protocols.messages import memory as mem
 from m3.protocols.messages.conflicts import ResolveConflict
 from m3.protocols.messages.files import IndexFiles
+from m3.protocols.messages.observations import RecordObservations
 from m3.protocols.tools.conflicts import ConflictRecord
 from m3.protocols.tools.governance import GdprForgetResult
 from m3.protocols.tools.memory import MemoryWriteResult
@@ -49,6 +50,7 @@ from m3.store import (
     inbox_writes,
     loop_state,
     maintenance,
+    observation_writes,
 )
 from m3.store import entity_writes as entities
 from m3.store import memories as rows
@@ -341,6 +343,11 @@ def _promote(tx: Tx, msg: cv.PromoteTurns) -> Outcome:
     return Outcome(result, Effects(embed=fresh))
 
 
+def _observations(tx: Tx, msg: RecordObservations) -> Outcome:
+    result, fresh = observation_writes.record(tx.conn, msg, tx.clock)
+    return Outcome(result, Effects(embed=fresh))
+
+
 def _resolve_conflict(tx: Tx, msg: ResolveConflict) -> Outcome:
     done = conflict_writes.resolve_conflict(tx.conn, msg.id, msg.resolution, actor=msg.actor, clock=tx.clock,
                                             flt=msg.filter)
@@ -429,6 +436,7 @@ OPERATIONS: dict[type[Message], Operation] = {
     co.RenewLease: _task(TaskWrites.renew), co.ReleaseTask: _task(TaskWrites.release),
     co.ExpireLeases: _task(TaskWrites.expire),
     ResolveConflict: Operation(_resolve_conflict, refusable=True),
+    RecordObservations: Operation(_observations),  # the Observer's tick: observations and watermark at once
     ent.IndexEntities: _at_now(entities.index), ent.MergeEntities: _at_now(entities.merge_request, refusable=True),
     ent.UnmergeEntities: _at_now(entities.unmerge_request, refusable=True),
     lp.CommitPass: Operation(_commit_pass, refusable=True),

@@ -147,7 +147,7 @@ def _client_names() -> list[str]:
     return [c.id for c in CLIENTS]
 
 
-_SECRET_KEY = (arg("key", help="A secret setting: store.url or embed.key."),)
+_SECRET_KEY = (arg("key", help="A secret setting: store.url, embed.key or llm.key."),)
 
 ADMIN_COMMANDS: tuple[AdminCommand, ...] = (
     AdminCommand("config", "show", "Print every setting (with --origin: where it came from).", _config_show,
