@@ -10,7 +10,8 @@ Contract (docs/cognitive-loop.md, "Reflector"):
   watermark stays before it) unless it is older than ``loop.reflect.vector_wait_s``: then it is passed over.
 * **Its neighbours.** Each memory is paired with the *older* (lower ``seq``) current memories of the same owner
   -- same agent_id, user_id and scope, any eligible type -- whose cosine with it (active-model vectors, one
-  numpy product per owner and tick) exceeds ``loop.reflect.min_similarity``: at most
+  numpy product per owner and tick, over its most recent :data:`NEIGHBOUR_POOL` memories) exceeds
+  ``loop.reflect.min_similarity``: at most
   ``loop.reflect.max_neighbours`` of them, nearest first. Pairing only with older memories judges each pair
   once, when its newer side comes. Identical texts and pairs recorded already (as any kind, open or
   resolved) are skipped.
@@ -52,6 +53,9 @@ DEFAULTS: Mapping[str, Any] = {
     "exempt_types": ("conversation", FILE_CHUNK, "event", "observation"),
     "vector_wait_s": 600.0,
 }
+#: Most older memories of one owner a tick compares with (the most recent ones): bounds a tick's memory
+#: (20,000 MiniLM vectors are 30 MB) on an owner with a very large store.
+NEIGHBOUR_POOL = 20_000
 _COLUMNS = (m.c.seq, m.c.id, m.c.type, m.c.title, m.c.content, m.c.scope, m.c.agent_id, m.c.user_id,
             m.c.retired_at, m.c.archived_at, m.c.recorded_at, m.c.content_hash)
 Owner = tuple[str, str | None, str | None]  # scope, agent, user
@@ -184,11 +188,13 @@ def _vectors(conn: Connection, model: str, ids: list[str]) -> dict[str, Matrix]:
 
 def _owner_vectors(conn: Connection, model: str, owner: Owner, exempt: tuple[str, ...],
                    below: int) -> tuple[list[RowMapping], Matrix]:
-    """The current, unarchived, eligible memories of ``owner`` with seq below ``below`` and their vectors."""
+    """The current, unarchived, eligible memories of ``owner`` with seq below ``below`` (the most recent
+    :data:`NEIGHBOUR_POOL`) and their vectors."""
     scope, agent, user = owner
     query = (select(*_COLUMNS, e.c.vector).join(e, and_(e.c.memory_id == m.c.id, e.c.model == model))
              .where(m.c.scope == scope, _same(m.c.agent_id, agent), _same(m.c.user_id, user),
-                    m.c.retired_at.is_(None), m.c.archived_at.is_(None), m.c.type.not_in(exempt), m.c.seq < below))
+                    m.c.retired_at.is_(None), m.c.archived_at.is_(None), m.c.type.not_in(exempt), m.c.seq < below)
+             .order_by(m.c.seq.desc()).limit(NEIGHBOUR_POOL))
     found = conn.execute(query).mappings().all()
     if not found:
         return [], np.zeros((0, 0), dtype=np.float32)
