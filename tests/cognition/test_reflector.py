@@ -24,7 +24,7 @@ from m3.protocols.messages.conflicts import RecordContradictions
 from m3.protocols.messages.memory import ActivateModel
 from m3.store import loop_state, schema
 from m3.store.schema import conflicts as c
-from tests.actors.conftest import WAIT_S, start_writer, store_options, write_one  # noqa: F401 (fixtures)
+from tests.actors.conftest import WAIT_S, write_one
 from tests.stored import fresh
 
 

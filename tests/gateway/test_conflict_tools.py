@@ -106,7 +106,8 @@ async def test_merge_writes_one_new_memory_that_supersedes_both_and_as_of_still_
 
 @pytest.mark.parametrize(("args", "says"), [
     ({"resolution": "merge"}, "resolution merge needs the merged memory's content"),
-    ({"resolution": "keep_a", "content": "Customer 4411 ordered 3 laptops."}, "content and title belong to resolution merge"),
+    ({"resolution": "keep_a", "content": "Customer 4411 ordered 3 laptops."},
+     "content and title belong to resolution merge"),
     ({"resolution": "keep_both", "title": "orders"}, "content and title belong to resolution merge"),
 ])
 async def test_merge_without_content_or_content_with_another_resolution_is_refused_and_changes_nothing(
