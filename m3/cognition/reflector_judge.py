@@ -58,8 +58,11 @@ def ask_model(llm: ChatModel, older: str, newer: str, rule: Verdict) -> Verdict 
         answer = llm.complete_json(SYSTEM, prompt(older, newer, rule), schema_hint=SCHEMA_HINT)
     except M3Error:
         return None
-    verdict = parse_verdict(answer)
+    return with_rule_values(parse_verdict(answer), rule)
+
+
+def with_rule_values(verdict: Verdict | None, rule: Verdict) -> Verdict | None:
+    """A model's conflict keeps what the rule measured (the differing values) beside the model's reason."""
     if verdict is None or not verdict.conflict:
         return verdict
-    # Keep what the rule measured (the differing values), with the model's reason.
     return Verdict(True, verdict.reason, rule.differences, by="model")

@@ -21,7 +21,7 @@ from m3.cognition.reflector import ReflectPass
 from m3.config import Config
 from m3.embed.minilm import MiniLMEmbedder
 from m3.protocols.messages.conflicts import RecordContradictions
-from m3.protocols.messages.memory import ActivateModel
+from m3.protocols.messages.memory import ActivateModel, DeleteMemory
 from m3.store import loop_state, schema
 from m3.store.schema import conflicts as c
 from tests.actors.conftest import WAIT_S, write_one
@@ -181,3 +181,18 @@ def test_a_pair_supersession_flagged_as_a_near_duplicate_never_becomes_a_contrad
     step, produced = tick(system, store_url)
     assert (step.seen, produced) == (2, 0)
     assert [row["kind"] for row in conflicts(store_url)] == ["near_duplicate"]
+
+
+def test_a_pair_retired_between_the_step_and_its_commit_is_skipped_and_the_watermark_still_moves(
+        alone: ActorSystem, store_url: str) -> None:
+    old = write(alone, "I have 2 cats at home.")
+    write(alone, "These days I have 3 cats at home, all rescued.")
+    with fresh(store_url) as conn:
+        step = ReflectPass().step(conn, PassContext(now=datetime.now(UTC), budget=10))
+    [request] = step.writes
+    assert isinstance(request, RecordContradictions) and len(request.conflicts) == 1
+    alone.writer.ask(DeleteMemory(id=old, actor="agent-a"), WAIT_S)
+    assert alone.writer.ask(request, WAIT_S) == 0
+    assert conflicts(store_url) == []
+    with fresh(store_url) as conn:
+        assert loop_state.watermark(conn, "reflect") == {"seq": 2}
