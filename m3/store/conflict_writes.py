@@ -19,7 +19,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, RowMapping, insert, update
+from sqlalchemy import Connection, RowMapping, insert, select, update
 
 from m3.errors import InvalidArgument
 from m3.protocols.messages.conflicts import RecordContradictions
@@ -29,6 +29,7 @@ from m3.store import loop_state
 from m3.store import memories as rows
 from m3.store.memory_writes import MemoryWrites
 from m3.store.schema import conflicts as c
+from m3.store.schema import memories as m
 from m3.store.vectors import embed_text
 
 RESOLUTIONS = ("keep_both", "keep_a", "keep_b", "merge")
@@ -56,13 +57,15 @@ def record_conflict(conn: Connection, older: RowMapping, newer: RowMapping, *, k
 
 
 def record_contradictions(conn: Connection, msg: RecordContradictions, now: datetime) -> int:
-    """Record the Reflector's pairs that are still both current (not retired, not archived) and not recorded
-    yet, then move its watermark -- one transaction, so a crash loses neither half; how many were recorded."""
+    """Record the Reflector's pairs that still exist and are both current (not retired, not archived) and not
+    recorded yet, then move its watermark -- one transaction, so a crash loses neither half; how many were
+    recorded. Never refused: a pair that is gone is skipped, so the watermark always moves."""
     recorded = 0
     for found in msg.conflicts:
-        older, newer = rows.load(conn, found.older), rows.load(conn, found.newer)
-        if any(row["retired_at"] is not None or row["archived_at"] is not None for row in (older, newer)):
-            continue
+        pair = conn.execute(select(m).where(m.c.id.in_((found.older, found.newer)))).mappings().all()
+        if len(pair) != 2 or any(row["retired_at"] is not None or row["archived_at"] is not None for row in pair):
+            continue  # erased, retired or archived since the pass read it: no longer a pair of current memories
+        older, newer = sorted(pair, key=lambda row: row["id"] != found.older)
         if record_conflict(conn, older, newer, kind="contradiction", reason=found.reason, details=found.details,
                            similarity=found.similarity, now=now, actor=msg.actor) is not None:
             recorded += 1

@@ -183,15 +183,16 @@ def test_a_pair_supersession_flagged_as_a_near_duplicate_never_becomes_a_contrad
     assert [row["kind"] for row in conflicts(store_url)] == ["near_duplicate"]
 
 
-def test_a_pair_retired_between_the_step_and_its_commit_is_skipped_and_the_watermark_still_moves(
-        alone: ActorSystem, store_url: str) -> None:
+@pytest.mark.parametrize("hard", [False, True], ids=["retired", "erased"])
+def test_a_pair_retired_or_erased_between_the_step_and_its_commit_is_skipped_and_the_watermark_still_moves(
+        alone: ActorSystem, store_url: str, hard: bool) -> None:
     old = write(alone, "I have 2 cats at home.")
     write(alone, "These days I have 3 cats at home, all rescued.")
     with fresh(store_url) as conn:
         step = ReflectPass().step(conn, PassContext(now=datetime.now(UTC), budget=10))
     [request] = step.writes
     assert isinstance(request, RecordContradictions) and len(request.conflicts) == 1
-    alone.writer.ask(DeleteMemory(id=old, actor="agent-a"), WAIT_S)
+    alone.writer.ask(DeleteMemory(id=old, hard=hard, actor="agent-a"), WAIT_S)
     assert alone.writer.ask(request, WAIT_S) == 0
     assert conflicts(store_url) == []
     with fresh(store_url) as conn:
