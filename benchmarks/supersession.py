@@ -105,7 +105,8 @@ def table(pairs: list[Pair], results: list[str], sims: list[float], threshold: f
         if pairs[idx[0]].label == UPDATE:
             row["recall_superseded"] = round(count["superseded"] / n, 3)
             row["recall_caught"] = round((count["superseded"] + count["flagged"]) / n, 3)
-            row["caught_of_above"] = round((count["superseded"] + count["flagged"]) / above, 3) if above else "-"
+            caught_above = sum(results[i] in ("superseded", "flagged") and sims[i] > threshold for i in idx)
+            row["caught_of_above"] = round(caught_above / above, 3) if above else "-"
         else:
             row["recall_superseded"] = row["recall_caught"] = row["caught_of_above"] = "-"
         rows.append(row)
