@@ -8,6 +8,11 @@ note, then (after their vectors are stored) every new one. Each pair ends *super
 retired in favour of the new), *flagged* (both current, recorded as a conflict candidate) or
 *untouched* (both current, nothing recorded).
 
+Then the Reflector (the cognitive loop's ``reflect`` pass, :mod:`benchmarks.reflector`) runs once over the
+store, and the same outcomes are counted again with its ``contradiction`` conflicts as *flagged* too: one
+run reports supersession alone (``groups``, ``totals``) and with the Reflector (``groups_with_reflector``,
+``totals_with_reflector``).
+
 Per group it reports how many pairs had cosine above the threshold and each outcome. For true updates,
 ``recall_superseded`` = superseded / n and ``recall_caught`` = (superseded + flagged) / n; for distinct
 facts ``retired`` must be 0. ``precision`` = superseded true updates / everything superseded.
@@ -25,6 +30,7 @@ from sqlalchemy.pool import NullPool
 from benchmarks.data import default_data_dir
 from benchmarks.embedding import cached_embedder, describe
 from benchmarks.ingest import EMBED_TIMEOUT_S, fresh_system
+from benchmarks.reflector import reflect_all
 from benchmarks.report import RunDir, rows_text
 from benchmarks.supersession_set import DISTINCT, UPDATE, Pair, labelled_set
 from m3.actors.system import ActorSystem
@@ -45,18 +51,27 @@ def _write(system: ActorSystem, notes: list[tuple[str, str]]) -> list[str]:
     return [out.id for out in outcomes]
 
 
-def outcomes(system: ActorSystem, pairs: list[Pair]) -> list[str]:
-    """What the real system did with each pair: superseded, flagged or untouched."""
+def outcomes(system: ActorSystem, pairs: list[Pair], reflect: bool = False) -> tuple[list[str], list[str]]:
+    """What the real system did with each pair: superseded, flagged or untouched -- by similarity supersession
+    alone, and (``reflect``: after one run of the Reflector over the store) with its contradictions flagged too;
+    without ``reflect`` both lists are supersession's."""
     olds = _write(system, [(f"pair-{i}", p.old) for i, p in enumerate(pairs)])
     news = _write(system, [(f"pair-{i}", p.new) for i, p in enumerate(pairs)])
+    if reflect:
+        reflect_all(system)
     m, c = schema.memories, schema.conflicts
     engine = create_engine(system.config.store_url, poolclass=NullPool)
     try:
         with engine.connect() as conn:
             retired = dict(conn.execute(select(m.c.id, m.c.superseded_by).where(m.c.retired_at.is_not(None))).all())
-            flagged = {tuple(r) for r in conn.execute(select(c.c.memory_a, c.c.memory_b))}
+            kinds = {(a, b): kind for a, b, kind in conn.execute(select(c.c.memory_a, c.c.memory_b, c.c.kind))}
     finally:
         engine.dispose()
+    alone = _classify(olds, news, retired, {pair for pair, kind in kinds.items() if kind == "near_duplicate"})
+    return alone, _classify(olds, news, retired, set(kinds))
+
+
+def _classify(olds: list[str], news: list[str], retired: dict[str, str], flagged: set[tuple[str, str]]) -> list[str]:
     out = []
     for old, new in zip(olds, news, strict=True):
         if retired.get(old) == new:
@@ -90,7 +105,8 @@ def table(pairs: list[Pair], results: list[str], sims: list[float], threshold: f
         if pairs[idx[0]].label == UPDATE:
             row["recall_superseded"] = round(count["superseded"] / n, 3)
             row["recall_caught"] = round((count["superseded"] + count["flagged"]) / n, 3)
-            row["caught_of_above"] = round((count["superseded"] + count["flagged"]) / above, 3) if above else "-"
+            caught_above = sum(results[i] in ("superseded", "flagged") and sims[i] > threshold for i in idx)
+            row["caught_of_above"] = round(caught_above / above, 3) if above else "-"
         else:
             row["recall_superseded"] = row["recall_caught"] = row["caught_of_above"] = "-"
         rows.append(row)
@@ -137,14 +153,16 @@ def run(data_dir: Path, embedder: Embedder, instances: int, out_root: Path | Non
         pairs = labelled_set(data_dir, embedder.embed, instances)
         with fresh_system(embedder) as system:
             threshold = float(system.config["supersede.threshold"])
-            results = outcomes(system, pairs)
+            results, reflected = outcomes(system, pairs, reflect=True)
         sims = cosines(embedder, pairs)
-        for pair, result, sim in zip(pairs, results, sims, strict=True):
+        for pair, result, both, sim in zip(pairs, results, reflected, sims, strict=True):
             run_dir.log({"group": pair.group, "label": pair.label, "source": pair.source, "old": pair.old,
-                         "new": pair.new, "cosine": sim, "outcome": result})
+                         "new": pair.new, "cosine": sim, "outcome": result, "with_reflector": both})
         return run_dir.summary({"scope": {"pairs": len(pairs), "instances": instances, "data": str(data_dir)},
                                 "threshold": threshold, "groups": table(pairs, results, sims, threshold),
-                                "totals": totals(pairs, results), "sweep": sweep(pairs, sims),
+                                "totals": totals(pairs, results),
+                                "groups_with_reflector": table(pairs, reflected, sims, threshold),
+                                "totals_with_reflector": totals(pairs, reflected), "sweep": sweep(pairs, sims),
                                 "log": str(run_dir.path / "questions.jsonl")})
 
 
@@ -160,6 +178,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     title = f"supersession at cosine > {summary['threshold']} ({describe(embedder)['model']})"
     print(rows_text(summary["groups"], title))
     print(rows_text([summary["totals"]], "totals"))
+    print(rows_text(summary["groups_with_reflector"], "with the Reflector's contradictions counted as flagged"))
+    print(rows_text([summary["totals_with_reflector"]], "totals with the Reflector"))
     print(rows_text(summary["sweep"], "the same rule at other thresholds (worked out offline)"))
     print(f"log: {summary['log']}")
     return summary

@@ -1,4 +1,4 @@
-"""The import-layer rule of DESIGN.md: gateway → actors → (retrieval, cognition) → (store, embed) → protocols →
+"""The import-layer rule of DESIGN.md: gateway → actors → cognition → retrieval → (store, embed) → protocols →
 (errors, config), with the crypto provider (m3/crypto) below config: config reads the encrypted secrets.
 The framework integrations (m3/integrations) sit beside the gateway as entry points: they may import it,
 nothing imports them.
@@ -28,8 +28,9 @@ ALLOWED: dict[str, set[str]] = {
     "store": {"protocols", "errors", "config", "crypto"},
     "embed": {"protocols", "errors", "config", "crypto"},
     "retrieval": {"store", "embed", "protocols", "errors", "config", "crypto"},
-    # Beside retrieval: the cognitive loop's pure logic (entity extraction, Observer/Reflector rules).
-    "cognition": {"store", "embed", "protocols", "errors", "config", "crypto"},
+    # Above retrieval: the cognitive loop's pure logic (entity extraction, Observer/Reflector passes). The Reflector
+    # applies retrieval's anchor rules; retrieval never imports cognition.
+    "cognition": {"retrieval", "store", "embed", "protocols", "errors", "config", "crypto"},
     "actors": {"retrieval", "cognition", "store", "embed", "protocols", "errors", "config", "crypto"},
     "gateway": {"actors", "retrieval", "cognition", "store", "embed", "protocols", "errors", "config", "crypto"},
     # Framework integrations: an entry-point layer beside the gateway (they run the in-process Service).

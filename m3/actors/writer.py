@@ -32,7 +32,7 @@ from m3.protocols.messages import entities as ent
 from m3.protocols.messages import governance as gov
 from m3.protocols.messages import loop as lp
 from m3.protocols.messages import memory as mem
-from m3.protocols.messages.conflicts import ResolveConflict
+from m3.protocols.messages.conflicts import RecordContradictions, ResolveConflict
 from m3.protocols.messages.files import IndexFiles
 from m3.protocols.messages.observations import RecordObservations
 from m3.protocols.tools.conflicts import ConflictRecord
@@ -349,9 +349,12 @@ def _observations(tx: Tx, msg: RecordObservations) -> Outcome:
 
 
 def _resolve_conflict(tx: Tx, msg: ResolveConflict) -> Outcome:
+    ops = tx.memories
     done = conflict_writes.resolve_conflict(tx.conn, msg.id, msg.resolution, actor=msg.actor, clock=tx.clock,
-                                            flt=msg.filter)
-    return Outcome(ConflictRecord(**done))
+                                            flt=msg.filter, content=msg.content, title=msg.title, ops=ops)
+    for memory_id in ops.retired:
+        tx.candidates.discard(memory_id)
+    return Outcome(ConflictRecord(**done), Effects(embed=ops.fresh))
 
 
 def _touch(tx: Tx, msg: mem.TouchMemories) -> Outcome:
@@ -437,6 +440,7 @@ OPERATIONS: dict[type[Message], Operation] = {
     co.ExpireLeases: _task(TaskWrites.expire),
     ResolveConflict: Operation(_resolve_conflict, refusable=True),
     RecordObservations: Operation(_observations),  # the Observer's tick: observations and watermark at once
+    RecordContradictions: _at_now(conflict_writes.record_contradictions),
     ent.IndexEntities: _at_now(entities.index), ent.MergeEntities: _at_now(entities.merge_request, refusable=True),
     ent.UnmergeEntities: _at_now(entities.unmerge_request, refusable=True),
     lp.CommitPass: Operation(_commit_pass, refusable=True),

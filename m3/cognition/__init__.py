@@ -1,2 +1,3 @@
 """What m3 derives from memories with no mailbox of its own: pure logic the background actors run (entity
-extraction today; the Observer and Reflector rules next). Same import layer as ``m3/retrieval``."""
+extraction, the cognitive loop's passes). One layer above ``m3/retrieval``, whose anchor rules the Reflector
+applies; retrieval never imports this package."""

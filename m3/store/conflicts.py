@@ -40,7 +40,7 @@ def _clauses(msg: ListConflicts) -> list[ColumnElement[bool]]:
 def list_conflicts(conn: Connection, msg: ListConflicts) -> list[dict[str, Any]]:
     """Conflicts ``msg`` asks for, oldest detected first, at most ``msg.limit``."""
     query = select(c).where(and_(*_clauses(msg))).order_by(c.c.seq).limit(max(1, msg.limit))
-    return [without_seq(row) for row in conn.execute(query).mappings()]
+    return [_record(row) for row in conn.execute(query).mappings()]
 
 
 def get_conflict(conn: Connection, conflict_id: str, flt: MemoryFilter | None = None) -> dict[str, Any]:
@@ -49,13 +49,20 @@ def get_conflict(conn: Connection, conflict_id: str, flt: MemoryFilter | None = 
     row = conn.execute(select(c).where(c.c.id == conflict_id, where)).mappings().first()
     if row is None:
         raise NotFound(f"no conflict with id {conflict_id!r}", hint="conflicts_list shows the open conflicts.")
-    return without_seq(row)
+    return _record(row)
 
 
-def pair_exists(conn: Connection, memory_a: str, memory_b: str, kind: str) -> bool:
-    """Whether the pair (either order) was recorded already as ``kind``."""
+def _record(row: Any) -> dict[str, Any]:
+    """A conflict row as callers see it, with ``merged_into`` (the memory a merge wrote) out of its details."""
+    out = without_seq(row)
+    out["merged_into"] = (out["details"] or {}).get("merged_into")
+    return out
+
+
+def pair_exists(conn: Connection, memory_a: str, memory_b: str, kind: str | None = None) -> bool:
+    """Whether the pair (either order) was recorded already, open or resolved: as ``kind``, or as any kind."""
     found = conn.execute(select(c.c.seq).where(
-        c.c.kind == kind,
+        c.c.kind == kind if kind is not None else true(),
         or_(and_(c.c.memory_a == memory_a, c.c.memory_b == memory_b),
             and_(c.c.memory_a == memory_b, c.c.memory_b == memory_a))).limit(1)).first()
     return found is not None

@@ -55,3 +55,15 @@ def test_the_benchmark_retires_no_distinct_fact_and_logs_every_pair(tmp_path: Pa
     assert len(logged) == summary["scope"]["pairs"]
     assert {json.loads(line)["outcome"] for line in logged} <= {"superseded", "flagged", "untouched"}
     assert [row["threshold"] for row in summary["sweep"]][-2:] == [0.92, 0.95]
+
+
+def test_with_the_reflector_more_updates_are_caught_and_still_no_distinct_fact_is_retired(
+        tmp_path: Path, embedder: MiniLMEmbedder) -> None:
+    summary = run(write_data(tmp_path / "data"), embedder, instances=2, out_root=tmp_path / "results")
+    alone, both = summary["totals"], summary["totals_with_reflector"]
+    assert both["distinct_retired"] == alone["distinct_retired"] == 0
+    assert both["recall_superseded"] == alone["recall_superseded"]
+    # The two user-said updates (17 -> 25 postcards, 4 -> 5 engineers) sit below 0.92: only the Reflector flags them.
+    said = {row["group"]: row for row in summary["groups_with_reflector"]}["update_said"]
+    assert (said["n"], said["flagged"]) == (2, 2)
+    assert both["recall_caught"] > alone["recall_caught"]

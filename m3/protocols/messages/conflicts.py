@@ -1,10 +1,12 @@
-"""Requests about conflict candidates: listing (Directory) and resolving (Writer)."""
+"""Requests about conflict candidates: listing (Directory), resolving and recording the Reflector's (Writer)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from m3.protocols.base import Request
+from pydantic import Field
+
+from m3.protocols.base import Message, Request
 from m3.protocols.messages.memory import Change, Filtered
 
 if TYPE_CHECKING:  # the tool module imports these requests, so replies are named in strings (see Request)
@@ -23,7 +25,31 @@ class ListConflicts(Filtered, Request["conflicts.ConflictsListResult"]):
 
 
 class ResolveConflict(Change, Request["conflicts.ConflictRecord"]):
-    """Resolve an open conflict: ``keep_both``, or ``keep_a`` / ``keep_b`` (the other side is superseded)."""
+    """Resolve an open conflict: ``keep_both``, ``keep_a`` / ``keep_b`` (the other side is superseded), or
+    ``merge``: a new memory with ``content`` (and ``title``) supersedes both."""
 
     id: str
     resolution: str
+    content: str | None = None
+    title: str | None = None
+
+
+class FoundConflict(Message):
+    """One contradiction candidate the Reflector found: ``older`` is recorded as memory_a."""
+
+    older: str
+    newer: str
+    reason: str
+    similarity: float
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+class RecordContradictions(Request[int]):
+    """Record the Reflector's candidates (pairs recorded already, as any kind, or no longer both current are
+    skipped) and move pass ``pass_name``'s watermark to ``watermark``, in one transaction; replies how many
+    were recorded."""
+
+    conflicts: tuple[FoundConflict, ...] = ()
+    pass_name: str
+    watermark: dict[str, Any]
+    actor: str

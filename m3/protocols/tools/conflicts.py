@@ -1,9 +1,12 @@
 """Arguments, results and declarations of the ``conflicts`` domain tools.
 
-A conflict is a pair of current memories that look alike (cosine above
-``supersede.threshold``) but disagree on an anchor -- a number, date,
-amount, identifier or name -- so similarity supersession kept both
-(``near_duplicate``); the Reflector will add ``contradiction`` pairs.
+A conflict is a pair of current memories that look alike but disagree:
+``near_duplicate`` when their cosine is above ``supersede.threshold`` but
+they differ on an anchor (a number, date, amount, identifier or name), so
+similarity supersession kept both; ``contradiction`` when the Reflector
+(the cognitive loop's ``reflect`` pass) found two similar memories of one
+owner that disagree on a negation, a number, a date, an amount or the value
+of one attribute (docs/cognitive-loop.md, "Reflector").
 """
 
 from __future__ import annotations
@@ -14,10 +17,10 @@ from pydantic import Field
 
 from m3.protocols.base import ToolArgs, ToolResult, ToolSpec
 from m3.protocols.messages.conflicts import ListConflicts, ResolveConflict
-from m3.protocols.tools.fields import Identifier, MemoryId, Timestamp
+from m3.protocols.tools.fields import Content, Identifier, MemoryId, Timestamp
 
 ConflictKind = Literal["near_duplicate", "contradiction"]
-Resolution = Literal["keep_both", "keep_a", "keep_b"]
+Resolution = Literal["keep_both", "keep_a", "keep_b", "merge"]
 
 
 class ConflictRecord(ToolResult):
@@ -36,6 +39,7 @@ class ConflictRecord(ToolResult):
     scope: str
     agent_id: str | None
     user_id: str | None
+    merged_into: str | None = Field(None, description="The memory that replaced both (resolution merge).")
 
 
 class ConflictsListArgs(ToolArgs):
@@ -56,9 +60,11 @@ CONFLICTS_LIST = ToolSpec(
     name="conflicts_list", domain="conflicts", args=ConflictsListArgs, result=ConflictsListResult, read_only=True,
     message=ListConflicts, actor="directory",
     description=(
-        "List pairs of memories that look alike but disagree on a number, date, amount, identifier or name, so "
-        "neither replaced the other (e.g. two customers' orders, or a value that changed). Each names both "
-        "memories, what differs and how similar they are; settle one with conflicts_resolve."
+        "List pairs of memories that look alike but disagree, so neither replaced the other: near_duplicate (a "
+        "number, date, amount, identifier or name differs, e.g. two customers' orders) or contradiction (found "
+        "by the background Reflector: one says what the other denies, or a number, date, amount or attribute "
+        "value changed, e.g. 'I have 2 cats' / 'I have 3 cats'). Each names both memories, what differs and how "
+        "similar they are; settle one with conflicts_resolve."
     ),
 )
 
@@ -67,16 +73,20 @@ class ConflictsResolveArgs(ToolArgs):
     id: Identifier = Field(description="The conflict's id (from conflicts_list).")
     resolution: Resolution = Field(description=(
         "keep_both: they are distinct facts; keep_a: memory_a is right and memory_b is retired in its favour; "
-        "keep_b: memory_b replaces memory_a (e.g. a value that changed)."))
+        "keep_b: memory_b replaces memory_a (e.g. a value that changed); merge: write content as a new memory "
+        "that replaces both."))
+    content: Content | None = Field(None, description="Only with merge: the merged memory, stored as given.")
+    title: str | None = Field(None, max_length=500, description="Only with merge: its title (default memory_b's).")
 
 
 CONFLICTS_RESOLVE = ToolSpec(
     name="conflicts_resolve", domain="conflicts", args=ConflictsResolveArgs, result=ConflictRecord,
     destructive=True, message=ResolveConflict, actor="writer",
     description=(
-        "Settle a conflict found by conflicts_list: keep_both when the two memories are distinct facts, or keep_a "
-        "/ keep_b to retire the other one in favour of the kept one (recorded as a supersession, so memory_history "
-        "and as_of still show it)."
+        "Settle a conflict found by conflicts_list: keep_both when the two memories are distinct facts, keep_a / "
+        "keep_b to retire the other one in favour of the kept one, or merge with content to replace both by one "
+        "new memory that says what is true now (merged_into names it). Retiring is recorded as a supersession, "
+        "so memory_history and as_of still show the old memories."
     ),
 )
 
