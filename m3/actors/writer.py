@@ -31,6 +31,7 @@ from m3.protocols.messages import coordination as co
 from m3.protocols.messages import entities as ent
 from m3.protocols.messages import governance as gov
 from m3.protocols.messages import memory as mem
+from m3.protocols.messages import rollup as ru
 from m3.protocols.messages.conflicts import ResolveConflict
 from m3.protocols.messages.files import IndexFiles
 from m3.protocols.tools.conflicts import ConflictRecord
@@ -47,6 +48,7 @@ from m3.store import (
     grant_writes,
     inbox_writes,
     maintenance,
+    rollup_writes,
 )
 from m3.store import entity_writes as entities
 from m3.store import memories as rows
@@ -350,6 +352,21 @@ def _touch(tx: Tx, msg: mem.TouchMemories) -> Outcome:
     return Outcome()
 
 
+def _rollup(tx: Tx, msg: ru.CommitRollup) -> Outcome:
+    """A roll-up tick's beliefs and watermark; the beliefs it superseded stop being candidates."""
+    result, fresh, retired = rollup_writes.commit(tx.conn, msg, tx.clock)
+    for memory_id in retired:
+        tx.candidates.discard(memory_id)
+    return Outcome(result, Effects(embed=fresh))
+
+
+def _unconsolidate(tx: Tx, msg: ru.UnconsolidateMemory) -> Outcome:
+    result, retired = rollup_writes.unconsolidate(tx.conn, msg, tx.clock)
+    for memory_id in retired:
+        tx.candidates.discard(memory_id)
+    return Outcome(result)
+
+
 def _at_now(change: Callable[[Connection, Any, datetime], Any], *, notifies: bool = False,
             refusable: bool = False) -> Operation:
     """The operation ``change(conn, msg, now)``; with ``notifies``, it notifies ``msg.to_agent``."""
@@ -403,6 +420,8 @@ OPERATIONS: dict[type[Message], Operation] = {
     co.RenewLease: _task(TaskWrites.renew), co.ReleaseTask: _task(TaskWrites.release),
     co.ExpireLeases: _task(TaskWrites.expire),
     ResolveConflict: Operation(_resolve_conflict, refusable=True),
+    ru.CommitRollup: Operation(_rollup, refusable=True),
+    ru.UnconsolidateMemory: Operation(_unconsolidate, refusable=True),
     ent.IndexEntities: _at_now(entities.index), ent.MergeEntities: _at_now(entities.merge_request, refusable=True),
     ent.UnmergeEntities: _at_now(entities.unmerge_request, refusable=True),
     admin.ImportStore: Operation(lambda tx, msg: Outcome(load_export(tx.conn, msg.tables, merge=msg.merge)),
