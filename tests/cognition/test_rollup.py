@@ -3,12 +3,15 @@ become one belief linked ``consolidates`` to each; nothing else is mixed in, not
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from sqlalchemy import func, select
 
 from m3.actors.system import ActorSystem
+from m3.cognition.passes import PassContext
+from m3.cognition.rollup import RollupPass
 from m3.gateway.service import CallContext, Service
 from m3.protocols.messages.rollup import CommitRollup
 from m3.store.engine import StoreOptions, open_engine
@@ -113,3 +116,41 @@ async def test_a_private_note_of_agent_a_is_never_in_a_belief_that_b_can_see(
     assert seen_by_b["scope"] == "org"
     assert await consolidated(service, seen_by_b["id"], B) == set(shared)
     assert private not in await consolidated(service, seen_by_b["id"], A)
+
+
+async def test_a_new_related_note_gives_a_new_version_of_the_belief_and_the_old_one_stays_in_history(
+        service: Service, system: ActorSystem) -> None:
+    first = [await write(service, text) for text in DEPLOYS]
+    assert run_until_idle(system) == 1
+    [old] = await beliefs(service)
+    joined = await write(service, ANOTHER_DEPLOY)
+    assert run_until_idle(system) == 1
+    [new] = await beliefs(service)
+    assert new["id"] != old["id"] and await consolidated(service, new["id"]) == {*first, joined}
+    retired = await service.call("memory_get", {"id": old["id"]}, A)
+    assert retired["retire_reason"] == "superseded" and retired["superseded_by"] == new["id"]
+    assert await consolidated(service, old["id"]) == set(first)  # the old version keeps what it summarised
+    as_before = await service.call("memory_list", {"type": "belief", "include_retired": True}, A)
+    assert {item["id"] for item in as_before["items"]} == {old["id"], new["id"]}
+    found = await service.call("memory_search", {"query": "production deploys on Friday", "k": 10}, A)
+    assert {*first, joined} <= {item["id"] for item in found["items"]}  # the sources are still found
+
+
+async def test_a_belief_whose_source_changed_before_the_commit_is_left_out_and_looked_at_again(
+        service: Service, system: ActorSystem) -> None:
+    notes = [await write(service, text) for text in DEPLOYS]
+    system.wait_embedded(WAIT_S)
+    engine = open_engine(StoreOptions(url=system.options.url), "reader")
+    try:
+        with engine.connect() as conn, conn.begin():
+            step = RollupPass().step(conn, PassContext(now=datetime.now(UTC), budget=100))
+    finally:
+        engine.dispose()
+    corrected = await service.call("memory_supersede", {"id": notes[0], "content": ANOTHER_DEPLOY}, A)
+    [written] = [system.writer.ask(w, WAIT_S) for w in step.writes]
+    assert (written.created, written.skipped) == ((), 1)
+    assert await beliefs(service) == []
+    # The new version has a vector after the watermark: the owner is clustered again, with it.
+    assert run_until_idle(system) == 1
+    [belief] = await beliefs(service)
+    assert await consolidated(service, belief["id"]) == {corrected["id"], *notes[1:]}
