@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from m3.actors.system import ActorSystem
-from m3.cognition.passes import PassContext, PassStep
+from m3.cognition.passes import ChatModel, PassContext, PassStep
 from m3.cognition.rollup import RollupPass
 from m3.store.engine import StoreOptions, open_engine
 
@@ -21,14 +21,16 @@ WAIT_S = 60.0
 SETTINGS: dict[str, Any] = {}
 
 
-def tick(system: ActorSystem, budget: int = 500, settings: Mapping[str, Any] | None = None) -> tuple[PassStep, int]:
-    """One tick of the pass on ``system``'s store: (what it decided, beliefs written)."""
+def tick(system: ActorSystem, budget: int = 500, settings: Mapping[str, Any] | None = None,
+         llm: ChatModel | None = None, llm_calls: int = 0) -> tuple[PassStep, int]:
+    """One tick of the pass on ``system``'s store (with ``llm``, at most ``llm_calls`` model calls): (what it
+    decided, beliefs written)."""
     system.wait_embedded(WAIT_S)
     engine = open_engine(StoreOptions(url=system.options.url), "reader")
     rollup = RollupPass()
     try:
         with engine.connect() as conn, conn.begin():
-            step = rollup.step(conn, PassContext(now=datetime.now(UTC), budget=budget,
+            step = rollup.step(conn, PassContext(now=datetime.now(UTC), budget=budget, llm=llm, llm_calls=llm_calls,
                                                  settings=dict(settings if settings is not None else SETTINGS)))
     finally:
         engine.dispose()
