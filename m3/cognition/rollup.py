@@ -25,7 +25,7 @@ from sqlalchemy import Connection
 from m3.cognition.passes import ChatModel, PassContext, PassStep
 from m3.cognition.rollup_clusters import Plan, clusters, plan
 from m3.cognition.rollup_text import MODEL_SCHEMA, extractive_summary, model_prompt, parse_model_summary, title_for
-from m3.config import setting
+from m3.config import Config, setting
 from m3.errors import M3Error
 from m3.protocols.messages.rollup import CommitRollup, NewBelief, RollupWritten
 from m3.store import embedding_models, loop_state, rollups
@@ -66,9 +66,14 @@ class _Calls:
 
 
 class RollupPass:
-    """The roll-up pass; stateless (everything it knows is in the store)."""
+    """The roll-up pass; stateless (everything it knows is in the store, its settings come in ``ctx``)."""
 
     name: ClassVar[str] = NAME
+
+    @classmethod
+    def from_config(cls, config: Config) -> RollupPass:
+        """The pass for the loop's registry (``FACTORIES["rollup"]``); ``loop.rollup.*`` reach it per tick."""
+        return cls()
 
     def step(self, conn: Connection, ctx: PassContext) -> PassStep:
         """Read what is new and decide the beliefs (inside the caller's read transaction); see the module."""
