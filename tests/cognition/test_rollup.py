@@ -154,3 +154,17 @@ async def test_a_belief_whose_source_changed_before_the_commit_is_left_out_and_l
     assert run_until_idle(system) == 1
     [belief] = await beliefs(service)
     assert await consolidated(service, belief["id"]) == {corrected["id"], *notes[1:]}
+
+
+async def test_a_tick_looks_at_most_at_its_budget_and_says_when_more_waits(
+        service: Service, system: ActorSystem) -> None:
+    for text in DEPLOYS:
+        await write(service, text)
+    # Two new vectors are read; their owner is clustered over all its notes, the third included.
+    first, produced = tick(system, budget=2)
+    assert (first.seen, first.more, produced) == (2, True, 1)
+    # The third note's vector and the belief's: looked at, nothing new to write.
+    second, produced = tick(system, budget=2)
+    assert (second.seen, second.more, produced) == (2, True, 0)
+    third, produced = tick(system, budget=2)
+    assert (third.seen, third.more, produced, third.writes) == (0, False, 0, ())
