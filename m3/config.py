@@ -111,8 +111,9 @@ SETTINGS: tuple[Setting, ...] = (
             "How many of a conversation's best-matching memories its support averages (missing ones count 0)."),
     Setting("supersede.threshold", float, 0.92,
             "Cosine above which a new memory supersedes a current one of the same type, agent and user."),
-    Setting("supersede.exempt_types", list, ["conversation", "event", "observation"],
-            "Memory types never superseded by similarity (a repeated event is not a correction)."),
+    Setting("supersede.exempt_types", list, ["conversation", "event", "observation", "belief"],
+            "Memory types never superseded by similarity (a repeated event is not a correction; a belief is "
+            "versioned by the roll-up pass itself)."),
     Setting("loop.reflect.min_similarity", float, 0.5,
             "Cosine above which the Reflector compares two memories of one owner for a contradiction "
             "(calibrated on benchmarks/reflector.py: an update in the user's own words sits at 0.5-0.9)."),
@@ -188,6 +189,15 @@ SETTINGS: tuple[Setting, ...] = (
             "A tick waits while the one-minute load average per core is above this (0: never waits for load)."),
     Setting("tasks.lease_s", float, 300.0, "Default lease of a claimed task; task_heartbeat renews it."),
     Setting("tasks.max_lease_s", float, 86400.0, "Longest lease a claim or heartbeat may ask for."),
+    Setting("loop.rollup.types", list, ["note"],
+            "Memory types the belief roll-up clusters (docs/cognitive-loop.md); each cluster is of one owner."),
+    Setting("loop.rollup.min_similarity", float, 0.7,
+            "Cosine (active model's stored vectors) above which two notes are related for the roll-up."),
+    Setting("loop.rollup.min_cluster", int, 3, "Fewest related notes the roll-up summarises into a belief."),
+    Setting("loop.rollup.max_cluster", int, 12, "Most notes one roll-up belief consolidates (the most central)."),
+    Setting("loop.rollup.max_group", int, 2000,
+            "Most recent notes of one owner the roll-up compares at once (its cost is quadratic in this)."),
+    Setting("loop.rollup.max_summary_chars", int, 1200, "Longest text of a roll-up belief."),
     Setting("engine.mode", str, "engine",
             "engine: CLI, MCP stdio and `m3 serve` relay to one engine process per store, started on first use; "
             "embedded: every process runs its own actors on the store (Python applications, tests)."),

@@ -102,6 +102,12 @@ class NotRetired(InvalidArgument):
     default_hint = "Only a superseded or soft-deleted memory can be restored; memory_history lists its versions."
 
 
+class NotASummary(InvalidArgument):
+    code = "not_a_summary"
+    default_hint = ("Only a belief written by the roll-up pass can be unconsolidated; memory_graph shows which "
+                    "belief consolidates a note.")
+
+
 class Conflict(M3Error):
     code = "conflict"
     default_hint = "The record changed since you read it; read it again and retry."

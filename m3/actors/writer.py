@@ -32,6 +32,7 @@ from m3.protocols.messages import entities as ent
 from m3.protocols.messages import governance as gov
 from m3.protocols.messages import loop as lp
 from m3.protocols.messages import memory as mem
+from m3.protocols.messages import rollup as ru
 from m3.protocols.messages.conflicts import RecordContradictions, ResolveConflict
 from m3.protocols.messages.files import IndexFiles
 from m3.protocols.messages.observations import RecordObservations
@@ -51,6 +52,7 @@ from m3.store import (
     loop_state,
     maintenance,
     observation_writes,
+    rollup_writes,
 )
 from m3.store import entity_writes as entities
 from m3.store import memories as rows
@@ -384,6 +386,19 @@ def _set_paused(conn: Connection, msg: lp.SetPassesPaused, now: datetime) -> Non
 def _flat(msgs: list[Message]) -> list[Message]:
     """The requests of a batch with those inside each CommitPass in its place (what the transaction prepares for)."""
     return [inner for m in msgs for inner in (m.writes if isinstance(m, lp.CommitPass) else (m,))]
+def _rollup(tx: Tx, msg: ru.CommitRollup) -> Outcome:
+    """A roll-up tick's beliefs and watermark; the beliefs it superseded stop being candidates."""
+    result, fresh, retired = rollup_writes.commit(tx.conn, msg, tx.clock)
+    for memory_id in retired:
+        tx.candidates.discard(memory_id)
+    return Outcome(result, Effects(embed=fresh))
+
+
+def _unconsolidate(tx: Tx, msg: ru.UnconsolidateMemory) -> Outcome:
+    result, retired = rollup_writes.unconsolidate(tx.conn, msg, tx.clock)
+    for memory_id in retired:
+        tx.candidates.discard(memory_id)
+    return Outcome(result)
 
 
 def _at_now(change: Callable[[Connection, Any, datetime], Any], *, notifies: bool = False,
@@ -441,6 +456,8 @@ OPERATIONS: dict[type[Message], Operation] = {
     ResolveConflict: Operation(_resolve_conflict, refusable=True),
     RecordObservations: Operation(_observations),  # the Observer's tick: observations and watermark at once
     RecordContradictions: _at_now(conflict_writes.record_contradictions),
+    ru.CommitRollup: Operation(_rollup, refusable=True),
+    ru.UnconsolidateMemory: Operation(_unconsolidate, refusable=True),
     ent.IndexEntities: _at_now(entities.index), ent.MergeEntities: _at_now(entities.merge_request, refusable=True),
     ent.UnmergeEntities: _at_now(entities.unmerge_request, refusable=True),
     lp.CommitPass: Operation(_commit_pass, refusable=True),

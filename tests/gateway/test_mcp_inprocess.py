@@ -24,6 +24,7 @@ from mcp.server import ServerRequestContext
 
 from m3.gateway.mcp_server import build_server, local_identity
 from m3.gateway.service import CallContext, Service
+from tests.cognition.rollup_driver import run_until_idle
 
 pytestmark = pytest.mark.anyio
 
@@ -221,6 +222,7 @@ async def _exercise_every_tool(client: Client, service: Service) -> list[str]:
     await run("embedder_status")
     await _exercise_coordination(run, a["id"], c["id"])
     await _exercise_conflicts(run, service)
+    await _exercise_rollup(run, service)
     await _exercise_entities(run)
     await run("audit_query", reader="local", limit=5)
     await run("gdpr_export", agent_id="helper")
@@ -288,6 +290,17 @@ async def _exercise_conflicts(run: Any, service: Service) -> None:
     await trio.to_thread.run_sync(service.system.wait_embedded)
     listed = await run("conflicts_list", kind="near_duplicate")
     await run("conflicts_resolve", id=listed["items"][0]["id"], resolution="keep_both")
+
+
+async def _exercise_rollup(run: Any, service: Service) -> None:
+    """Three related notes become a belief (one roll-up pass, driven here as the loop will), then it is undone."""
+    for text in ("Production deploys happen on Friday afternoons, after the staging checks pass.",
+                 "We deploy to production every Friday once the staging checks are green.",
+                 "Friday is deploy day: production gets the release after staging checks pass."):
+        await run("memory_write", content=text, type="note")
+    await trio.to_thread.run_sync(run_until_idle, service.system)
+    [belief] = (await run("memory_list", type="belief"))["items"]
+    assert len((await run("memory_unconsolidate", id=belief["id"], reason="exercised"))["sources"]) == 3
 
 
 async def _exercise_coordination(run: Any, memory_id: str, shared_id: str) -> None:

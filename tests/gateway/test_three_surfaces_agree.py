@@ -39,6 +39,7 @@ CASES: dict[str, list[dict[str, Any]]] = {
     "memory_history": [{"id": "{memory}"}],
     "memory_graph": [{"id": "{memory}"}],
     "memory_verify": [{"id": "{memory}"}],
+    "memory_unconsolidate": [{"id": "{memory}"}, {"id": MISSING_ID}],
     "memory_search": [{"query": "surfaces agree"}],
     "memory_write": [{"content": "A note written over one surface.", "type": "no_such_type"}],
     "task_get": [{"id": "{task}"}, {"id": MISSING_ID}],

@@ -6,6 +6,7 @@ from m3.protocols.tools.agents import AGENT_TOOLS
 from m3.protocols.tools.chat_reads import CHAT_READ_TOOLS
 from m3.protocols.tools.chatlog import CHATLOG_TOOLS
 from m3.protocols.tools.conflicts import CONFLICT_TOOLS
+from m3.protocols.tools.consolidation import CONSOLIDATION_TOOLS
 from m3.protocols.tools.conversations import CONVERSATION_TOOLS
 from m3.protocols.tools.diagnostics import DIAGNOSTICS_TOOLS
 from m3.protocols.tools.entities import ENTITY_TOOLS
@@ -22,7 +23,7 @@ from m3.protocols.tools.tasks import TASK_TOOLS
 from m3.protocols.tools.whoami import AGENT_WHOAMI
 
 ALL_TOOLS: tuple[ToolSpec, ...] = (
-    MEMORY_TOOLS + LINK_TOOLS + MEMORY_LIST_TOOLS
+    MEMORY_TOOLS + LINK_TOOLS + MEMORY_LIST_TOOLS + CONSOLIDATION_TOOLS
     + FILES_TOOLS + ENTITY_TOOLS
     + CHATLOG_TOOLS + CHAT_READ_TOOLS + CONVERSATION_TOOLS
     + META_TOOLS

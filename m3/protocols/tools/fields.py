@@ -20,10 +20,10 @@ from m3.protocols.base import FromCaller
 
 MEMORY_TYPES: tuple[str, ...] = (
     "fact", "decision", "preference", "note", "observation", "event", "conversation",
-    "summary", "procedure", "plan", "code", "reference", "knowledge", "config", "task",
+    "summary", "procedure", "plan", "code", "reference", "knowledge", "config", "task", "belief",
 )
 RELATION_TYPES: tuple[str, ...] = (
-    "related", "supersedes", "contradicts", "handoff", "derived_from", "references", "part_of",
+    "related", "supersedes", "contradicts", "handoff", "derived_from", "references", "part_of", "consolidates",
 )
 Scope = Literal["agent", "user", "org"]
 ChatRole = Literal["user", "assistant", "system", "tool"]

@@ -53,6 +53,10 @@ class MemoryRecord(ToolResult):
     retired_at: Timestamp | None
     retire_reason: str | None
     superseded_by: str | None
+    archived_at: Timestamp | None = Field(None, description=(
+        "When the cognitive loop archived it (decay or expiry): hidden from default search and lists until "
+        "memory_restore; never deleted."))
+    archive_reason: Literal["decayed", "expired"] | None = Field(None, description="Why it was archived.")
 
 
 class MemoryWriteArgs(ToolArgs):
