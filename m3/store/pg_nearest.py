@@ -59,13 +59,13 @@ def nearest_each(conn: Connection, model: str, dim: int, groups: Sequence[tuple[
     branch's owner condition is a constant the planner estimates well (a correlated ``IS NOT DISTINCT FROM``
     made it scan every memory per vector). A vector stored earlier in the caller's transaction is found.
     """
+    flat = [(g, memory_id) for g, (_, ids) in enumerate(groups) for memory_id in ids]
     statements: list[list[tuple[Any, list[str]]]] = []
-    for where, ids in groups:
-        for i in range(0, len(ids), NEAREST_EACH_PAGE):
-            page = (where, list(ids[i:i + NEAREST_EACH_PAGE]))
-            if not statements or sum(len(p[1]) for p in statements[-1]) + len(page[1]) > NEAREST_EACH_PAGE:
-                statements.append([])
-            statements[-1].append(page)
+    for start in range(0, len(flat), NEAREST_EACH_PAGE):
+        page: dict[int, list[str]] = {}
+        for g, memory_id in flat[start:start + NEAREST_EACH_PAGE]:
+            page.setdefault(g, []).append(memory_id)
+        statements.append([(groups[g][0], ids) for g, ids in page.items()])
     found: dict[str, list[tuple[float, str]]] = {}
     for pages in statements:
         branches = [_nearest_branch(model, dim, where, ids, limit, max_distance) for where, ids in pages]
