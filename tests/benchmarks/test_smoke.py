@@ -18,7 +18,14 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from benchmarks import perf_search, perf_search_ab, perf_search_stores, perf_vector_store, perf_write
+from benchmarks import (
+    perf_search,
+    perf_search_ab,
+    perf_search_stores,
+    perf_vector_store,
+    perf_write,
+    pg_nearest_ab,
+)
 from benchmarks.cache import CachingEmbedder
 from benchmarks.data import Haystack, default_data_dir, load_locomo, load_longmemeval
 from benchmarks.precomputed import synthetic_vector
@@ -114,6 +121,11 @@ def test_perf_vector_store_times_the_writers_vectors_alone_and_in_groups_on_eith
     [row] = summary["levels"]
     assert (row["store"], row["memories"]) == (store, 40)
     assert row["ms_per_vector_alone"] > 0 and row["ms_per_vector_in_64"] > 0
+
+
+def test_pg_nearest_ab_times_one_statement_against_a_query_per_vector() -> None:
+    row = pg_nearest_ab.main(["--memories", "40", "--unit", "4", "--dim", "16", "--repeats", "1"])
+    assert row["one_statement_ms"] > 0 and row["query_per_vector_ms"] > 0
 
 
 @pytest.mark.parametrize("store", ["sqlite", "postgres"])
