@@ -145,6 +145,7 @@ class Writer(ConnectionOwner):
             return maintenance.verify_fulltext(self.conn)
 
     def _activate_model(self, msg: mem.ActivateModel) -> bool:
+        self._candidates.reset()
         with self.conn.begin():
             done = embedding_models.activate(self.conn, msg.model, msg.dim, self._clock(),
                                              require_complete=msg.require_complete)
@@ -153,6 +154,7 @@ class Writer(ConnectionOwner):
         return done
 
     def _mark_building(self, msg: mem.MarkModelBuilding) -> None:
+        self._candidates.reset()
         with self.conn.begin():
             embedding_models.mark_building(self.conn, msg.model, msg.dim, self._clock())
 
@@ -199,8 +201,10 @@ class Writer(ConnectionOwner):
         for attempt in range(1, TRANSACTION_ATTEMPTS + 1):
             try:
                 return self._run(batch)
-            except OperationalError as exc:
-                if attempt == TRANSACTION_ATTEMPTS or not self._dialect.retryable(exc):
+            except Exception as exc:
+                self._candidates.reset()  # what it learnt in the rolled-back transaction may not hold
+                if not isinstance(exc, OperationalError) or attempt == TRANSACTION_ATTEMPTS \
+                        or not self._dialect.retryable(exc):
                     raise
                 log.info("write transaction lost a race (%s); running it again", type(exc.orig).__name__)
         raise AssertionError("unreachable")

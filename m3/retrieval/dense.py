@@ -94,7 +94,7 @@ class SqlLeg:
         return has_vectors(conn, model)
 
     def top(self, conn: Connection, model: str, query: Vector, clause: Any, n: int) -> Hits:
-        from m3.store.postgres import nearest
+        from m3.store.pg_nearest import nearest
 
         dim = int(query.shape[0])
         found = nearest(conn, model, dim, query, clause, n)

@@ -67,8 +67,16 @@ class Candidates(Protocol):
     def discard(self, memory_id: str) -> None:
         """A memory that can no longer be superseded (retired or erased)."""
 
+    def gather(self, conn: Connection, model: str, dim: int, stored: Sequence[RowMapping], threshold: float) -> None:
+        """Called once per unit of stored vectors, after they are stored and added and before the first
+        :meth:`near` of the unit: a chance to find the candidates of all of them at once."""
+
     def near(self, conn: Connection, model: str, row: RowMapping, vector: Vector, threshold: float) -> list[str]:
-        """Ids in ``row``'s owner group whose cosine to ``vector`` exceeds ``threshold``, best first."""
+        """Ids in ``row``'s owner group whose cosine to ``vector`` exceeds ``threshold``, best first: the
+        current ones as of this call (those retired earlier in the unit are not proposed)."""
+
+    def reset(self) -> None:
+        """The write transaction failed, or the models changed: forget what may no longer hold."""
 
 
 _COMMITTED_AFTER = (
@@ -111,6 +119,14 @@ class CandidateIndex:
         if key is not None:
             self._groups[key].remove([memory_id])
 
+    def gather(self, conn: Connection, model: str, dim: int, stored: Sequence[RowMapping], threshold: float) -> None:
+        return None  # the index is in memory: each near() is a matrix product
+
+    def reset(self) -> None:
+        # A rolled-back transaction may have left vectors here that were never committed; near() only
+        # proposes, and _apply_rule re-reads the stored vectors, so they are harmless and are kept.
+        return None
+
     def near(self, conn: Connection, model: str, row: RowMapping, vector: Vector, threshold: float) -> list[str]:
         group = self._groups.get((model, row["type"], row["agent_id"], row["user_id"]))
         if group is None:
@@ -133,6 +149,7 @@ def supersede_similar(conn: Connection, msg: StoreVectors, policy: SupersessionP
     notified: list[str] = []
     if not msg.supersede:
         return notified
+    index.gather(conn, msg.model, msg.dim, eligible, policy.threshold)
     ops = MemoryWrites(conn, clock)
     for row in eligible:
         vector = matrix[position[row["id"]]]

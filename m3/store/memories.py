@@ -319,10 +319,10 @@ def decision_rows(conn: Connection, ids: Sequence[str], model: str) -> dict[str,
 
 def same_owner_clause(row: RowMapping) -> Any:
     """Current memories of the same type, agent and user as ``row`` (supersession candidates)."""
-    return and_(
-        m.c.type == row["type"],
-        _same(m.c.agent_id, row["agent_id"]),
-        _same(m.c.user_id, row["user_id"]),
-        m.c.retired_at.is_(None),
-        m.c.id != row["id"],
-    )
+    return and_(owner_clause(row["type"], row["agent_id"], row["user_id"]), m.c.id != row["id"])
+
+
+def owner_clause(memory_type: str, agent_id: str | None, user_id: str | None) -> Any:
+    """Current memories of one owner group: this type, agent and user (None matches NULL)."""
+    return and_(m.c.type == memory_type, _same(m.c.agent_id, agent_id), _same(m.c.user_id, user_id),
+                m.c.retired_at.is_(None))

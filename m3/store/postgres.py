@@ -17,7 +17,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import Connection, Engine, Float, String, bindparam, cast, create_engine, event, literal, select, text
+from sqlalchemy import (
+    Connection,
+    Engine,
+    String,
+    create_engine,
+    event,
+    literal,
+    select,
+    text,
+)
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.pool import NullPool
 from sqlalchemy.sql.elements import TextClause
@@ -26,9 +35,8 @@ from sqlalchemy.types import DateTime, TypeEngine
 from m3.errors import ConfigError, ExtraNotInstalled, StoreError
 from m3.store.dialect import Dialect, Fact
 from m3.store.fulltext import MAX_TERMS, KeywordHit, ranked
-from m3.store.schema import memories as m
 from m3.store.schema import memory_embeddings as e
-from m3.store.types import VectorType, pg_vector_of
+from m3.store.types import pg_vector_of
 
 if TYPE_CHECKING:
     from m3.store.engine import Role, StoreOptions
@@ -315,28 +323,6 @@ def _index_exists(conn: Connection, name: str) -> bool:
     return conn.execute(text(
         "SELECT 1 FROM pg_class WHERE relname = :n AND relnamespace = CAST(current_schema() AS regnamespace)"),
         {"n": name}).first() is not None
-
-
-def nearest(conn: Connection, model: str, dim: int, query: Matrix, where: Any, limit: int, *,
-            exact: bool = False) -> list[tuple[str, float, Matrix]]:
-    """Up to ``limit`` (memory id, cosine, vector) of ``model`` among memories matching ``where``, best first.
-
-    Uses the model's HNSW index (approximate, strict distance order); with
-    ``exact`` the distance expression does not match the index and every
-    matching row is compared.
-    """
-    vec = cast(e.c.vector, pg_vector_of(dim))
-    q = bindparam("q", np.asarray(query, dtype=np.float32), type_=VectorType())
-    distance = (e.c.vector if exact else vec).op("<=>", return_type=Float())(q).label("distance")
-    stmt = (
-        select(e.c.memory_id, e.c.vector, distance)
-        .join(m, m.c.id == e.c.memory_id)
-        .where(e.c.model == literal(model, String(), literal_execute=True), e.c.dim == literal(int(dim),
-               literal_execute=True), where)
-        .order_by(distance, e.c.memory_id)
-        .limit(limit)
-    )
-    return [(row[0], 1.0 - float(row[2]), row[1]) for row in conn.execute(stmt)]
 
 
 def has_vectors(conn: Connection, model: str) -> bool:

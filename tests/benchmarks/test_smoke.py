@@ -18,7 +18,14 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from benchmarks import perf_search, perf_search_ab, perf_search_stores, perf_write
+from benchmarks import (
+    perf_search,
+    perf_search_ab,
+    perf_search_stores,
+    perf_vector_store,
+    perf_write,
+    pg_nearest_ab,
+)
 from benchmarks.cache import CachingEmbedder
 from benchmarks.data import Haystack, default_data_dir, load_locomo, load_longmemeval
 from benchmarks.precomputed import synthetic_vector
@@ -104,6 +111,21 @@ def test_perf_write_measures_each_level_on_either_store(tmp_path: Path, data: Pa
                                "--cache", str(tmp_path / "c.sqlite"), "--out", str(tmp_path)])
     assert summary["store"] == store
     assert [row["writes"] for row in summary["levels"]] == [12, 12]
+
+
+@pytest.mark.parametrize("store", ["sqlite", "postgres"])
+def test_perf_vector_store_times_the_writers_vectors_alone_and_in_groups_on_either_store(
+        tmp_path: Path, store: str) -> None:
+    summary = perf_vector_store.main(["--store", store, "--memories", "40", "--dim", "16", "--single", "3",
+                                      "--groups", "1", "--out", str(tmp_path)])
+    [row] = summary["levels"]
+    assert (row["store"], row["memories"]) == (store, 40)
+    assert row["ms_per_vector_alone"] > 0 and row["ms_per_vector_in_64"] > 0
+
+
+def test_pg_nearest_ab_times_one_statement_against_a_query_per_vector() -> None:
+    row = pg_nearest_ab.main(["--memories", "40", "--unit", "4", "--dim", "16", "--repeats", "1"])
+    assert row["one_statement_ms"] > 0 and row["query_per_vector_ms"] > 0
 
 
 @pytest.mark.parametrize("store", ["sqlite", "postgres"])
