@@ -74,7 +74,13 @@ def _iso(value: Any) -> str | None:
 
 
 class LoopActor(ConnectionOwner):
-    """Runs ``passes`` on ticks; answers :class:`RunPassesOnce`, :class:`LoopStatusOf` and :class:`PassStates`."""
+    """Runs ``passes`` on ticks; answers :class:`RunPassesOnce`, :class:`LoopStatusOf` and :class:`PassStates`.
+
+    ``actor`` is its name (observer, reflector); ``budget`` the ``ctx.budget`` of every step; ``background``
+    whether it ticks (else only after :class:`TakeBackground`). The governor's probes: ``writes`` (the Writer's
+    handled count), ``load`` (load per core) and ``monotonic`` (seconds); ``clock`` is ``ctx.now``. ``settings``
+    maps a pass to its ``ctx.settings``; ``llm`` and ``llm_calls`` are handed to every step (None and 0: no model).
+    """
 
     def __init__(self, options: StoreOptions, *, actor: str, passes: Sequence[LoopPass], writer: ActorHandle,
                  interval_s: float, budget: int, background: bool, ask_timeout: float,
