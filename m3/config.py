@@ -65,6 +65,9 @@ SETTINGS: tuple[Setting, ...] = (
             "onnxruntime intra-op threads; 0 means one less than the CPUs (at least 1), leaving a core for "
             "writes and searches."),
     Setting("embed.max_batch", int, 32, "Most texts embedded in one model call."),
+    Setting("embed.nice", int, 10,
+            "How many nice steps less urgent the thread computing deferred embeddings runs (Linux, capped at 19), "
+            "so that writes and searches go first on busy cores; 0 leaves its priority."),
     Setting("embed.drain_timeout_s", float, 60.0,
             "On shutdown, how long to keep embedding pending memories before leaving them for the next start."),
     Setting("embed.url", str, "",

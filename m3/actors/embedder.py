@@ -21,7 +21,7 @@ import numpy.typing as npt
 from m3.actors.base import Envelope
 from m3.actors.reader import ConnectionOwner
 from m3.actors.supervisor import ActorHandle
-from m3.embed.base import Embedder
+from m3.embed.base import Embedder, lower_thread_priority
 from m3.errors import EmbedderUnavailable
 from m3.protocols.base import Message
 from m3.protocols.messages.conversations import ChatWritten, StoreChatVectors
@@ -53,7 +53,8 @@ class TakeBackground(Message):
 
 class EmbedderActor(ConnectionOwner):
     def __init__(self, options: StoreOptions, *, embedder: Embedder, writer: ActorHandle, max_batch: int,
-                 backend_name: str, resolve: Resolver, ask_timeout: float, background: bool, **base: Any):
+                 backend_name: str, resolve: Resolver, ask_timeout: float, background: bool, nice: int = 0,
+                 **base: Any):
         super().__init__(options, **base)
         self._embedder = embedder
         self._resolve = resolve
@@ -77,6 +78,9 @@ class EmbedderActor(ConnectionOwner):
         self._chat: dict[str, None] = {}
         self._chat_seq = 0
         self._chat_paging = True
+        self._nice_by = nice
+        #: This actor's thread's nice value once lowered (None: left as it was).
+        self.nice: int | None = None
         self.last_error: str | None = None
         self.embedded = 0  # vectors of the configured model computed (or reused) by this actor
         self.reused = 0
@@ -87,6 +91,9 @@ class EmbedderActor(ConnectionOwner):
 
     def setup(self) -> None:
         super().setup()
+        # The model runs in this thread (one onnxruntime thread by default), so during a burst of writes the
+        # deferred embeddings take only the CPU that the gateway, the Writer and the callers leave.
+        self.nice = lower_thread_priority(self._nice_by)
         self._queue_backfill()
 
     def handlers(self) -> dict[type[Message], Callable[[Any], Any]]:
@@ -277,7 +284,8 @@ class EmbedderActor(ConnectionOwner):
                 "active_model": self._active or self.model,
                 "reembedding": self._changing_model(),
                 "queued": len(self._fresh) + len(self._backlog) + len(self._chat), "last_error": self.last_error,
-                "embedded": self.embedded, "reused": self.reused, "server": route() if route else None}
+                "embedded": self.embedded, "reused": self.reused, "server": route() if route else None,
+                "nice": self.nice}
 
     # -- embedding -------------------------------------------------------------------------------
 

@@ -98,7 +98,7 @@ class ActorSystem:
         self.embedder = ActorHandle("embedder", EmbedderActor, self.options, embedder=self.embedder_backend,
                                     resolve=self.resolve, writer=self.writer, ask_timeout=self.ask_timeout,
                                     background=background, max_batch=config["embed.max_batch"],
-                                    backend_name=config["embed.backend"])
+                                    backend_name=config["embed.backend"], nice=config["embed.nice"])
         self.directory = ActorHandle("directory", Directory, self.options, liveness=Liveness(
             active_s=config["agents.active_window_s"], offline_s=config["agents.offline_after_s"]))
         self.tasks = ActorHandle("tasks", TaskManager, self.options, writer=self.writer)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
+import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -122,3 +124,28 @@ def usable_cpus() -> int:
     if hasattr(os, "sched_getaffinity"):
         return max(1, len(os.sched_getaffinity(0)))
     return max(1, os.cpu_count() or 1)
+
+
+#: The largest nice value Linux accepts (the least urgent).
+MAX_NICE = 19
+
+
+def lower_thread_priority(by: int) -> int | None:
+    """Make the calling OS thread ``by`` nice steps less urgent; its nice value afterwards, or None if unchanged.
+
+    On Linux the nice value belongs to each thread (``setpriority`` on its native id), so only this thread
+    yields the CPU to the rest of the process (the gateway, the Writer) and to other processes when the
+    cores are busy; on an idle machine it runs as fast as before. Threads it creates afterwards inherit the
+    value. The value is capped at :data:`MAX_NICE`; ``by <= 0``, another OS, or a refusal leave it as it is.
+    An unprivileged process cannot make a thread more urgent again, so call this only from a thread whose
+    work can always wait.
+    """
+    if by <= 0 or not sys.platform.startswith("linux"):
+        return None
+    tid = threading.get_native_id()
+    try:
+        now = os.getpriority(os.PRIO_PROCESS, tid)
+        os.setpriority(os.PRIO_PROCESS, tid, min(MAX_NICE, now + by))
+        return os.getpriority(os.PRIO_PROCESS, tid)
+    except OSError:  # a sandbox may refuse; embedding still works, only at the usual priority
+        return None

@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+import os
+import sys
+import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import numpy as np
+import numpy.typing as npt
 import pytest
 from sqlalchemy import func, select
 
 from m3.actors.supervisor import ActorHandle
 from m3.actors.system import ActorSystem
 from m3.config import Config
+from m3.embed.base import MAX_NICE
 from m3.embed.minilm import MODEL_ID, MiniLMEmbedder
 from m3.protocols.messages.memory import DeleteMemory, EmbedderInfo, MemoryFilter, SearchMemories, UpdateMemory
 from m3.store import schema
@@ -127,3 +133,63 @@ def test_a_memory_with_the_text_of_one_already_embedded_gets_a_copy_of_its_vecto
     assert after["embedded"] - before["embedded"] == 2
     assert _vector_blob(store_url, second) == _vector_blob(store_url, first)
     assert _vector_blob(store_url, third) != _vector_blob(store_url, first)
+
+
+class _NiceObserver:
+    """The real model, noting the nice value of the OS thread each call runs in (the priority is the behaviour)."""
+
+    def __init__(self, model: MiniLMEmbedder):
+        self._model = model
+        self.nices: list[int] = []
+
+    @property
+    def model_id(self) -> str:
+        return self._model.model_id
+
+    @property
+    def dim(self) -> int:
+        return self._model.dim
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        self.nices.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+        return self._model.embed(texts)
+
+
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice values are Linux's")
+
+
+@linux_only
+def test_deferred_embeddings_run_at_a_lower_os_priority_while_queries_keep_the_callers(
+        config: Config, embedder: MiniLMEmbedder, store_options: StoreOptions) -> None:
+    base = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    lowered = min(MAX_NICE, base + 5)
+    observed = _NiceObserver(embedder)
+    system = ActorSystem(config.with_overrides(embed__nice=5), observed).start()  # type: ignore[arg-type]
+    try:
+        ids = [system.writer.ask(write_one(f"Notes on {topic}."), WAIT_S)[0].id for topic in TOPICS[:3]]
+        system.wait_embedded(WAIT_S)
+        assert vector_count(store_options.url, ids) == 3
+        assert system.embedder.ask(EmbedderInfo(), WAIT_S)["nice"] == lowered
+        assert observed.nices and set(observed.nices) == {lowered}
+        observed.nices.clear()
+        found = system.searcher.ask(SearchMemories(query="coffee", k=1, filter=MemoryFilter()), WAIT_S)
+        assert "coffee brewing" in found.items[0].content
+        assert observed.nices == [base]  # the query vector is computed in the Searcher, at its usual priority
+    finally:
+        system.stop()
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == base
+
+
+@linux_only
+def test_embed_nice_zero_leaves_the_embedding_thread_priority_as_it_was(
+        config: Config, embedder: MiniLMEmbedder) -> None:
+    base = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    observed = _NiceObserver(embedder)
+    system = ActorSystem(config.with_overrides(embed__nice=0), observed).start()  # type: ignore[arg-type]
+    try:
+        system.writer.ask(write_one("Notes on garden irrigation."), WAIT_S)
+        system.wait_embedded(WAIT_S)
+        assert system.embedder.ask(EmbedderInfo(), WAIT_S)["nice"] is None
+        assert set(observed.nices) == {base}
+    finally:
+        system.stop()

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +83,89 @@ def request(sock_path: Path, method: str, path: str, body: Any = None, *, header
 def call_tool(sock_path: Path, name: str, args: dict[str, Any], headers: dict[str, str],
               timeout: float | None = None) -> tuple[int, Any]:
     return request(sock_path, "POST", f"{TOOLS_PATH}/{name}", args, headers=headers, timeout=timeout)
+
+
+#: How long an unused kept-alive connection is reused: well inside the engine's keep-alive timeout (75 s), so
+#: the engine never closes one while a request is on its way.
+KEEP_IDLE_S = 30.0
+
+
+class Connections:
+    """Kept-alive connections to one engine socket, for a long-lived front-end (the stdio MCP relay).
+
+    A new connection per call costs the engine an accept, a protocol object and a close each time, about
+    half of its gateway CPU per call (docs/benchmarks.md, "engine"); here a call takes an idle connection
+    and gives it back after a complete answer. Concurrent calls (a parked ``notifications_wait`` beside a
+    write) each hold their own. A connection unused for :data:`KEEP_IDLE_S`, or that the engine closed
+    (it stopped or was replaced: the socket reads end-of-file), is dropped before it is used, so the request
+    goes out on a new one. Errors are those of :func:`request`. Thread-safe.
+    """
+
+    def __init__(self, sock_path: Path, *, keep_idle_s: float = KEEP_IDLE_S):
+        self._sock_path = sock_path
+        self._keep_idle_s = keep_idle_s
+        self._idle: list[tuple[_UnixConnection, float]] = []
+        self._lock = threading.Lock()
+        self.opened = 0  # connections made so far (what keep-alive saves is visible here)
+
+    def call_tool(self, name: str, args: dict[str, Any], headers: dict[str, str]) -> tuple[int, Any]:
+        data = _encoded(args)
+        sent = {"Content-Type": "application/json", "Content-Length": str(len(data)), **headers}
+        conn = self._take()
+        reusable = False
+        try:
+            try:
+                conn.request("POST", f"{TOOLS_PATH}/{name}", body=data, headers=sent)
+                response = conn.getresponse()
+                raw = response.read()
+            except (ConnectionError, http.client.HTTPException, TimeoutError, OSError) as exc:
+                raise EngineLost(f"{type(exc).__name__}: {exc}") from None
+            reusable = not response.will_close
+            return response.status, json.loads(raw) if raw else None
+        finally:
+            if reusable:
+                with self._lock:
+                    self._idle.append((conn, time.monotonic()))
+            else:
+                conn.close()
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for conn, _used in idle:
+            conn.close()
+
+    def _take(self) -> _UnixConnection:
+        """An idle connection still open on the engine's side, or a new one (:class:`EngineDown` if none)."""
+        now = time.monotonic()
+        while True:
+            with self._lock:
+                if not self._idle:
+                    break
+                conn, used = self._idle.pop()
+            if now - used < self._keep_idle_s and _open(conn):
+                return conn
+            conn.close()
+        conn = _UnixConnection(self._sock_path, None)
+        try:
+            conn.connect()
+        except (FileNotFoundError, ConnectionRefusedError) as exc:
+            raise EngineDown(str(exc)) from None
+        self.opened += 1
+        return conn
+
+
+def _open(conn: http.client.HTTPConnection) -> bool:
+    """Whether an idle connection is still open: nothing to read yet (the engine closing it makes it readable)."""
+    if conn.sock is None:
+        return False
+    try:
+        conn.sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    return False  # end-of-file (or bytes nobody asked for): not usable for the next request
 
 
 def status(sock_path: Path, timeout: float = 5.0) -> dict[str, Any] | None:

@@ -26,6 +26,7 @@ from m3.config import Config
 from m3.errors import M3Error
 from m3.gateway.engine import manifest
 from m3.gateway.engine.calls import caller_headers, relay
+from m3.gateway.engine.client import Connections
 from m3.gateway.engine.paths import engine_paths
 from m3.gateway.engine.spawn import ensure_engine
 
@@ -60,8 +61,9 @@ def _result(body: dict[str, Any], *, is_error: bool = False) -> types.CallToolRe
                                 structured_content=body, is_error=is_error)
 
 
-def build_relay(config: Config, tools: dict[str, Any]) -> RelayServer:
-    """A stdio-side MCP server over ``tools`` (the manifest) relaying every call to the engine."""
+def build_relay(config: Config, tools: dict[str, Any], connections: Connections | None = None) -> RelayServer:
+    """A stdio-side MCP server over ``tools`` (the manifest) relaying every call to the engine (over
+    ``connections``, kept alive, when given)."""
     entries: dict[str, dict[str, Any]] = {t["name"]: t for t in tools["tools"]}
     listed: dict[str, dict[str, Any]] = {n: t for n, t in entries.items() if t["startup"]}
     headers = caller_headers(config)
@@ -79,7 +81,8 @@ def build_relay(config: Config, tools: dict[str, Any]) -> RelayServer:
         args = dict(params.arguments or {})
         try:
             status, body = await anyio.to_thread.run_sync(
-                lambda: relay(config, params.name, args, headers=headers, paths=paths), limiter=limiter,
+                lambda: relay(config, params.name, args, headers=headers, paths=paths, connections=connections),
+                limiter=limiter,
                 abandon_on_cancel=True)
         except M3Error as exc:
             return _result({"error": exc.to_dict()}, is_error=True)
@@ -121,10 +124,14 @@ def serve_stdio(config: Config) -> None:
     prepare_stdio()
     paths = engine_paths(config)
     ensure_engine(config, paths)  # now, not at the first call: a client's first call should not wait for it
-    server = build_relay(config, manifest.ensure(paths.manifest))
+    connections = Connections(paths.sock)
+    server = build_relay(config, manifest.ensure(paths.manifest), connections)
 
     async def main() -> None:
         async with stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())
 
-    anyio.run(main, backend="trio")
+    try:
+        anyio.run(main, backend="trio")
+    finally:
+        connections.close()

@@ -362,6 +362,7 @@ class EmbedderState(TypedDict):
     embedded: int
     reused: int
     server: dict[str, Any] | None
+    nice: int | None  # the embedding thread's nice value when lowered (embed.nice), else None
 
 
 class EmbedderInfo(Request[EmbedderState]):
