@@ -318,6 +318,14 @@ def _written(done: tuple[list[Any], list[tuple[str, str]]]) -> Outcome:
     return Outcome(outcomes, Effects(embed=fresh))
 
 
+def _write_all(tx: Tx, msgs: list[mem.WriteMemories]) -> list[Outcome]:
+    """New memories; an archived duplicate written again is restored (the Searcher is told with the first)."""
+    ops = tx.memories
+    outcomes = [_written(done) for done in ops.write_all(msgs)]
+    outcomes[0].effects.restored.extend(ops.restored)
+    return outcomes
+
+
 def _change(change: Callable[[MemoryWrites, Any], Any]) -> Operation:
     """A change the Writer may refuse part-way (``MemoryWrites``): it reports what it embedded and erased,
     and the memories it retired stop being supersession candidates at once."""
@@ -388,8 +396,8 @@ def _task(change: Callable[[TaskWrites, Any], Any]) -> Operation:
 
 
 OPERATIONS: dict[type[Message], Operation] = {
-    mem.WriteMemories: Operation(lambda tx, msg: _written(tx.memories.write_all([msg])[0]), mergeable=lambda a, b: True,
-                             run_all=lambda tx, msgs: [_written(done) for done in tx.memories.write_all(msgs)]),
+    mem.WriteMemories: Operation(lambda tx, msg: _write_all(tx, [msg])[0], mergeable=lambda a, b: True,
+                                 run_all=_write_all),
     mem.SupersedeMemory: _change(MemoryWrites.supersede), mem.UpdateMemory: _change(MemoryWrites.update),
     mem.DeleteMemory: _change(MemoryWrites.delete), mem.RestoreMemory: _change(MemoryWrites.restore),
     mem.PinMemory: _change(MemoryWrites.pin), mem.UnpinMemory: _change(MemoryWrites.pin),

@@ -8,6 +8,7 @@ is left alone; restoring clears both columns (and, for an expired memory, its ex
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -57,9 +58,11 @@ def archive(conn: Connection, msg: ArchiveMemories, now: datetime) -> ArchiveRes
     return ArchiveResult(archived=tuple(done), skipped=tuple(skipped))
 
 
-def hidden(row: RowMapping, now: datetime) -> bool:
-    """Whether default reads leave ``row`` out as archived: archived, or expired (archived by the next pass)."""
-    return row["archived_at"] is not None or (row["expires_at"] is not None and row["expires_at"] <= now)
+def hidden(row: Mapping[Any, Any], now: datetime) -> bool:
+    """Whether default reads leave ``row`` out as archived: archived, or expired (archived by the next pass).
+    A row without those columns (one written in this transaction) is not."""
+    expires = row.get("expires_at")
+    return row.get("archived_at") is not None or (expires is not None and expires <= now)
 
 
 def unarchive(conn: Connection, row: RowMapping, now: datetime) -> dict[str, Any]:

@@ -107,6 +107,7 @@ def duplicate_key(mem: NewMemory, digest: str) -> DuplicateKey:
 # Statements built once: SQLAlchemy caches their compiled form, so a write pays for binding values only.
 _CURRENT_BY_HASH = select(
     m.c.id, m.c.content_hash, m.c.recorded_at, m.c.type, m.c.agent_id, m.c.user_id, m.c.conversation_id,
+    m.c.archived_at, m.c.archive_reason, m.c.expires_at,
 ).where(m.c.content_hash.in_(bindparam("digests", expanding=True)), m.c.retired_at.is_(None),
         m.c.type.in_(bindparam("types", expanding=True))).order_by(m.c.seq)
 # A text repeated in many conversations ("Thanks!") must not bring back every one of them.

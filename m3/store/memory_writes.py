@@ -68,7 +68,7 @@ class MemoryWrites:
 
         One query finds the duplicates of every memory; the new rows and their history events go in one
         executemany each. A memory repeating an earlier one (of the same or an earlier request) is its
-        duplicate.
+        duplicate. A duplicate that is archived (or expired) is restored: writing it again is a use.
         """
         wanted = [(mem, rows.content_hash(mem.content)) for msg in msgs for mem in msg.memories]
         current: dict[rows.DuplicateKey, Any] = rows.find_duplicates(self.conn, wanted)
@@ -83,6 +83,10 @@ class MemoryWrites:
                 key = rows.duplicate_key(mem, digest)
                 dup = current.get(key)
                 if dup is not None:
+                    if archive_writes.hidden(dup, self.clock()):
+                        # Written again: the archived (or expired) memory is in use again, not a new one.
+                        self._revive(dup, msg.actor)
+                        current[key] = {"id": dup["id"], "recorded_at": dup["recorded_at"]}
                     outcomes.append(WriteOutcome(id=dup["id"], created=False, content_hash=digest,
                                                  recorded_at=dup["recorded_at"]))
                     continue
@@ -96,6 +100,14 @@ class MemoryWrites:
         rows.insert_memories(self.conn, values)
         rows.record_events(self.conn, events)
         return results
+
+    def _revive(self, row: Any, actor: str | None) -> None:
+        """Restore archived ``row`` because its exact text was written again (see :meth:`write_all`)."""
+        now = self.clock()
+        details = archive_writes.unarchive(self.conn, row, now)
+        rows.record_events(self.conn, [rows.event(row["id"], "restored", actor, now, was="archived", how="rewritten",
+                                                  **details)])
+        self.restored.append(row["id"])
 
     def index_files(self, msg: IndexFiles) -> FilesApplied:
         """Replace the chunks of files (:mod:`m3.store.file_chunk_writes`); what it did is reported like any change."""
