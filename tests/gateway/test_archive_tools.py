@@ -8,15 +8,18 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from sqlalchemy import update
 
 from m3.actors.system import ActorSystem
 from m3.cognition.decay import DecayPass
 from m3.errors import M3Error
 from m3.gateway.service import Service
 from m3.protocols.messages.memory import Flush
+from m3.store.schema import memories
 from tests.cognition.loop_driver import WAIT_S, Driver
 from tests.gateway.outcomes import Run
 from tests.helpers import call
+from tests.stored import fresh
 
 DAY = timedelta(days=1)
 FADING = "The staging database password rotates every Tuesday."
@@ -146,3 +149,15 @@ def test_writing_the_exact_text_of_an_archived_memory_again_restores_it(
     assert ids(call(service, "memory_search", query=KEYWORDS, k=1)) == [archived["id"]]
     restored = call(service, "memory_history", id=archived["id"])["events"][-1]
     assert (restored["event"], restored["details"]["how"]) == ("restored", "rewritten")
+
+
+def test_admin_verify_checks_that_the_archive_columns_are_set_together(
+        service: Service, archived: dict[str, Any], store_url: str) -> None:
+    [check] = [c for c in call(service, "admin_verify")["checks"] if c["check"] == "memories.archive_state"]
+    assert check["status"] == "ok" and "1 archived" in check["message"]
+    with fresh(store_url) as conn:  # changed outside m3
+        conn.execute(update(memories).where(memories.c.id == archived["id"]).values(archive_reason=None))
+        conn.commit()
+    [check] = [c for c in call(service, "admin_verify")["checks"] if c["check"] == "memories.archive_state"]
+    assert (check["status"], check["ids"]) == ("fail", [archived["id"]])
+    assert check["hint"]
