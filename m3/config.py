@@ -190,6 +190,17 @@ SETTINGS: tuple[Setting, ...] = (
             "0: never waits for writes)."),
     Setting("loop.governor.max_load", float, 0.9,
             "A tick waits while the one-minute load average per core is above this (0: never waits for load)."),
+    Setting("loop.decay.half_life_days", float, 90.0,
+            "Days of non-use after which the decay pass counts a memory's importance as half (decay is computed "
+            "at each tick, never stored)."),
+    Setting("loop.decay.archive_below", float, 0.05,
+            "The decay pass archives a memory whose decayed importance falls below this (0 archives nothing for "
+            "decay; expiry still archives)."),
+    Setting("loop.decay.min_idle_days", float, 30.0,
+            "A memory used or written within this many days is never archived for decay, whatever its importance."),
+    Setting("loop.decay.exempt_types", list, ["procedure", "config"],
+            "Memory types that never decay (pinned memories never do; file chunks are re-indexing's). Expiry "
+            "archives every type."),
     Setting("tasks.lease_s", float, 300.0, "Default lease of a claimed task; task_heartbeat renews it."),
     Setting("tasks.max_lease_s", float, 86400.0, "Longest lease a claim or heartbeat may ask for."),
     Setting("loop.rollup.types", list, ["note"],

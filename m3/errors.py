@@ -99,7 +99,8 @@ class ConfirmationRequired(InvalidArgument):
 
 class NotRetired(InvalidArgument):
     code = "not_retired"
-    default_hint = "Only a superseded or soft-deleted memory can be restored; memory_history lists its versions."
+    default_hint = ("Only a superseded, soft-deleted or archived memory can be restored; memory_history lists its "
+                    "versions and events.")
 
 
 class NotASummary(InvalidArgument):

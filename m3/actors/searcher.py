@@ -30,7 +30,9 @@ from m3.protocols.messages.memory import (
     GetHistory,
     GetMemory,
     ListChat,
+    MemoriesArchived,
     MemoriesErased,
+    MemoriesRestored,
     SearchChat,
     SearchMemories,
     SearchWeights,
@@ -96,6 +98,8 @@ class Searcher(StoreReader):
             VerifyMemories: self.verify, SearchChat: self.search_chat, ListChat: self.list_chat,
             EmbeddingStats: self.embedding_stats, StoreStatus: self.store_status,
             MemoriesErased: lambda msg: self._dense.forget(msg.ids),
+            MemoriesArchived: lambda msg: self._dense.archived(msg.ids, True),
+            MemoriesRestored: lambda msg: self._dense.archived(msg.ids, False),
             ListMemories: lambda msg: memory_lists.list_memories(self.conn, msg, datetime.now(UTC)),
             CountMemories: lambda msg: memory_lists.count_memories(self.conn, msg, datetime.now(UTC)),
             ListFileChunks: lambda msg: file_chunks.list_chunks(self.conn, msg),
@@ -132,7 +136,7 @@ class Searcher(StoreReader):
         terms = fulltext.query_terms(msg.query)
         n = max(self._candidates, k)
         hits = self._dialect.memory_hits(self.conn, msg.query, clause, n, selective=narrows(msg.filter))
-        dense, query_vec = self._dense_hits(msg.query, clause, n)
+        dense, query_vec = self._dense_hits(msg.query, clause, n, msg.filter.include_archived)
         # Narrow rows (no content) for ranking; the chosen few are completed below.
         loaded = CandidateRows(self.conn)
         found = loaded.fetch(list(dict.fromkeys([h.id for h in hits] + [i for i, _ in dense])), clause)
@@ -145,7 +149,8 @@ class Searcher(StoreReader):
         self._touch([c.id for c in chosen], now)
         return r.MemorySearchResult(count=len(items), items=items, query=msg.query, grade_with="score")
 
-    def _dense_hits(self, query: str, clause: Any, n: int) -> tuple[list[tuple[str, float]], Vector | None]:
+    def _dense_hits(self, query: str, clause: Any, n: int,
+                    include_archived: bool) -> tuple[list[tuple[str, float]], Vector | None]:
         """The dense leg's filtered top ``n`` and the query vector (None when there are no vectors to compare)."""
         self._follow_active_model()
         if self._embedder is None or not self._dense.ready(self.conn, self._model):
@@ -155,7 +160,7 @@ class Searcher(StoreReader):
         except EmbedderUnavailable as exc:
             log.warning("searching by keyword only: %s", exc.message)
             return [], None
-        return self._dense.top(self.conn, self._model, query_vec, clause, n), query_vec
+        return self._dense.top(self.conn, self._model, query_vec, clause, n, include_archived), query_vec
 
     def _follow_active_model(self) -> None:
         """Use the model the store says search uses; on a change, drop the dense leg and start the new model's.
@@ -226,12 +231,14 @@ class Searcher(StoreReader):
     # -- single memories -----------------------------------------------------------------------
 
     def get(self, msg: GetMemory) -> r.MemoryRecord:
-        """The memory; with ``as_of``/``valid_at``, the version of its chain current (holding) at that time."""
+        """The memory; with ``as_of``/``valid_at``, the version of its chain current (holding) at that time, archived
+        or expired or not (its ``archived_at`` says so, as without a time)."""
         now = datetime.now(UTC)
         memory_id = rows.resolve_id(self.conn, msg.id, msg.filter)
         if msg.filter.as_of is not None or msg.filter.valid_at is not None:
             at = {"as_of": msg.filter.as_of, "valid_at": msg.filter.valid_at}
-            found = visibility.ids(self.conn, rows.version_chain(self.conn, memory_id), time_clause(msg.filter, now))
+            shown = msg.filter.model_copy(update={"include_archived": True})
+            found = visibility.ids(self.conn, rows.version_chain(self.conn, memory_id), time_clause(shown, now))
             if not found:
                 raise NotFound(f"memory {memory_id} had no version current at that time",
                                hint="See memory_history for when each version was recorded and valid.",

@@ -33,6 +33,7 @@ from m3.protocols.messages import governance as gov
 from m3.protocols.messages import loop as lp
 from m3.protocols.messages import memory as mem
 from m3.protocols.messages import rollup as ru
+from m3.protocols.messages.archive import ArchiveMemories
 from m3.protocols.messages.conflicts import RecordContradictions, ResolveConflict
 from m3.protocols.messages.files import IndexFiles
 from m3.protocols.messages.observations import RecordObservations
@@ -42,6 +43,7 @@ from m3.protocols.tools.memory import MemoryWriteResult
 from m3.retrieval.supersession import Candidates, SupersessionPolicy, candidates_for, supersede_similar
 from m3.store import (
     agent_writes,
+    archive_writes,
     chat_vectors,
     chat_writes,
     conflict_writes,
@@ -85,9 +87,13 @@ class Effects:
     leases: list[datetime] = field(default_factory=list)
     #: Chat rows appended (the Embedder gives them vectors).
     chat: list[str] = field(default_factory=list)
+    #: Memories archived (the Searcher's vector index leaves them out of default searches).
+    archived: list[str] = field(default_factory=list)
+    #: Archived memories restored (the Searcher's vector index counts them again).
+    restored: list[str] = field(default_factory=list)
 
     def extend(self, other: Effects) -> None:
-        for name in ("embed", "erased", "notified", "leases", "chat"):
+        for name in ("embed", "erased", "notified", "leases", "chat", "archived", "restored"):
             getattr(self, name).extend(getattr(other, name))
 
 
@@ -256,6 +262,10 @@ class Writer(ConnectionOwner):
             self._embedder.tell(cv.ChatWritten(ids=tuple(fx.chat)))
         if fx.erased and self._searcher is not None:
             self._searcher.tell(mem.MemoriesErased(ids=tuple(fx.erased)))
+        if fx.archived and self._searcher is not None:
+            self._searcher.tell(mem.MemoriesArchived(ids=tuple(fx.archived)))
+        if fx.restored and self._searcher is not None:
+            self._searcher.tell(mem.MemoriesRestored(ids=tuple(fx.restored)))
         if fx.notified and self._on_notified is not None:
             self._on_notified(tuple(dict.fromkeys(fx.notified)))
         if fx.leases and self._on_leased is not None:
@@ -318,6 +328,14 @@ def _written(done: tuple[list[Any], list[tuple[str, str]]]) -> Outcome:
     return Outcome(outcomes, Effects(embed=fresh))
 
 
+def _write_all(tx: Tx, msgs: list[mem.WriteMemories]) -> list[Outcome]:
+    """New memories; an archived duplicate written again is restored (the Searcher is told with the first)."""
+    ops = tx.memories
+    outcomes = [_written(done) for done in ops.write_all(msgs)]
+    outcomes[0].effects.restored.extend(ops.restored)
+    return outcomes
+
+
 def _change(change: Callable[[MemoryWrites, Any], Any]) -> Operation:
     """A change the Writer may refuse part-way (``MemoryWrites``): it reports what it embedded and erased,
     and the memories it retired stop being supersession candidates at once."""
@@ -327,9 +345,18 @@ def _change(change: Callable[[MemoryWrites, Any], Any]) -> Operation:
         result = change(ops, msg)
         for memory_id in ops.retired:
             tx.candidates.discard(memory_id)
-        return Outcome(result, Effects(embed=ops.fresh, erased=ops.erased))
+        return Outcome(result, Effects(embed=ops.fresh, erased=ops.erased, restored=ops.restored))
 
     return Operation(run, refusable=True)
+
+
+def _archive(tx: Tx, msg: ArchiveMemories) -> Outcome:
+    """The decay pass's archiving and watermark (:mod:`m3.store.archive_writes`); archived memories stop being
+    supersession candidates at once."""
+    result = archive_writes.archive(tx.conn, msg, tx.clock())
+    for memory_id in result.archived:
+        tx.candidates.discard(memory_id)
+    return Outcome(result, Effects(archived=list(result.archived)))
 
 
 def _vectors(tx: Tx, msgs: list[mem.StoreVectors]) -> list[Outcome]:
@@ -424,8 +451,8 @@ def _task(change: Callable[[TaskWrites, Any], Any]) -> Operation:
 
 
 OPERATIONS: dict[type[Message], Operation] = {
-    mem.WriteMemories: Operation(lambda tx, msg: _written(tx.memories.write_all([msg])[0]), mergeable=lambda a, b: True,
-                             run_all=lambda tx, msgs: [_written(done) for done in tx.memories.write_all(msgs)]),
+    mem.WriteMemories: Operation(lambda tx, msg: _write_all(tx, [msg])[0], mergeable=lambda a, b: True,
+                                 run_all=_write_all),
     mem.SupersedeMemory: _change(MemoryWrites.supersede), mem.UpdateMemory: _change(MemoryWrites.update),
     mem.DeleteMemory: _change(MemoryWrites.delete), mem.RestoreMemory: _change(MemoryWrites.restore),
     mem.PinMemory: _change(MemoryWrites.pin), mem.UnpinMemory: _change(MemoryWrites.pin),
@@ -434,6 +461,7 @@ OPERATIONS: dict[type[Message], Operation] = {
     mem.StoreVectors: Operation(lambda tx, msg: _vectors(tx, [msg])[0], run_all=_vectors,
                             mergeable=lambda a, b: (a.model, a.dim, a.supersede) == (b.model, b.dim, b.supersede)),
     mem.TouchMemories: Operation(_touch),
+    ArchiveMemories: Operation(_archive),
     gov.RecordAudit: Operation(lambda tx, msg: Outcome(record_audit(tx.conn, msg.reads))),
     gov.PruneAudit: Operation(lambda tx, msg: Outcome(prune_audit(tx.conn, msg.before))),
     mem.WriteChat: Operation(lambda tx, msg: _chat_written(chat_writes.append(tx.conn, msg, tx.clock()))),

@@ -20,8 +20,8 @@ import numpy.typing as npt
 from sqlalchemy import Connection, select
 
 from m3.retrieval.vector_index import VectorIndex
+from m3.store import archive_writes, vectors
 from m3.store import memories as rows
-from m3.store import vectors
 from m3.store.dialect import Dialect
 from m3.store.schema import memories as m
 
@@ -33,14 +33,18 @@ class DenseLeg(Protocol):
     def ready(self, conn: Connection, model: str) -> bool:
         """True when ``model`` has stored vectors (refreshing what the leg knows)."""
 
-    def top(self, conn: Connection, model: str, query: Vector, clause: Any, n: int) -> Hits:
-        """The ``n`` best hits passing ``clause``."""
+    def top(self, conn: Connection, model: str, query: Vector, clause: Any, n: int,
+            include_archived: bool = False) -> Hits:
+        """The ``n`` best hits passing ``clause`` (which says whether archived memories count)."""
 
     def vectors(self, conn: Connection, model: str, ids: Sequence[str]) -> dict[str, Vector]:
         """Stored vectors of ``ids`` (those that have one)."""
 
     def forget(self, ids: Iterable[str]) -> None:
         """Memories erased for good."""
+
+    def archived(self, ids: Iterable[str], archived: bool) -> None:
+        """Memories archived (``archived``) or restored: whether default searches skip their vectors."""
 
     def size(self) -> int | None:
         """Vectors held in memory (None when the leg holds none between searches)."""
@@ -58,10 +62,14 @@ class MatrixLeg:
             if not ids:
                 return len(self.index) > 0
             self.index.add(ids, matrix)
+            # Vectors of archived memories (loaded at start, or re-embedded) are hidden like those the Writer
+            # reports; the SQL clause stays the rule, this only keeps them out of the proposals.
+            self.index.hide(archive_writes.archived_ids(conn, ids))
             self.index.last_seq = last
 
-    def top(self, conn: Connection, model: str, query: Vector, clause: Any, n: int) -> Hits:
-        proposed = self.index.top(query, n * 4)
+    def top(self, conn: Connection, model: str, query: Vector, clause: Any, n: int,
+            include_archived: bool = False) -> Hits:
+        proposed = self.index.top(query, n * 4, include_hidden=include_archived)
         visible = rows.visible_ids(conn, [i for i, _ in proposed], clause)
         hits = [(i, s) for i, s in proposed if i in visible][:n]
         if len(hits) < n and len(proposed) < len(self.index):
@@ -76,6 +84,9 @@ class MatrixLeg:
 
     def forget(self, ids: Iterable[str]) -> None:
         self.index.remove(ids)
+
+    def archived(self, ids: Iterable[str], archived: bool) -> None:
+        self.index.hide(ids, archived)
 
     def size(self) -> int | None:
         return len(self.index)
@@ -93,7 +104,8 @@ class SqlLeg:
         self._seen = {}
         return has_vectors(conn, model)
 
-    def top(self, conn: Connection, model: str, query: Vector, clause: Any, n: int) -> Hits:
+    def top(self, conn: Connection, model: str, query: Vector, clause: Any, n: int,
+            include_archived: bool = False) -> Hits:
         from m3.store.pg_nearest import nearest
 
         dim = int(query.shape[0])
@@ -113,6 +125,9 @@ class SqlLeg:
 
     def forget(self, ids: Iterable[str]) -> None:
         return None  # it holds the vectors of the search being answered only
+
+    def archived(self, ids: Iterable[str], archived: bool) -> None:
+        return None  # the clause in SQL leaves archived rows out
 
     def size(self) -> int | None:
         return None

@@ -143,7 +143,8 @@ def supersede_similar(conn: Connection, msg: StoreVectors, policy: SupersessionP
                          existing={i: bool(row["has_vector"]) for i, row in found.items()})
     position = {memory_id: i for i, memory_id in enumerate(msg.ids)}
     stored = sorted((found[i] for i in kept), key=lambda r: r["recorded_at"])
-    eligible = [row for row in stored if row["type"] not in policy.exempt_types and row["retired_at"] is None]
+    eligible = [row for row in stored if row["type"] not in policy.exempt_types and row["retired_at"] is None
+                and row["archived_at"] is None]
     for row in eligible:
         index.add(msg.model, row["id"], (row["type"], row["agent_id"], row["user_id"]), matrix[position[row["id"]]])
     notified: list[str] = []

@@ -29,6 +29,8 @@ class VectorIndex:
         self._norm = np.zeros(0, dtype=np.float32)
         self._ids: list[str] = []
         self._row: dict[str, int] = {}
+        #: Rows of archived memories: kept (restoring needs no reload) but left out of a search by default.
+        self._hidden = np.zeros(0, dtype=bool)
         self.last_seq = 0
 
     def __len__(self) -> int:
@@ -58,6 +60,7 @@ class VectorIndex:
             self._mat = np.pad(self._mat, ((0, extra), (0, 0)))
             self._alive = np.pad(self._alive, (0, extra))
             self._norm = np.pad(self._norm, (0, extra))
+            self._hidden = np.pad(self._hidden, (0, extra))
         self._ids.append(memory_id)
         self._row[memory_id] = row
         return row
@@ -67,22 +70,35 @@ class VectorIndex:
             row = self._row.pop(memory_id, None)
             if row is not None:
                 self._alive[row] = False
+                self._hidden[row] = False
                 self._mat[row] = 0.0
                 self._norm[row] = 0.0
+
+    def hide(self, ids: Iterable[str], hidden: bool = True) -> None:
+        """Leave ``ids`` out of :meth:`top` unless asked (archived memories); ``hidden=False`` takes them back."""
+        for memory_id in ids:
+            row = self._row.get(memory_id)
+            if row is not None:
+                self._hidden[row] = hidden
+
+    def hidden_count(self) -> int:
+        return int(self._hidden[:len(self._ids)].sum())
 
     def vector(self, memory_id: str) -> Matrix | None:
         row = self._row.get(memory_id)
         return None if row is None else self._mat[row]
 
-    def top(self, query: Matrix, n: int, allowed: Sequence[str] | None = None) -> list[tuple[str, float]]:
+    def top(self, query: Matrix, n: int, allowed: Sequence[str] | None = None, *,
+            include_hidden: bool = False) -> list[tuple[str, float]]:
         """The ``n`` most similar ids with their cosine, best first (ties: the earlier added first);
-        only ``allowed`` ids when given."""
+        only ``allowed`` ids when given, else every live row but the hidden ones unless ``include_hidden``."""
         used = len(self._ids)
         if used == 0 or n <= 0:
             return []
         if allowed is not None:
             rows = np.fromiter(sorted({self._row[i] for i in allowed if i in self._row}), dtype=np.int64)
         else:
-            rows = np.flatnonzero(self._alive[:used]).astype(np.int64)
+            live = self._alive[:used] if include_hidden else self._alive[:used] & ~self._hidden[:used]
+            rows = np.flatnonzero(live).astype(np.int64)
         found, sims = native.top_rows(self._mat[:used], self._norm[:used], query, n, rows)
         return [(self._ids[int(r)], float(s)) for r, s in zip(found, sims, strict=True)]

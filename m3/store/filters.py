@@ -1,4 +1,4 @@
-"""Visibility rules as SQL: time travel, expiry, filters and isolation.
+"""Visibility rules as SQL: time travel, archiving and expiry, filters and isolation.
 
 Every read path builds its WHERE clause here, so that a filter or the
 isolation rule cannot be forgotten on one leg of retrieval.
@@ -44,18 +44,30 @@ def chat_isolation_clause(flt: MemoryFilter) -> ColumnElement[bool]:
 
 
 def time_clause(flt: MemoryFilter, now: datetime) -> ColumnElement[bool]:
-    """Rows current at ``as_of`` (transaction time), or current now and not expired; with ``valid_at``, the rows
-    that held at that valid time as the store knew it then (see :func:`valid_clause`)."""
+    """Rows current at ``as_of`` (transaction time), or current now; with ``valid_at``, the rows that held at that
+    valid time as the store knew it then (see :func:`valid_clause`). Archived and expired rows are left out
+    unless ``flt.include_archived`` (see :func:`archive_clause`)."""
     if flt.valid_at is not None:
-        return valid_clause(flt.valid_at, flt.as_of or now)
+        known_at = flt.as_of or now
+        return and_(valid_clause(flt.valid_at, known_at), archive_clause(flt, known_at))
     if flt.as_of is not None:
         t = flt.as_of
-        return and_(
-            m.c.recorded_at <= t,
-            or_(m.c.retired_at.is_(None), m.c.retired_at > t),
-            or_(m.c.expires_at.is_(None), m.c.expires_at > t),
-        )
-    return and_(m.c.retired_at.is_(None), or_(m.c.expires_at.is_(None), m.c.expires_at > now))
+        return and_(m.c.recorded_at <= t, or_(m.c.retired_at.is_(None), m.c.retired_at > t), archive_clause(flt, t))
+    return and_(m.c.retired_at.is_(None), archive_clause(flt, now))
+
+
+def archive_clause(flt: MemoryFilter, at: datetime) -> ColumnElement[bool]:
+    """Rows neither archived by ``at`` nor expired at ``at``; everything with ``flt.include_archived``.
+
+    An expired memory counts as archived from the moment it expires: the decay pass only makes that explicit
+    (reason ``expired``), so a search sees the same before and after the pass. Archiving is not versioned: a
+    memory archived after ``at`` shows in ``as_of=at``; one restored since shows as if never archived
+    (``memory_history`` keeps both events).
+    """
+    if flt.include_archived:
+        return true()
+    return and_(or_(m.c.archived_at.is_(None), m.c.archived_at > at),
+                or_(m.c.expires_at.is_(None), m.c.expires_at > at))
 
 
 def valid_clause(valid_at: datetime, known_at: datetime) -> ColumnElement[bool]:
@@ -64,7 +76,8 @@ def valid_clause(valid_at: datetime, known_at: datetime) -> ColumnElement[bool]:
     Known at ``known_at``: recorded by then and not yet retired — or retired by a newer fact about the world
     (``superseded`` with a ``valid_to``): that row still says what held during its own period. Rows retired
     as deleted or corrected (``memory_update``) were withdrawn, not outdated, and count no more. Held at
-    ``valid_at``: ``valid_from <= valid_at < valid_to`` (an open end holds on).
+    ``valid_at``: ``valid_from <= valid_at < valid_to`` (an open end holds on). Archiving and expiry are
+    :func:`archive_clause`'s.
     """
     known = and_(m.c.recorded_at <= known_at, or_(
         m.c.retired_at.is_(None), m.c.retired_at > known_at,
@@ -73,7 +86,7 @@ def valid_clause(valid_at: datetime, known_at: datetime) -> ColumnElement[bool]:
     # A row retired after known_at was open-ended then: its valid_to came with the retirement.
     held = and_(m.c.valid_from <= valid_at,
                 or_(m.c.valid_to.is_(None), m.c.valid_to > valid_at, m.c.retired_at > known_at))
-    return and_(known, held, or_(m.c.expires_at.is_(None), m.c.expires_at > known_at))
+    return and_(known, held)
 
 
 FIELDS = ("type", "agent_id", "user_id", "scope", "conversation_id")

@@ -10,7 +10,7 @@ from dataclasses import asdict
 from typing import Any, Literal
 
 import numpy as np
-from sqlalchemy import Column, Connection, Table, func, select
+from sqlalchemy import Column, Connection, Table, and_, func, or_, select
 
 from m3.store import schema
 from m3.store.dialect import Fact, dialect_for
@@ -39,6 +39,7 @@ def verify(conn: Connection, *, full: bool) -> list[dict[str, Any]]:
     facts.append(_hashes(conn))
     facts.extend(_dimensions(conn))
     facts.extend(_references(conn))
+    facts.append(_archive_state(conn))
     return facts
 
 
@@ -107,6 +108,25 @@ def _references(conn: Connection) -> list[dict[str, Any]]:
     if not facts:
         facts.append(_row(Fact("links", "ok", f"all {len(REFERENCES)} kinds of reference point at existing rows")))
     return facts
+
+
+#: The reasons the decay pass archives for (m3.protocols.messages.archive.ArchiveReason).
+ARCHIVE_REASONS = ("decayed", "expired")
+
+
+def _archive_state(conn: Connection) -> dict[str, Any]:
+    """``archived_at`` and ``archive_reason`` are set together, with a known reason (an archived memory that
+    breaks this would be hidden for no reason a reader could see, or shown while marked archived)."""
+    odd = or_(and_(m.c.archived_at.is_(None), m.c.archive_reason.is_not(None)),
+              and_(m.c.archived_at.is_not(None), or_(m.c.archive_reason.is_(None),
+                                                      m.c.archive_reason.not_in(ARCHIVE_REASONS))))
+    archived = int(conn.execute(select(func.count()).where(m.c.archived_at.is_not(None))).scalar_one())
+    bad = [str(row[0]) for row in conn.execute(select(m.c.id).where(odd).order_by(m.c.seq).limit(SHOWN))]
+    if not bad:
+        return _row(Fact("memories.archive_state", "ok", f"{archived} archived memories, each with its reason"))
+    total = int(conn.execute(select(func.count()).where(odd)).scalar_one())
+    return _row(Fact("memories.archive_state", "fail", f"{total} memories have archived_at and archive_reason "
+                     "out of step", "They were changed outside m3: memory_restore clears both columns."), bad)
 
 
 def backlog(conn: Connection, models: list[str], limit: int) -> list[dict[str, Any]]:

@@ -107,6 +107,7 @@ def duplicate_key(mem: NewMemory, digest: str) -> DuplicateKey:
 # Statements built once: SQLAlchemy caches their compiled form, so a write pays for binding values only.
 _CURRENT_BY_HASH = select(
     m.c.id, m.c.content_hash, m.c.recorded_at, m.c.type, m.c.agent_id, m.c.user_id, m.c.conversation_id,
+    m.c.archived_at, m.c.archive_reason, m.c.expires_at,
 ).where(m.c.content_hash.in_(bindparam("digests", expanding=True)), m.c.retired_at.is_(None),
         m.c.type.in_(bindparam("types", expanding=True))).order_by(m.c.seq)
 # A text repeated in many conversations ("Thanks!") must not bring back every one of them.
@@ -261,7 +262,9 @@ def versions_at(conn: Connection, memory_id: str, flt: MemoryFilter, now: dateti
     chain = version_chain(conn, memory_id)
     if flt.as_of is None and flt.valid_at is None:
         return chain
-    admitted = visible_ids(conn, chain, time_clause(flt, now) if flt.valid_at is not None
+    # Archived versions are versions too (memory_history shows them; archive_reason says why they are hidden).
+    shown = flt.model_copy(update={"include_archived": True})
+    admitted = visible_ids(conn, chain, time_clause(shown, now) if flt.valid_at is not None
                            else m.c.recorded_at <= flt.as_of)
     return [v for v in chain if v in admitted]
 
@@ -303,7 +306,7 @@ def visible_ids(conn: Connection, ids: Sequence[str], where: Any) -> set[str]:
 #: whether the memory has a vector of the model already.
 _DECISION_ROWS = select(
     m.c.id, m.c.type, m.c.agent_id, m.c.user_id, m.c.content_hash, m.c.valid_from, m.c.recorded_at,
-    m.c.retired_at,
+    m.c.retired_at, m.c.archived_at,
     select(e.c.seq).where(e.c.memory_id == m.c.id, e.c.model == bindparam("model")).exists().label("has_vector"),
 ).where(m.c.id.in_(bindparam("ids", expanding=True)))
 
@@ -318,11 +321,12 @@ def decision_rows(conn: Connection, ids: Sequence[str], model: str) -> dict[str,
 
 
 def same_owner_clause(row: RowMapping) -> Any:
-    """Current memories of the same type, agent and user as ``row`` (supersession candidates)."""
+    """Current, unarchived memories of the same type, agent and user as ``row`` (supersession candidates)."""
     return and_(owner_clause(row["type"], row["agent_id"], row["user_id"]), m.c.id != row["id"])
 
 
 def owner_clause(memory_type: str, agent_id: str | None, user_id: str | None) -> Any:
-    """Current memories of one owner group: this type, agent and user (None matches NULL)."""
+    """Current, unarchived memories of one owner group: this type, agent and user (None matches NULL). An archived
+    memory is out of sight until restored: nothing supersedes it meanwhile."""
     return and_(m.c.type == memory_type, _same(m.c.agent_id, agent_id), _same(m.c.user_id, user_id),
-                m.c.retired_at.is_(None))
+                m.c.retired_at.is_(None), m.c.archived_at.is_(None))

@@ -5,13 +5,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, and_, func, select
+from sqlalchemy import ColumnElement, Connection, and_, func, not_, select
 
 from m3.protocols.messages.listing import CountMemories, ListMemories
 from m3.protocols.messages.memory import FILE_CHUNK
 from m3.protocols.tools.memory_lists import MemoryListResult, MemoryStatsResult
 from m3.store import visibility
-from m3.store.filters import field_clauses, isolation_clause, time_clause
+from m3.store.filters import archive_clause, field_clauses, isolation_clause, time_clause
 from m3.store.memories import record
 from m3.store.schema import memories as m
 
@@ -48,15 +48,20 @@ def _grouped(conn: Connection, column: Any, where: ColumnElement[bool]) -> dict[
 
 
 def count_memories(conn: Connection, msg: CountMemories, now: datetime) -> MemoryStatsResult:
-    """Counts of what the reader sees; current rows are those current now and not expired."""
+    """Counts of what the reader sees; current rows are those current now, neither archived nor expired (those
+    are counted as ``archived``)."""
     current = _seen(msg, now, current=True)
     seen = _seen(msg, now, current=False)
     total, pinned, oldest, newest = conn.execute(select(
         func.count(), func.count().filter(m.c.pinned.is_(True)), func.min(m.c.recorded_at), func.max(m.c.recorded_at),
     ).where(current)).one()
     retired = conn.execute(select(func.count()).where(seen, m.c.retired_at.is_not(None))).scalar_one()
+    # Current in the bitemporal sense, hidden from default reads: archived, or expired and not archived yet.
+    hidden = not_(archive_clause(msg.filter.model_copy(update={"include_archived": False}), now))
+    archived = conn.execute(select(func.count()).where(seen, m.c.retired_at.is_(None), hidden)).scalar_one()
     return MemoryStatsResult(
-        current=int(total), retired=int(retired), pinned=int(pinned), by_type=_grouped(conn, m.c.type, current),
+        current=int(total), retired=int(retired), pinned=int(pinned), archived=int(archived),
+        by_type=_grouped(conn, m.c.type, current),
         by_scope=_grouped(conn, m.c.scope, current),
         oldest=oldest, newest=newest,
     )

@@ -31,7 +31,7 @@ from m3.protocols.messages.memory import (
 )
 from m3.protocols.tools import memory as r
 from m3.protocols.tools.links import MemoryUnlinkResult
-from m3.store import file_chunk_writes
+from m3.store import archive_writes, file_chunk_writes
 from m3.store import memories as rows
 from m3.store.schema import memories as m
 from m3.store.vectors import embed_text
@@ -46,10 +46,12 @@ class MemoryWrites:
         self.conn = conn
         self.clock = clock
         #: What the changes did, for the Writer to tell after the commit: (id, text) to embed,
-        #: ids no longer current (supersession candidates no more), ids erased for good.
+        #: ids no longer current (supersession candidates no more), ids erased for good, ids unarchived.
         self.fresh: list[tuple[str, str]] = []
         self.retired: list[str] = []
         self.erased: list[str] = []
+        #: Archived memories made visible again (the Searcher counts their vectors again).
+        self.restored: list[str] = []
 
     def _own(self, ref: str, flt: MemoryFilter) -> str:
         """The id of a memory ``flt``'s reader may change: a private (``scope=agent``) memory only its own agent,
@@ -66,7 +68,7 @@ class MemoryWrites:
 
         One query finds the duplicates of every memory; the new rows and their history events go in one
         executemany each. A memory repeating an earlier one (of the same or an earlier request) is its
-        duplicate.
+        duplicate. A duplicate that is archived (or expired) is restored: writing it again is a use.
         """
         wanted = [(mem, rows.content_hash(mem.content)) for msg in msgs for mem in msg.memories]
         current: dict[rows.DuplicateKey, Any] = rows.find_duplicates(self.conn, wanted)
@@ -81,6 +83,10 @@ class MemoryWrites:
                 key = rows.duplicate_key(mem, digest)
                 dup = current.get(key)
                 if dup is not None:
+                    if archive_writes.hidden(dup, self.clock()):
+                        # Written again: the archived (or expired) memory is in use again, not a new one.
+                        self._revive(dup, msg.actor)
+                        current[key] = {"id": dup["id"], "recorded_at": dup["recorded_at"]}
                     outcomes.append(WriteOutcome(id=dup["id"], created=False, content_hash=digest,
                                                  recorded_at=dup["recorded_at"]))
                     continue
@@ -94,6 +100,14 @@ class MemoryWrites:
         rows.insert_memories(self.conn, values)
         rows.record_events(self.conn, events)
         return results
+
+    def _revive(self, row: Any, actor: str | None) -> None:
+        """Restore archived ``row`` because its exact text was written again (see :meth:`write_all`)."""
+        now = self.clock()
+        details = archive_writes.unarchive(self.conn, row, now)
+        rows.record_events(self.conn, [rows.event(row["id"], "restored", actor, now, was="archived", how="rewritten",
+                                                  **details)])
+        self.restored.append(row["id"])
 
     def index_files(self, msg: IndexFiles) -> FilesApplied:
         """Replace the chunks of files (:mod:`m3.store.file_chunk_writes`); what it did is reported like any change."""
@@ -177,18 +191,27 @@ class MemoryWrites:
         return r.MemoryDeleteResult(id=row["id"], deleted="soft")
 
     def restore(self, msg: RestoreMemory) -> r.MemoryRestoreResult:
-        """Make a retired memory current; the current version of its chain, if any, is retired in its favour."""
+        """Make a retired memory current; the current version of its chain, if any, is retired in its favour. An
+        archived (or expired) memory is made visible again as well (:func:`archive_writes.unarchive`)."""
         row = rows.load(self.conn, self._own(msg.id, msg.filter))
-        if row["retired_at"] is None:
-            raise NotRetired(f"memory {row['id']} is current: there is nothing to restore")
         now = self.clock()
+        archived = archive_writes.hidden(row, now)
+        if row["retired_at"] is None and not archived:
+            raise NotRetired(f"memory {row['id']} is current and not archived: there is nothing to restore")
+        unarchived = archive_writes.unarchive(self.conn, row, now) if archived else None
+        if archived:
+            self.restored.append(row["id"])
+        if row["retired_at"] is None:
+            rows.record_events(self.conn, [rows.event(row["id"], "restored", msg.actor, now, reason=msg.reason,
+                                                      was="archived", **(unarchived or {}))])
+            return r.MemoryRestoreResult(id=row["id"], retired_id=None)
         newer = sorted(rows.visible_ids(self.conn, rows.version_chain(self.conn, row["id"]), m.c.retired_at.is_(None)))
         for other in newer:
             rows.retire(self.conn, other, at=now, reason="superseded", superseded_by=row["id"], valid_to=now)
         rows.unretire(self.conn, row["id"])
         self.retired += newer
         rows.record_events(self.conn, [rows.event(row["id"], "restored", msg.actor, now, reason=msg.reason,
-                                                  was=row["retire_reason"], retired=newer)]
+                                                  was=row["retire_reason"], retired=newer, **(unarchived or {}))]
                            + [rows.event(i, "superseded", msg.actor, now, by=row["id"], how="restore",
                                          reason=msg.reason) for i in newer])
         return r.MemoryRestoreResult(id=row["id"], retired_id=newer[0] if newer else None)

@@ -19,6 +19,7 @@ import numpy.typing as npt
 import pytest
 
 from benchmarks import (
+    loop_decay,
     perf_search,
     perf_search_ab,
     perf_search_stores,
@@ -159,3 +160,14 @@ def test_perf_search_ab_fills_a_kept_store_then_searches_it(tmp_path: Path, data
     assert perf_search_ab.main(["fill", *common])["row"]["memories"] == 40
     row = perf_search_ab.main(["search", *common])["row"]
     assert row["m3_p50"] > 0 and row["m3_filtered_p95"] > 0
+
+
+@pytest.mark.parametrize("store", ["sqlite", "postgres"])
+def test_loop_decay_sweeps_the_store_in_ticks_of_its_budget_and_archives_the_faint_share(
+        tmp_path: Path, store: str) -> None:
+    summary = loop_decay.run(["--memories", "60", "--budget", "25", "--queries", "4", "--store", store,
+                              "--archived-share", "0.5", "--cache", str(tmp_path / "c.sqlite")])
+    quiet, archiving = summary["sweep_nothing_to_archive"], summary["sweep_archiving"]
+    assert (quiet["ticks"], quiet["seen"], quiet["archived"]) == (3, 60, 0)
+    assert archiving["seen"] == 60 and 0 < archiving["archived"] < 60
+    assert summary["search_ms_after_archiving"]["cpu_ms_mean"] >= 0

@@ -92,8 +92,8 @@ async def test_list_and_stats_see_only_what_the_caller_may_read(service: Service
 @pytest.mark.anyio
 async def test_stats_of_an_empty_store_are_zero(service: Service) -> None:
     stats = await service.call("memory_stats", {}, A)
-    assert stats == {"current": 0, "retired": 0, "pinned": 0, "by_type": {}, "by_scope": {}, "oldest": None,
-                     "newest": None}
+    assert stats == {"current": 0, "retired": 0, "pinned": 0, "archived": 0, "by_type": {}, "by_scope": {},
+                     "oldest": None, "newest": None}
 
 
 def test_bulk_list_and_stats_on_the_command_line(cli: Run, env: dict[str, str],

@@ -107,3 +107,33 @@ def test_n_of_zero_finds_nothing() -> None:
     index = VectorIndex()
     index.add(["a"], unit_rows(1))
     assert index.top(unit_rows(1)[0], 0) == []
+
+
+def test_hidden_rows_are_left_out_of_top_unless_asked_and_come_back_when_shown_again() -> None:
+    mat = unit_rows(40)
+    ids = [f"m{i}" for i in range(40)]
+    index = VectorIndex()
+    index.add(ids, mat)
+    query = mat[3]
+    index.hide(["m3", "m9", "unknown"])
+    assert index.hidden_count() == 2
+    visible = [i for i in ids if i not in ("m3", "m9")]
+    found = index.top(query, 5)
+    assert [i for i, _ in found] == brute_force(visible, mat[[ids.index(i) for i in visible]], query, 5)
+    assert [i for i, _ in index.top(query, 5, include_hidden=True)] == brute_force(ids, mat, query, 5)
+    # An explicit subset (the Searcher's narrow-filter path) is ranked as given: its ids passed the SQL clause.
+    assert index.top(query, 1, allowed=["m3"])[0][0] == "m3"
+    index.hide(["m3", "m9"], hidden=False)
+    assert index.hidden_count() == 0
+    assert index.top(query, 1)[0][0] == "m3"
+
+
+def test_a_removed_row_does_not_stay_hidden_when_its_id_comes_back() -> None:
+    mat = unit_rows(3)
+    index = VectorIndex()
+    index.add(["a", "b", "c"], mat)
+    index.hide(["a"])
+    index.remove(["a"])
+    index.add(["a"], mat[:1])
+    assert index.hidden_count() == 0
+    assert index.top(mat[0], 1)[0][0] == "a"

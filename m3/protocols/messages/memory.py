@@ -47,6 +47,9 @@ class MemoryFilter(Message):
     grants: bool = True
     #: Only memories whose ``source`` is this path or lies under it (files_search's folder).
     source_prefix: str | None = None
+    #: Also archived memories (decay, expiry: ``archived_at`` set, or ``expires_at`` passed); default reads
+    #: leave them out (:func:`m3.store.filters.archive_clause`).
+    include_archived: bool = False
 
 
 class NewMemory(Message):
@@ -255,6 +258,18 @@ class MemoriesWritten(Message):
 
 class MemoriesErased(Message):
     """Memories removed for good (hard delete)."""
+
+    ids: tuple[str, ...]
+
+
+class MemoriesArchived(Message):
+    """Memories archived (decay, expiry): the Searcher's vector index leaves them out of default searches."""
+
+    ids: tuple[str, ...]
+
+
+class MemoriesRestored(Message):
+    """Archived memories made visible again (memory_restore): their vectors count in default searches again."""
 
     ids: tuple[str, ...]
 

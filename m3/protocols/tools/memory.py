@@ -107,6 +107,9 @@ class MemorySearchArgs(ToolArgs):
     as_of: AsOf = None
     valid_at: ValidAt = None
     explain: bool = Field(False, description="Return every ranking signal and its weight per item.")
+    include_archived: bool = Field(False, description=(
+        "Also find archived memories (unused ones the decay pass archived, expired ones); memory_restore "
+        "brings one back."))
 
 
 class SearchItem(ToolResult):
@@ -123,6 +126,7 @@ class SearchItem(ToolResult):
     valid_from: Timestamp
     recorded_at: Timestamp
     retired_at: Timestamp | None
+    archived_at: Timestamp | None = Field(None, description="Set when the memory is archived (include_archived).")
     explanation: dict[str, Any] | None = Field(
         None, exclude_if=lambda v: v is None, description="Every ranking signal with its weight (explain=true)."
     )
@@ -252,7 +256,7 @@ MEMORY_DELETE = ToolSpec(
 
 
 class MemoryRestoreArgs(ToolArgs):
-    id: MemoryId = Field(description="A superseded or soft-deleted memory.")
+    id: MemoryId = Field(description="A superseded, soft-deleted or archived memory.")
     reason: str | None = Field(None, max_length=1000, description="Why it holds again; kept in history.")
 
 
@@ -265,7 +269,8 @@ MEMORY_RESTORE = ToolSpec(
     name="memory_restore", domain="memory", args=MemoryRestoreArgs, result=MemoryRestoreResult,
     message=msg.RestoreMemory, actor="writer",
     description=(
-        "Make a superseded or soft-deleted memory current again, e.g. when a correction proves wrong. A newer "
+        "Make a superseded or soft-deleted memory current again, e.g. when a correction proves wrong, or bring "
+        "back one the cognitive loop archived (unused for long, or expired: its expiry is cleared). A newer "
         "version that is current is retired, so one version stays current; history records the restore. A "
         "hard-deleted memory is gone for good."
     ),

@@ -46,6 +46,8 @@ class MemoryListArgs(ToolArgs):
     scope: Scope | None = Field(None, description="Only memories of this scope.")
     conversation_id: Identifier | None = Field(None, description="Only memories from this conversation.")
     include_retired: bool = Field(False, description="Also list retired (superseded, deleted) versions.")
+    include_archived: bool = Field(False, description=(
+        "Also list archived memories (decayed or expired); include_retired lists them as well."))
     limit: int = Field(50, ge=1, le=MAX_LIST_PAGE, description=f"How many per page; at most {MAX_LIST_PAGE}.")
     before: int | None = Field(None, ge=1, le=2**63 - 1, description=(
         "The next_before of the previous page, to read on from there."))
@@ -78,6 +80,7 @@ class MemoryStatsResult(ToolResult):
     current: int = Field(description="Current memories you can see.")
     retired: int = Field(description="Retired versions (superseded, corrected or deleted) you can see.")
     pinned: int
+    archived: int = Field(0, description="Current memories archived by decay or expiry (not counted as current).")
     by_type: dict[str, int] = Field(description="Current memories per type.")
     by_scope: dict[Literal["agent", "user", "org"], int] = Field(description="Current memories per scope.")
     oldest: Timestamp | None = Field(description="When the oldest current memory was recorded.")
