@@ -12,7 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from m3.cognition.decay import DecayPass
 from m3.cognition.passes import PASS_NAMES, LoopPass
+from m3.cognition.reflector import ReflectPass
+from m3.cognition.rollup import RollupPass
 from m3.config import SETTINGS, Config
 
 #: Builds one pass from the configuration.
@@ -21,8 +24,13 @@ PassFactory = Callable[[Config], LoopPass]
 #: The loop actors, each with the passes it may run (a pass of another name runs in the first of them).
 LOOP_ACTORS: dict[str, tuple[str, ...]] = {"observer": ("observe", "rollup"), "reflector": ("reflect", "decay")}
 
-#: The registered passes, by name. One entry per pass, added by its owner, e.g. ``"decay": DecayPass.from_config``.
-FACTORIES: dict[str, PassFactory] = {}
+#: The registered passes, by name: a function of the configuration that builds each (the passes read their
+#: ``loop.<name>.*`` settings from ``PassContext.settings`` at every tick, so most ignore it).
+FACTORIES: dict[str, PassFactory] = {
+    "reflect": lambda _config: ReflectPass(),
+    "decay": lambda _config: DecayPass(),
+    "rollup": RollupPass.from_config,
+}
 
 
 def actor_of(name: str) -> str:

@@ -43,8 +43,9 @@ def names(built: dict[str, tuple[Any, ...]]) -> dict[str, list[str]]:
     return {actor: [one.name for one in passes] for actor, passes in built.items()}
 
 
-def test_nothing_is_registered_yet_so_both_actors_have_no_pass(config: Config) -> None:
-    assert names(registry.build_passes(config)) == {"observer": [], "reflector": []}
+def test_every_pass_is_registered_and_by_default_all_but_rollup_run(config: Config) -> None:
+    assert sorted(registry.FACTORIES) == sorted(PASS_NAMES)
+    assert names(registry.build_passes(config)) == {"observer": ["observe"], "reflector": ["reflect", "decay"]}
 
 
 def test_registered_passes_run_in_their_actor_and_rollup_is_opt_in(config: Config) -> None:
@@ -59,5 +60,7 @@ def test_the_loop_switch_stops_ticks_only_so_run_once_still_has_the_passes(confi
 
 
 def test_a_pass_gets_its_own_settings_without_the_prefix(config: Config) -> None:
-    assert registry.pass_settings(config, "decay") == {"enabled": True}
+    decay = registry.pass_settings(config, "decay")
+    assert decay["enabled"] is True and decay["half_life_days"] == config["loop.decay.half_life_days"]
+    assert not any(key.startswith("loop.") for key in decay)
     assert registry.pass_settings(config, "nothing") == {}
