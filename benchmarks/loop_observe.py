@@ -117,6 +117,7 @@ def lme(args: argparse.Namespace, embedder: CachingEmbedder | None = None) -> di
     """Run the comparison (``embedder`` defaults to MiniLM behind the cache at ``args.cache``)."""
     ks = sorted({int(k) for k in args.k.split(",")})
     haystacks = chosen(load_longmemeval(args.data, "s"), args.per_type, set(filter(None, args.types.split(","))))
+    haystacks = haystacks[getattr(args, "skip", 0):]
     embedder = embedder or cached_embedder(args.cache, args.threads)
     table: dict[str, dict[str, dict[int, int]]] = defaultdict(lambda: {"without": defaultdict(int),
                                                                       "with": defaultdict(int)})
@@ -226,6 +227,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     one.add_argument("--k", default="1,5,10,20")
     one.add_argument("--per-type", type=int, default=4)
     one.add_argument("--types", default="", help="comma-separated question types (default: all)")
+    one.add_argument("--skip", type=int, default=0, help="leave out the first N chosen questions (run earlier)")
     one.add_argument("--cache", type=Path, default=default_cache_path())
     one.add_argument("--threads", type=int, default=None)
     two = sub.add_parser("cost", help="CPU seconds of the pass per 1,000 items")
