@@ -70,8 +70,9 @@ _QUESTION_OPENERS = re.compile(
     r"why|how|where|when|any)\b", re.IGNORECASE)
 _REPORTED = re.compile(r"\b(?:you|he|she|they|my[ \t]{1,3}\w+)[ \t]{1,3}(?:said|says|told|thinks?)\b",
                        re.IGNORECASE)
-#: A sentence ends at . ! ? or a line break (an abbreviation split is harmless: both halves are checked).
-_SENTENCE = re.compile(r"[^.!?\n]{1,2000}(?:[.!?]{1,3}|\n|$)")
+#: A sentence ends at . ! ? or a line break (an abbreviation split is harmless: both halves are checked). The
+#: terminator is optional, so a match never fails and backtracks: a text without one is cut every 2,000 chars.
+_SENTENCE = re.compile(r"[^.!?\n]{1,2000}[.!?]{0,3}")
 
 
 @dataclass(frozen=True)

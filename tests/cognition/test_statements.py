@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from m3.cognition.statements import MAX_QUOTE, Statement, observation_key, quote, statements
@@ -73,3 +75,11 @@ def test_the_key_ignores_case_punctuation_and_spacing_but_not_words() -> None:
                                   "I picked up a camera at a flea market."])
 def test_asking_to_ask_and_picking_things_up_are_no_facts_or_decisions(text: str) -> None:
     assert statements(text) == []
+
+
+@pytest.mark.parametrize("text", ["x" * 30_000, "I " * 15_000, "my " * 10_000, "I'm a " * 5_000,
+                                  "my big red car is " * 2_000])
+def test_a_huge_hostile_turn_is_scanned_in_linear_time(text: str) -> None:
+    started = time.process_time()
+    statements(text)
+    assert time.process_time() - started < 3.0  # quadratic backtracking took over 10 s on the first of these
