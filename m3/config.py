@@ -185,6 +185,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("loop.reflect.enabled", bool, True, "Run the Reflector pass (memories that disagree)."),
     Setting("loop.decay.enabled", bool, True, "Run the decay pass (archive what expired or nobody uses)."),
     Setting("loop.rollup.enabled", bool, False, "Run the belief roll-up pass (opt-in: summaries of related notes)."),
+    Setting("loop.observe.importance", float, 0.6,
+            "Importance of an observation the Observer writes (a user's own statement weighs a little above an "
+            "average note, 0.5)."),
+    Setting("loop.observe.batch", int, 16, "Chat turns and conversation memories the Observer sends a model per call."),
     Setting("loop.governor.max_writes_per_s", float, 50.0,
             "A tick waits while the Writer handles more requests per second than this (agents writing heavily; "
             "0: never waits for writes)."),

@@ -116,6 +116,9 @@ class LoopActor(ConnectionOwner):
 
     def release(self) -> None:
         self._ticker.cancel()
+        close = getattr(self._llm, "close", None)
+        if close is not None:
+            close()  # the chat client's connection pool is this actor's own
         super().release()
 
     def handlers(self) -> dict[type[Message], Callable[[Any], Any]]:

@@ -17,6 +17,7 @@ from m3.actors.supervisor import ActorHandle
 from m3.actors.task_manager import TaskManager, lease_clock
 from m3.actors.writer import Writer
 from m3.cognition.extraction import Extractor, parse_types
+from m3.cognition.llm import chat_model_from_config
 from m3.cognition.passes import LoopPass
 from m3.cognition.registry import build_passes, pass_settings, placed
 from m3.config import Config
@@ -135,6 +136,8 @@ class ActorSystem:
                 max_writes_per_s=config["loop.governor.max_writes_per_s"],
                 max_load=config["loop.governor.max_load"], writes=lambda: self.writer.stats.handled,
                 settings={one.name: pass_settings(config, one.name) for one in chosen[name]},
+                # Each loop actor its own client (its own connection pool): the model is optional, None without llm.url.
+                llm=chat_model_from_config(config), llm_calls=config["llm.max_calls_per_tick"],
                 ticker=tickers.get(name)))
         return handles[0], handles[1]
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from m3.cognition.decay import DecayPass
+from m3.cognition.observer import ObservePass
 from m3.cognition.passes import PASS_NAMES, LoopPass
 from m3.cognition.reflector import ReflectPass
 from m3.cognition.rollup import RollupPass
@@ -27,6 +28,7 @@ LOOP_ACTORS: dict[str, tuple[str, ...]] = {"observer": ("observe", "rollup"), "r
 #: The registered passes, by name: a function of the configuration that builds each (the passes read their
 #: ``loop.<name>.*`` settings from ``PassContext.settings`` at every tick, so most ignore it).
 FACTORIES: dict[str, PassFactory] = {
+    "observe": lambda _config: ObservePass(),
     "reflect": lambda _config: ReflectPass(),
     "decay": lambda _config: DecayPass(),
     "rollup": RollupPass.from_config,
