@@ -7,6 +7,7 @@ where a test is about the Reflector alone, so that nothing but the pass records 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -16,6 +17,9 @@ from sqlalchemy import select
 
 from m3.actors.supervisor import ActorHandle
 from m3.actors.system import ActorSystem
+from m3.cognition import reflector_judge
+from m3.cognition.contradictions import judge
+from m3.cognition.llm import OpenAIChatModel
 from m3.cognition.passes import PassContext, PassStep
 from m3.cognition.reflector import ReflectPass
 from m3.config import Config
@@ -25,6 +29,7 @@ from m3.protocols.messages.memory import ActivateModel, DeleteMemory
 from m3.store import loop_state, schema
 from m3.store.schema import conflicts as c
 from tests.actors.conftest import WAIT_S, write_one
+from tests.llmserver import ChatServer
 from tests.stored import fresh
 
 
@@ -197,3 +202,69 @@ def test_a_pair_retired_or_erased_between_the_step_and_its_commit_is_skipped_and
     assert conflicts(store_url) == []
     with fresh(store_url) as conn:
         assert loop_state.watermark(conn, "reflect") == {"seq": 2}
+
+
+PAIRS = {
+    "cats": ("I have 2 cats at home.", "These days I have 3 cats at home, all rescued."),
+    "customer": ("Customer 4411 ordered 3 laptops.", "Customer 4411 ordered 4 laptops."),
+    "meat": ("I eat meat most days.", "I don't eat meat any more."),
+    "colour": ("My favourite colour is blue.", "My favourite colour is green."),
+}
+
+
+def scripted_judge(body: dict[str, Any]) -> str:
+    """The stand-in's answer for one pair, chosen by what the request asks (not by the order of requests)."""
+    asked = json.loads(body["messages"][1]["content"])
+    if asked["older_note"] == PAIRS["cats"][0]:
+        return json.dumps({"conflict": True, "reason": "cat count changed"})
+    if asked["older_note"] == PAIRS["customer"][0]:
+        return json.dumps({"conflict": False, "reason": "a second order"})
+    return '{"conflict": "maybe"'  # malformed: not even JSON
+
+
+def test_the_model_judges_each_pair_within_the_call_budget_and_the_rule_decides_the_rest(
+        alone: ActorSystem, store_url: str) -> None:
+    ids = {name: (write(alone, older, agent_id=f"agent-{name}"), write(alone, newer, agent_id=f"agent-{name}"))
+           for name, (older, newer) in PAIRS.items()}
+    # The stand-in answers only POST /v1/chat/completions (any other route is a 404, which would fail the call).
+    with ChatServer([scripted_judge] * 3) as server, \
+            OpenAIChatModel(server.url, server.model, timeout_s=10.0, retries=0) as model:
+        reflect = ReflectPass()
+        with fresh(store_url) as conn:
+            step = reflect.step(conn, PassContext(now=datetime.now(UTC), budget=100, llm=model, llm_calls=3))
+        produced = reflect.produced([alone.writer.ask(msg, WAIT_S) for msg in step.writes])
+        requests = list(server.requests)
+    assert (step.seen, step.llm_calls, len(requests)) == (8, 3, 3)
+    asked: dict[str, dict[str, Any]] = {}
+    for body in requests:
+        assert body["response_format"] == {"type": "json_object"}
+        question = json.loads(body["messages"][1]["content"])
+        assert set(question) == {"older_note", "newer_note", "rule"}
+        assert set(question["rule"]) == {"conflict", "reason"}
+        [name] = [n for n, pair in PAIRS.items() if (question["older_note"], question["newer_note"]) == pair]
+        rule = judge(*PAIRS[name])
+        # The client appends the shape wanted to the system message (JSON mode promises JSON, not a shape).
+        system = f"{reflector_judge.SYSTEM}\n\nAnswer with JSON only: {reflector_judge.SCHEMA_HINT}"
+        assert body["messages"] == [{"role": "system", "content": system},
+                                    {"role": "user", "content": reflector_judge.prompt(*PAIRS[name], rule)}]
+        asked[name] = question
+    [unasked] = set(PAIRS) - set(asked)  # beyond the call budget: the least similar pair
+    found = {row["memory_a"]: row for row in conflicts(store_url)}
+    by_pair = {name: found.get(older) for name, (older, _) in ids.items()}
+    for name, row in by_pair.items():
+        rule = judge(*PAIRS[name])
+        if name == "cats" and name in asked:
+            assert row is not None and row["reason"] == "model: cat count changed"
+            assert row["details"]["by"] == "model"
+        elif name == "customer" and name in asked:
+            assert row is None  # the model overrules the rule's conflict
+        else:  # malformed answer or beyond the budget: the rule's verdict
+            assert rule.conflict == (row is not None), name
+            if row is not None:
+                assert (row["reason"], row["details"]["by"]) == (rule.reason, "rule")
+        if row is not None:
+            assert row["memory_b"] == ids[name][1]
+    assert produced == sum(row is not None for row in by_pair.values()) == 3
+    # One of meat/colour got the malformed answer, the other no call: both are the rule's conflicts.
+    assert {by_pair["meat"]["details"]["by"], by_pair["colour"]["details"]["by"]} == {"rule"}  # type: ignore[index]
+    assert {"cats", "customer"} <= set(asked), f"the pair beyond the budget was {unasked}"

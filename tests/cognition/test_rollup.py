@@ -3,6 +3,7 @@ become one belief linked ``consolidates`` to each; nothing else is mixed in, not
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -10,6 +11,7 @@ import pytest
 from sqlalchemy import func, select
 
 from m3.actors.system import ActorSystem
+from m3.cognition.llm import OpenAIChatModel
 from m3.cognition.passes import PassContext
 from m3.cognition.rollup import RollupPass
 from m3.gateway.service import CallContext, Service
@@ -17,6 +19,7 @@ from m3.protocols.messages.rollup import CommitRollup
 from m3.store.engine import StoreOptions, open_engine
 from m3.store.schema import memories as m
 from tests.cognition.rollup_driver import WAIT_S, run_until_idle, tick
+from tests.llmserver import ChatServer, Status
 
 pytestmark = pytest.mark.anyio
 
@@ -168,3 +171,40 @@ async def test_a_tick_looks_at_most_at_its_budget_and_says_when_more_waits(
     assert (second.seen, second.more, produced) == (2, True, 0)
     third, produced = tick(system, budget=2)
     assert (third.seen, third.more, produced, third.writes) == (0, False, 0, ())
+
+
+async def test_with_a_model_the_belief_is_the_models_summary_and_a_bad_answer_falls_back(
+        service: Service, system: ActorSystem) -> None:
+    summary = "Production deploys go out on Fridays after green staging checks."
+    with ChatServer([json.dumps({"title": "Friday deploys", "summary": summary})]) as server, \
+            OpenAIChatModel(server.url, server.model, timeout_s=10.0, retries=0) as client:
+        for text in DEPLOYS:
+            await write(service, text)
+        step, produced = tick(system, llm=client, llm_calls=1)
+        assert (produced, step.llm_calls, len(server.requests)) == (1, 1, 1)
+        assert server.requests[0]["response_format"] == {"type": "json_object"}
+        [belief] = await beliefs(service)
+        assert (belief["content"], belief["title"]) == (summary, "Friday deploys")
+        assert belief["metadata"]["rollup"]["method"] == "model"
+
+        # An empty summary, then an HTTP 500: each owner's belief is the extractive one.
+        server.add(json.dumps({"summary": ""}), Status(500))
+        for agent in ("agent-empty", "agent-500"):
+            ctx = CallContext(agent_id=agent)
+            for text in DEPLOYS:
+                await write(service, text, ctx)
+            step, produced = tick(system, llm=client, llm_calls=1)
+            assert (produced, step.llm_calls) == (1, 1)
+            [fallback] = await beliefs(service, ctx)
+            assert fallback["metadata"]["rollup"]["method"] == "extractive"
+            assert all(any(line in text for text in DEPLOYS) for line in fallback["content"].splitlines())
+        assert len(server.requests) == 3
+
+        # No calls left in the budget: the model is never asked.
+        ctx = CallContext(agent_id="agent-no-calls")
+        for text in DEPLOYS:
+            await write(service, text, ctx)
+        step, produced = tick(system, llm=client, llm_calls=0)
+        assert (produced, step.llm_calls, len(server.requests)) == (1, 0, 3)
+        [unasked] = await beliefs(service, ctx)
+        assert unasked["metadata"]["rollup"]["method"] == "extractive"
