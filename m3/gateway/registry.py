@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from pydantic.json_schema import GenerateJsonSchema
+
 from m3.errors import Forbidden, InvalidArgument, UnknownDomain, UnknownTool
 from m3.protocols.base import ACTORS, FromCaller, Request, ToolArgs, ToolResult, ToolSpec, reply_type
 from m3.protocols.messages.memory import MemoryFilter
@@ -70,6 +72,14 @@ def acting(ctx: CallContext, agent_id: str | None) -> str:
     return agent
 
 
+class _UntitledFields(GenerateJsonSchema):
+    """JSON Schema without the title pydantic derives from each field's name ("Content Hash" for content_hash):
+    it repeats the property's name, and every tools/list pays for it in the model's context."""
+
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        return False
+
+
 @dataclass(frozen=True)
 class Tool:
     spec: ToolSpec
@@ -78,11 +88,11 @@ class Tool:
     @cached_property
     def input_schema(self) -> dict[str, Any]:
         """JSON Schema of the arguments, computed once."""
-        return self.spec.args.model_json_schema()
+        return self.spec.args.model_json_schema(schema_generator=_UntitledFields)
 
     @cached_property
     def output_schema(self) -> dict[str, Any]:
-        return self.spec.result.model_json_schema(mode="serialization")
+        return self.spec.result.model_json_schema(mode="serialization", schema_generator=_UntitledFields)
 
     @cached_property
     def _from_caller(self) -> dict[str, FromCaller]:

@@ -223,10 +223,9 @@ async def _exercise_every_tool(client: Client, service: Service) -> list[str]:
     await _exercise_coordination(run, a["id"], c["id"])
     await _exercise_conflicts(run, service)
     await _exercise_rollup(run, service)
+    await _exercise_loop(run)
     await _exercise_entities(run)
-    await run("audit_query", reader="local", limit=5)
-    await run("gdpr_export", agent_id="helper")
-    await run("gdpr_forget", agent_id="nobody-here", confirm=True)
+    await _exercise_governance(run)
     assert (await run("diagnostics_store_status"))["counts"]["chat_messages"] == 3  # chatlog_write, then 2 in bulk
     assert (await run("diagnostics_actor_stats"))["actors"][-1]["actor"] == "routers"
     assert any(row["key"] == "store.url" for row in (await run("diagnostics_config"))["settings"])
@@ -290,6 +289,24 @@ async def _exercise_conflicts(run: Any, service: Service) -> None:
     await trio.to_thread.run_sync(service.system.wait_embedded)
     listed = await run("conflicts_list", kind="near_duplicate")
     await run("conflicts_resolve", id=listed["items"][0]["id"], resolution="keep_both")
+
+
+async def _exercise_governance(run: Any) -> None:
+    await run("audit_query", reader="local", limit=5)
+    await run("gdpr_export", agent_id="helper")
+    await run("gdpr_forget", agent_id="nobody-here", confirm=True)
+
+
+async def _exercise_loop(run: Any) -> None:
+    """The loop domain: pause one pass, see it paused, resume it, run it once, see the run counted."""
+    await run("loop_pause", **{"pass": "decay"})
+    paused = {p["name"]: p["paused"] for p in (await run("loop_status"))["passes"]}
+    assert paused["decay"] is True and paused["reflect"] is False
+    await run("loop_resume", **{"pass": "decay"})
+    ran = await run("loop_run_once", **{"pass": "decay"})
+    assert [r["name"] for r in ran["runs"]] == ["decay"]
+    decay = next(p for p in (await run("loop_status"))["passes"] if p["name"] == "decay")
+    assert decay["paused"] is False and decay["runs"] == 1
 
 
 async def _exercise_rollup(run: Any, service: Service) -> None:

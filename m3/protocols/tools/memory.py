@@ -107,9 +107,7 @@ class MemorySearchArgs(ToolArgs):
     as_of: AsOf = None
     valid_at: ValidAt = None
     explain: bool = Field(False, description="Return every ranking signal and its weight per item.")
-    include_archived: bool = Field(False, description=(
-        "Also find archived memories (unused ones the decay pass archived, expired ones); memory_restore "
-        "brings one back."))
+    include_archived: bool = Field(False, description="Also find archived (decayed or expired) memories.")
 
 
 class SearchItem(ToolResult):
@@ -126,7 +124,7 @@ class SearchItem(ToolResult):
     valid_from: Timestamp
     recorded_at: Timestamp
     retired_at: Timestamp | None
-    archived_at: Timestamp | None = Field(None, description="Set when the memory is archived (include_archived).")
+    archived_at: Timestamp | None = None
     explanation: dict[str, Any] | None = Field(
         None, exclude_if=lambda v: v is None, description="Every ranking signal with its weight (explain=true)."
     )
