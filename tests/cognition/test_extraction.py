@@ -152,7 +152,9 @@ def test_names_compare_case_and_space_insensitively() -> None:
 
 def test_a_huge_hostile_text_is_scanned_quickly_and_only_up_to_the_limit() -> None:
     text = ("A" * 50 + " ") * 5000 + "@" * 10_000 + '"' * 10_000
+    # A guard against super-linear scanning, not a speed test: well under a second when quiet, so generous for a
+    # busy machine (8.7 s was seen at load 20); a backtracking pattern on this text takes minutes.
     started = time.monotonic()
     got = EXTRACT.extract(text)
-    assert time.monotonic() - started < 5.0
+    assert time.monotonic() - started < 60.0
     assert all(m.end <= MAX_CHARS for m in got.mentions)

@@ -31,8 +31,9 @@ def test_calls_share_one_kept_alive_connection_and_a_replaced_engine_gets_a_new_
         assert connections.opened == 1
         began = time.monotonic()
         assert m3("engine", "stop").status == 0
-        # An idle kept-alive connection does not hold the engine's shutdown up.
-        assert time.monotonic() - began < 8.0
+        # An idle kept-alive connection does not hold the engine's shutdown up (it would until the engine's 75 s
+        # keep-alive timeout; the bound is generous for a busy machine).
+        assert time.monotonic() - began < 30.0
         assert m3("engine", "start").status == 0
         # The stopped engine closed the idle connection: the call goes out on a new one, once.
         _write(connections, headers, "written to the new engine")
