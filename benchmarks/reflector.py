@@ -31,6 +31,7 @@ from typing import Any
 from sqlalchemy import create_engine, select
 from sqlalchemy.pool import NullPool
 
+from benchmarks.cache import CachingEmbedder
 from benchmarks.data import default_data_dir
 from benchmarks.embedding import cached_embedder, describe
 from benchmarks.ingest import EMBED_TIMEOUT_S, fresh_system
@@ -193,7 +194,7 @@ def run(data_dir: Path, embedder: Embedder, instances: int, cost_n: int,
             "min_similarity": floor, "groups": table(pairs, hits, sims, floor), "totals": totals(pairs, hits),
             "sweep": sweep(pairs, sims), "cost": {"labelled_set": cost,
                                                   "one_owner": one_owner_cost(embedder, pairs, cost_n)},
-            "embedder": describe(embedder) if hasattr(embedder, "stats") else {},
+            "embedder": describe(embedder) if isinstance(embedder, CachingEmbedder) else {},
             "log": str(run_dir.path / "questions.jsonl")})
 
 
