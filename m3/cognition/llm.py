@@ -29,6 +29,7 @@ from typing import Any
 import httpx2 as httpx
 
 from m3.config import Config
+from m3.embed.http import error_message
 from m3.errors import ConfigError, LlmError
 
 log = logging.getLogger(__name__)
@@ -182,10 +183,7 @@ class OpenAIChatModel:
 
     def _refusal(self, response: httpx.Response) -> LlmError:
         """The error for a non-200 answer, with the server's own message (OpenAI error shape) when it gave one."""
-        try:
-            message = str(response.json()["error"]["message"])
-        except (ValueError, KeyError, TypeError):
-            message = response.text[:300]
+        message = error_message(response)
         status = response.status_code
         if status in {401, 403}:
             hint = "Set llm.key to the endpoint's key (`m3 secret set llm.key`)."

@@ -185,12 +185,18 @@ def _checked(priority: str | None) -> str | None:
     return priority
 
 
+def error_message(response: httpx.Response) -> str:
+    """The message of an OpenAI-compatible error answer (``{"error": {"message": …}}``), else the body's start;
+    shared with the chat client (m3.cognition.llm)."""
+    try:
+        return str(response.json()["error"]["message"])
+    except (ValueError, KeyError, TypeError):
+        return response.text[:300]
+
+
 def _refusal(base: str, model: str, response: httpx.Response) -> EmbedderUnavailable:
     """The error for a non-200 answer, with the server's own message (OpenAI error shape) when it gave one."""
-    try:
-        message = str(response.json()["error"]["message"])
-    except (ValueError, KeyError, TypeError):
-        message = response.text[:300]
+    message = error_message(response)
     status = response.status_code
     if status in {401, 403}:
         hint = "Set embed.key to the endpoint's key (`m3 config set embed.key …`)."
