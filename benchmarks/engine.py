@@ -56,12 +56,56 @@ def stop_engine(env: dict[str, str]) -> None:
     subprocess.run([M3, "engine", "stop"], env=env, capture_output=True, timeout=180, check=False)
 
 
-async def writers(env: dict[str, str], processes: int, writes: int) -> dict[str, Any]:
-    """``processes`` stdio m3 processes (SDK clients), ``writes`` memory_write each, all at once."""
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (0 once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def engine_pid(env: dict[str, str]) -> int | None:
+    done = subprocess.run([M3, "engine", "status"], env=env, capture_output=True, text=True, timeout=60, check=False)
+    try:
+        pid = json.loads(done.stdout).get("pid")
+    except ValueError:
+        return None
+    return pid if isinstance(pid, int) else None
+
+
+def engine_threads(env: dict[str, str]) -> dict[str, float]:
+    """CPU seconds so far of each of the engine's threads (its statistics route), as ``engine:<thread>``."""
+    from m3.config import load_config
+    from m3.gateway.engine.client import STATS_PATH, request
+    from m3.gateway.engine.paths import engine_paths
+
+    try:
+        _status, body = request(engine_paths(load_config(env)).sock, "GET", STATS_PATH, timeout=30)
+    except Exception:  # the figure is then missing, not the run
+        return {}
+    return {f"engine:{name}": seconds for name, seconds in (body or {}).get("thread_cpu_s", {}).items()}
+
+
+def cpu_snapshot(env: dict[str, str], mode: str) -> dict[str, float]:
+    """CPU seconds so far of the front-ends (this process's children), the engine (in all, and by thread) and
+    this process (the SDK clients); per-call CPU is the difference of two snapshots over the calls."""
+    snap = {"front_ends": sum(cpu_s(pid) for pid in children(os.getpid())), "clients": cpu_s(os.getpid())}
+    pid = engine_pid(env) if mode == "engine" else None
+    if pid is not None:
+        snap["engine"] = cpu_s(pid)
+        snap.update(engine_threads(env))
+    return snap
+
+
+async def writers(env: dict[str, str], processes: int, writes: int, mode: str = "engine") -> dict[str, Any]:
+    """``processes`` stdio m3 processes (SDK clients), ``writes`` memory_write each, all at once; with the CPU
+    time each kind of process spent per call during the burst."""
     waits: list[float] = []
     ok = 0
     failures: list[str] = []
     go = trio.Event()
+    stop = trio.Event()
 
     async def one(index: int, ready: trio.MemorySendChannel[int]) -> None:
         nonlocal ok
@@ -79,6 +123,7 @@ async def writers(env: dict[str, str], processes: int, writes: int) -> dict[str,
                     failures.append(str(result.content)[:200])
                 else:
                     ok += 1
+            await stop.wait()
 
     begun = time.perf_counter()
     send, receive = trio.open_memory_channel[int](processes)
@@ -88,12 +133,20 @@ async def writers(env: dict[str, str], processes: int, writes: int) -> dict[str,
         for _ in range(processes):
             await receive.receive()
         connected = time.perf_counter() - begun
+        before = cpu_snapshot(env, mode)
         started = time.perf_counter()
         go.set()
-    took = time.perf_counter() - started
+        while len(waits) < processes * writes:  # the clients stay connected until the CPU is read
+            await trio.sleep(0.01)
+        took = time.perf_counter() - started
+        after = cpu_snapshot(env, mode)
+        stop.set()
+    calls = max(1, len(waits))
     return {"acknowledged": ok, "expected": processes * writes, "failures": failures[:3],
             "max_wait_ms": pct(waits, 1.0), "p50_ms": pct(waits, 0.5), "p99_ms": pct(waits, 0.99),
-            "writes_per_s": round(ok / took, 1), "connect_s": round(connected, 2)}
+            "writes_per_s": round(ok / took, 1), "connect_s": round(connected, 2),
+            "cpu_ms_per_call": {k: round((after[k] - before[k]) * 1000 / calls, 2) for k in after if k in before},
+            "load_average_after": [round(x, 2) for x in os.getloadavg()]}
 
 
 def one_shot(env: dict[str, str], runs: int) -> dict[str, Any]:
@@ -246,6 +299,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=8, help="connected MCP clients for the memory figure")
     parser.add_argument("--memories", type=int, default=100_000, help="memories in the store of the memory figure")
     parser.add_argument("--data", type=Path, default=None, help="the benchmark data (default ../shared/data)")
+    parser.add_argument("--modes", default="engine,embedded", help="the writers part's modes (engine, embedded)")
     parser.add_argument("--parts", default=",".join(PARTS), help=f"some of {','.join(PARTS)}")
     ns = parser.parse_args()
     parts = set(ns.parts.split(","))
@@ -259,13 +313,15 @@ def main() -> None:
                                                                          for k, v in vars(ns).items()}}
     with tempfile.TemporaryDirectory(prefix="m3-engine-bench-") as tmp:
         if "writers" in parts:
-            for mode in ("engine", "embedded"):
+            for mode in ns.modes.split(","):
                 env = home_env(Path(tmp) / f"writers-{mode}", mode)
                 print(f"writers, {mode} …", file=sys.stderr)
-                summary[f"writers_{mode}"] = trio.run(writers, env, ns.processes, ns.writes)
+                summary[f"writers_{mode}"] = trio.run(writers, env, ns.processes, ns.writes, mode)
                 stop_engine(env)
-            e, m = summary["writers_engine"], summary["writers_embedded"]
-            summary["writers_ratio_max_wait_embedded_over_engine"] = round(m["max_wait_ms"] / e["max_wait_ms"], 2)
+            if "writers_engine" in summary and "writers_embedded" in summary:
+                e, m = summary["writers_engine"], summary["writers_embedded"]
+                summary["writers_ratio_max_wait_embedded_over_engine"] = round(m["max_wait_ms"] / e["max_wait_ms"],
+                                                                               2)
         if parts & {"oneshot", "wake"}:
             env = home_env(Path(tmp) / "oneshot", "engine")
             if "oneshot" in parts:

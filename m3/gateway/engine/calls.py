@@ -26,17 +26,19 @@ def caller_headers(config: Config) -> dict[str, str]:
 
 
 def relay(config: Config, name: str, args: dict[str, Any], *, headers: dict[str, str] | None = None,
-          paths: EnginePaths | None = None, connections: client.Connections | None = None) -> tuple[int, Any]:
+          paths: EnginePaths | None = None, connections: client.Connections | None = None,
+          watch: client.Watch | None = None) -> tuple[int, Any]:
     """``(HTTP status, JSON body)`` of tool ``name`` run by the engine: the result, or ``{"error": …}``.
 
-    With ``connections`` (a long-lived front-end) the call goes over a kept-alive connection; else over a new
-    one, closed after the answer."""
+    With ``connections`` (a long-lived front-end) the call goes over a kept-alive connection, whose socket
+    ``watch`` is given (see :meth:`client.Connections.call_tool`); else over a new one, closed after the
+    answer."""
     paths = paths or engine_paths(config)
     headers = headers if headers is not None else caller_headers(config)
     for attempt in range(3):
         try:
             if connections is not None:
-                status, body = connections.call_tool(name, args, headers)
+                status, body = connections.call_tool(name, args, headers, watch=watch)
             else:
                 status, body = client.call_tool(paths.sock, name, args, headers)
         except client.EngineDown:

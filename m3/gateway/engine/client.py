@@ -12,6 +12,7 @@ import json
 import socket
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +86,9 @@ def call_tool(sock_path: Path, name: str, args: dict[str, Any], headers: dict[st
     return request(sock_path, "POST", f"{TOOLS_PATH}/{name}", args, headers=headers, timeout=timeout)
 
 
+#: Given a call's socket before the request goes out (to abort it from another thread); returns what stops that.
+Watch = Callable[[socket.socket], Callable[[], None]]
+
 #: How long an unused kept-alive connection is reused: well inside the engine's keep-alive timeout (75 s), so
 #: the engine never closes one while a request is on its way.
 KEEP_IDLE_S = 30.0
@@ -108,11 +112,17 @@ class Connections:
         self._lock = threading.Lock()
         self.opened = 0  # connections made so far (what keep-alive saves is visible here)
 
-    def call_tool(self, name: str, args: dict[str, Any], headers: dict[str, str]) -> tuple[int, Any]:
+    def call_tool(self, name: str, args: dict[str, Any], headers: dict[str, str], *,
+                  watch: Watch | None = None) -> tuple[int, Any]:
+        """``(status, JSON body)`` of ``POST /v1/tools/{name}``. ``watch`` is given the connection's socket
+        before the request goes out, so another thread can abort the call (``shutdown``: this call then
+        raises :class:`EngineLost`); what it returns is called when the call is over, before the connection
+        serves another call."""
         data = _encoded(args)
         sent = {"Content-Type": "application/json", "Content-Length": str(len(data)), **headers}
         conn = self._take()
         reusable = False
+        unwatch = watch(conn.sock) if watch is not None and conn.sock is not None else None
         try:
             try:
                 conn.request("POST", f"{TOOLS_PATH}/{name}", body=data, headers=sent)
@@ -123,7 +133,9 @@ class Connections:
             reusable = not response.will_close
             return response.status, json.loads(raw) if raw else None
         finally:
-            if reusable:
+            if unwatch is not None:
+                unwatch()
+            if reusable:  # (one an abort shut down after the answer is dropped when next taken)
                 with self._lock:
                     self._idle.append((conn, time.monotonic()))
             else:

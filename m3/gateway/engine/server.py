@@ -14,6 +14,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 import time
 from collections import deque
 from functools import partial
@@ -184,6 +185,19 @@ def header_identity(config: Config) -> Any:
     return of_headers
 
 
+def thread_cpu() -> dict[str, float]:
+    """CPU seconds used so far by each live thread of this process, by thread name (threads of one name summed):
+    where the engine's CPU goes (the gateway runs on ``MainThread``, each actor on its own thread)."""
+    used: dict[str, float] = {}
+    for thread in threading.enumerate():
+        try:
+            seconds = time.clock_gettime(time.pthread_getcpuclockid(thread.ident or 0))
+        except (OSError, AttributeError):  # the thread ended meanwhile; or no per-thread clocks on this system
+            continue
+        used[thread.name] = round(used.get(thread.name, 0.0) + seconds, 4)
+    return used
+
+
 def engine_routes(service: Service, state: EngineState) -> list[Route]:
     async def status(_request: Request) -> Response:
         return JSONResponse(state.status())
@@ -194,7 +208,7 @@ def engine_routes(service: Service, state: EngineState) -> list[Route]:
             # latency: the actor's own handling time per message; call_latency: whole tool calls it answered.
             actors.append({**row, "call_latency": percentiles(state.latencies.get(row["actor"]))})
         handler = {"actor": "handler", "call_latency": percentiles(state.latencies.get("handler"))}
-        return JSONResponse({**state.status(), "actors": [*actors, handler]})
+        return JSONResponse({**state.status(), "actors": [*actors, handler], "thread_cpu_s": thread_cpu()})
 
     async def stop_soon() -> None:
         state.stop.set()
