@@ -24,6 +24,7 @@ handshake, as the SDK client does. The session ends when the client closes stdin
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import signal
 import socket
@@ -156,7 +157,10 @@ def serve_stdio(config: Config) -> None:
     paths = engine_paths(config)
     ensure_engine(config, paths)  # now, not at the first call: a client's first call should not wait for it
     connections = Connections(paths.sock)
+    session = Relay(config, manifest.ensure(paths.manifest), connections)
+    gc.collect()
+    gc.freeze()  # what start-up built lives as long as the session: keep it out of full collections' scans
     try:
-        Relay(config, manifest.ensure(paths.manifest), connections).serve(sys.stdin.buffer, sys.stdout.buffer)
+        session.serve(sys.stdin.buffer, sys.stdout.buffer)
     finally:
         connections.close()
