@@ -3,7 +3,10 @@
 ``python -m benchmarks.engine`` measures, in one run on one SQLite store per part (real MiniLM embedder):
 
 1. 16 ``m3`` processes as MCP stdio servers, each driven by an official SDK client, 40 ``memory_write`` each:
-   acknowledged writes and the longest wait, with the engine and in embedded mode.
+   acknowledged writes and the longest wait, with the engine and in embedded mode (``--modes``). Each client
+   lists the tools on connecting and, unless ``--cold``, makes one untimed write before the burst (see
+   :func:`writers`). Also the CPU time per call of the front-ends, of the clients (this process) and of the
+   engine by thread, full garbage collections during the burst, and when the 10 longest calls began.
 2. One-shot CLI ``m3 memory write`` and ``m3 memory search`` with a running engine: p50/p99 of each process
    end to end (start-up included).
 3. Cross-process wake: a ``notifications_wait`` in one stdio front-end, a ``notify`` from another; the time

@@ -210,7 +210,8 @@ def engine_routes(service: Service, state: EngineState) -> list[Route]:
             actors.append({**row, "call_latency": percentiles(state.latencies.get(row["actor"]))})
         handler = {"actor": "handler", "call_latency": percentiles(state.latencies.get("handler"))}
         return JSONResponse({**state.status(), "actors": [*actors, handler], "thread_cpu_s": thread_cpu(),
-                             "gc_collections": [generation["collections"] for generation in gc.get_stats()]})
+                             "gc_collections": [generation["collections"] for generation in gc.get_stats()],
+                             "gc_frozen": gc.get_freeze_count()})
 
     async def stop_soon() -> None:
         state.stop.set()

@@ -189,6 +189,10 @@ def test_status_with_stats_reports_each_actor_and_an_idle_engine_exits_by_itself
     # Handling time per message (the actor's own window) and whole tool calls answered by it (the engine's).
     assert writer["latency"]["samples"] >= 1 and writer["latency"]["p50_ms"] is not None
     assert writer["call_latency"]["samples"] >= 1 and writer["call_latency"]["p99_ms"] is not None
+    # Where its CPU went, by thread (the gateway is the main thread, each actor has its own), and how often
+    # the collector ran; start-up's objects are frozen out of full collections.
+    assert stats["thread_cpu_s"]["MainThread"] > 0 and any(name.startswith("Writer") for name in stats["thread_cpu_s"])
+    assert len(stats["gc_collections"]) == 3 and stats["gc_frozen"] > 10_000
     fd = os.open(engine_paths(load_config(env)).pid, os.O_RDONLY)
     try:
         assert wait_lock(fd, 30)  # idle for engine.idle_exit_s: it exits on its own
