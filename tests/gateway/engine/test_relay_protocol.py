@@ -91,7 +91,8 @@ def stdio(m3_executable: str, child_env: dict[str, str]) -> Iterator[Stdio]:
                 pipe.close()
 
 
-def test_the_handshake_negotiates_the_version_and_advertises_tools_list_changed(stdio: Stdio) -> None:
+def test_the_handshake_negotiates_the_version_and_bad_messages_get_json_rpc_errors_while_the_session_goes_on(
+        stdio: Stdio) -> None:
     stdio.request(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
                                     "clientInfo": {"name": "raw", "version": "0"}})
     agreed = stdio.answer(1)["result"]
@@ -105,9 +106,7 @@ def test_the_handshake_negotiates_the_version_and_advertises_tools_list_changed(
     assert stdio.answer(2)["result"]["protocolVersion"] == "2025-11-25"  # a version it does not speak: its newest
     stdio.request("p", "ping")
     assert stdio.answer("p") == {"jsonrpc": "2.0", "id": "p", "result": {}}
-
-
-def test_malformed_and_unknown_messages_get_the_json_rpc_errors_and_the_session_goes_on(stdio: Stdio) -> None:
+    # Malformed and unknown messages get the JSON-RPC errors, and the session goes on.
     stdio.send(b"{not json")
     assert stdio.next()["error"]["code"] == -32700
     stdio.send(b"[1, 2]")
@@ -136,7 +135,7 @@ def test_malformed_and_unknown_messages_get_the_json_rpc_errors_and_the_session_
     assert stdio.answer(10)["result"] == {}
 
 
-def test_a_cancelled_wait_is_dropped_and_a_parked_wait_holds_up_no_other_call(
+def test_a_cancelled_wait_is_dropped_a_parked_wait_holds_up_no_other_call_and_eof_ends_the_session(
         stdio: Stdio, env: dict[str, str]) -> None:
     sock = engine_paths(load_config(env)).sock
     stdio.call(1, "m3_call", {"tool": "agent_register", "args": {}})
@@ -157,11 +156,8 @@ def test_a_cancelled_wait_is_dropped_and_a_parked_wait_holds_up_no_other_call(
     found = stdio.call(6, "memory_get", {"id": written["structuredContent"]["id"]})
     assert found["structuredContent"]["content"] == "written while a wait is parked"
     assert stdio.lines.qsize() == 0
-
-
-def test_closing_stdin_ends_the_front_end_cleanly_even_with_a_call_parked(stdio: Stdio) -> None:
-    stdio.call(1, "m3_call", {"tool": "agent_register", "args": {}})
-    stdio.request(2, "tools/call", {"name": "m3_call", "arguments": {"tool": "notifications_wait",
+    # Closing stdin ends the front-end at once and cleanly, even with a call parked.
+    stdio.request(7, "tools/call", {"name": "m3_call", "arguments": {"tool": "notifications_wait",
                                                                      "args": {"timeout": 60}}})
     assert stdio.process.stdin is not None
     began = time.monotonic()
