@@ -152,12 +152,18 @@ def test_a_cancelled_wait_is_dropped_a_parked_wait_holds_up_no_other_call_and_eo
     stdio.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3,
                                                                                  "reason": "user stopped"}})
     stdio.request(5, "ping")
-    assert stdio.answer(5)["result"] == {}  # and never an answer to 3
-    found = stdio.call(6, "memory_get", {"id": written["structuredContent"]["id"]})
+    assert stdio.answer(5)["result"] == {}
+    # A notify now ends the engine's wait at once: had the cancellation not dropped call 3, its answer would
+    # come back here, before the next calls' answers.
+    notified = stdio.call(6, "m3_call", {"tool": "notify", "args": {"to_agent": "alice", "message": "wake"}})
+    assert not notified["isError"]
+    found = stdio.call(7, "memory_get", {"id": written["structuredContent"]["id"]})
     assert found["structuredContent"]["content"] == "written while a wait is parked"
+    stdio.request(8, "ping")
+    assert stdio.answer(8)["result"] == {}
     assert stdio.lines.qsize() == 0
     # Closing stdin ends the front-end at once and cleanly, even with a call parked.
-    stdio.request(7, "tools/call", {"name": "m3_call", "arguments": {"tool": "notifications_wait",
+    stdio.request(9, "tools/call", {"name": "m3_call", "arguments": {"tool": "notifications_wait",
                                                                      "args": {"timeout": 60}}})
     assert stdio.process.stdin is not None
     began = time.monotonic()
