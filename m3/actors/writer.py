@@ -116,9 +116,11 @@ class Writer(ConnectionOwner):
     def __init__(self, options: StoreOptions, *, max_batch: int, policy: SupersessionPolicy,
                  searcher: ActorHandle | None, embedder: ActorHandle | None,
                  on_notified: Callable[[tuple[str, ...]], None] | None = None,
-                 on_leased: Callable[[datetime], None] | None = None, **base: Any):
+                 on_leased: Callable[[datetime], None] | None = None, vector_delay_s: float | None = None,
+                 **base: Any):
         super().__init__(options, **base)
         self._max_batch = max(1, max_batch)
+        self._vector_delay_s = VECTOR_DELAY_S if vector_delay_s is None else vector_delay_s
         self._policy = policy
         self._searcher = searcher
         self._embedder = embedder
@@ -196,15 +198,15 @@ class Writer(ConnectionOwner):
         super().on_stop()
 
     def _defer(self, env: Envelope) -> None:
-        """Hold vectors the Embedder sent; they commit when :data:`VECTOR_DELAY_S` has passed since the first
+        """Hold vectors the Embedder sent; they commit when ``vector_delay_s`` has passed since the first
         of them, once ``writer.max_batch`` of them wait, or at the next Flush, whichever comes first."""
         self._deferred.append(env)
         self._deferred_vectors += len(env.message.ids)  # type: ignore[attr-defined]  # a StoreVectors
         if self._deferred_vectors >= self._max_batch:
             self._flush()
         else:
-            due = time.monotonic() + VECTOR_DELAY_S
-            self._vector_timer.arm(due, VECTOR_DELAY_S, lambda: self.tell_self(mem.Flush()))
+            due = time.monotonic() + self._vector_delay_s
+            self._vector_timer.arm(due, self._vector_delay_s, lambda: self.tell_self(mem.Flush()))
 
     def _take_deferred(self) -> list[Envelope]:
         deferred, self._deferred, self._deferred_vectors = self._deferred, [], 0
