@@ -92,9 +92,11 @@ class ActorSystem:
         # Handles exist before actors start so that each can address the others.
         self.writer = ActorHandle("writer", Writer, self.options, max_batch=config["writer.max_batch"],
                                   policy=policy, searcher=None, embedder=None)
-        #: Where the Embedder sends vectors (and its model changes): on a store where writers run at once
-        #: (PostgreSQL) a second Writer with its own connection, so that acknowledged writes never queue behind
-        #: the nearest-neighbour queries and index insertions of similarity supersession; elsewhere the Writer.
+        #: Where the Embedder writes (vectors, chat vectors, model changes): on a store where writers run at
+        #: once (PostgreSQL) a second Writer with its own connection, so that acknowledged writes never queue
+        #: behind the nearest-neighbour queries and index insertions of similarity supersession; on SQLite (one
+        #: write lock) the Writer itself. Entities stay with the Writer (merges and indexing are not ordered
+        #: by locks).
         self.vector_writer = self.writer if dialect_for(self.options.url).serial_writes else ActorHandle(
             "vector_writer", Writer, self.options, max_batch=config["writer.max_batch"], policy=policy,
             searcher=None, embedder=None)
