@@ -550,8 +550,8 @@ class _FirstOutcome:
 
 
 def _as_batch_of_one(msg: mem.WriteMemory, reply: Reply | None) -> Envelope:
-    # Its fields were validated when it was built, as NewMemory's own (WriteMemory is a NewMemory): copied,
-    # not validated again (a dump and a validation cost more than the rest of the Writer's work on it).
+    # Its fields were validated when it was built, as NewMemory's own (WriteMemory is a NewMemory): they are
+    # copied, not dumped and validated a second time on the Writer's thread.
     memory = mem.NewMemory.model_construct(**{name: getattr(msg, name) for name in _NEW_MEMORY_FIELDS})
     return Envelope(mem.WriteMemories.model_construct(memories=(memory,), actor=msg.actor),
                     _FirstOutcome(reply) if reply is not None else None)
