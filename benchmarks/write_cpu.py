@@ -24,6 +24,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,8 +45,9 @@ from m3.protocols.messages import memory as mem
 WARM_UP = 50
 
 
-def _count_writer_cpu(samples: list[float]) -> None:
-    """Record the Writer thread's CPU per write of each transaction that held only writes.
+def _count_writer_cpu(samples: list[float]) -> Callable[[], None]:
+    """Record the Writer thread's CPU per write of each transaction that held only writes; returns the
+    function that puts the Writer back as it was.
 
     The Writer's commit step is ``_commit(batch)`` in this checkout and ``_flush()`` (its batch in
     ``_pending``) in older ones; whichever exists is wrapped.
@@ -61,16 +63,24 @@ def _count_writer_cpu(samples: list[float]) -> None:
             samples.append((time.thread_time() - begun) / len(batch))
 
     if hasattr(cls, "_commit"):
-        commit = cls._commit
-        cls._commit = lambda self, batch: timed(lambda: commit(self, batch), batch)
+        name, original = "_commit", cls._commit
+        cls._commit = lambda self, batch: timed(lambda: original(self, batch), batch)
     else:
-        flush = cls._flush
-        cls._flush = lambda self: timed(lambda: flush(self), list(self._pending))
+        name, original = "_flush", cls._flush
+        cls._flush = lambda self: timed(lambda: original(self), list(self._pending))
+    return lambda: setattr(cls, name, original)
 
 
 def measure(store: str, data: Path, cache: Path, writes: int) -> dict[str, Any]:
     writer_cpu: list[float] = []
-    _count_writer_cpu(writer_cpu)
+    restore = _count_writer_cpu(writer_cpu)
+    try:
+        return _measure(store, data, cache, writes, writer_cpu)
+    finally:
+        restore()
+
+
+def _measure(store: str, data: Path, cache: Path, writes: int, writer_cpu: list[float]) -> dict[str, Any]:
     texts = write_texts(data, writes + WARM_UP)
     embedder = cached_embedder(cache)
     prewarm(embedder, texts)
