@@ -47,6 +47,8 @@ this that these those there here what which who whom whose when where why how if
 on in at for to from by with after before during since until as of about over under into onto yesterday today
 tomorrow now currently recently just please note remember always never not no yes every each all some any
 oh ah well okay ok hey hi hello thanks thank sure actually speaking anyway besides btw
+do does did don't can can't could would won't should shall might must is isn't are was were have has had
+let let's maybe perhaps while although though because like one another both either
 """
 COMMON_OPENERS = frozenset(_OPENERS.split())
 
