@@ -33,6 +33,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 from m3.retrieval.anchors import COMMON_OPENERS, Span, compare, lower_words, spans
@@ -75,6 +76,9 @@ _FIRST_PERSON = re.compile(r"\bI(?:['\u2019](?:m|ve|d|ll))?\b|\b(?i:me|my|mine|m
 DUPLICATE_MIN_ANCHORS = 1
 #: How much of the smaller note's vocabulary the other must share for a changed name to be a changed value.
 NAME_OVERLAP = 0.5
+#: Words before a changed name that must be the same in both notes for it to stand in the same place.
+SLOT_WORDS = 2
+_SLOT_WORD = re.compile(r"[\w'\u2019-]+")
 #: How much of the smaller note's vocabulary the other must share for a negation to be about the same thing.
 NEGATION_OVERLAP = 0.5
 
@@ -97,7 +101,7 @@ def judge(a: str, b: str) -> Verdict:
     lowered = lower_words(a, b)
     found_a, found_b = _anchors(a, lowered), _anchors(b, lowered)
     subject = _substituted(found_a, found_b, SUBJECT_KINDS)
-    renamed = bool(subject) and _renamed_value(a, b, subject)
+    renamed = bool(subject) and _renamed_value(a, b, subject, lowered)
     if subject and not renamed:
         return Verdict(False, "different subject: " + _describe(subject), _as_lists(subject))
     values = {**subject, **_substituted(found_a, found_b, tuple(VALUE_KINDS))}
@@ -154,7 +158,7 @@ def _anchors(text: str, lowered: set[str]) -> dict[str, Counter[str]]:
         elif kind == "name" and _WEEKDAY.fullmatch(value):
             kind, value = "date", _WEEKDAY.fullmatch(value).group(1).casefold()  # type: ignore[union-attr]
         elif kind == "name":
-            value = re.sub(r"['\u2019]s$", "", value)  # "Rachel's team" names Rachel
+            value = _name_value(value)
         elif kind == "id" and _ORDINAL.fullmatch(value):
             kind, value = "number", str(int(_ORDINAL.fullmatch(value).group(1)))  # type: ignore[union-attr]
         found.setdefault(kind, Counter())[value] += 1
@@ -204,13 +208,32 @@ def _as_lists(differences: dict[str, tuple[list[str], list[str]]]) -> dict[str, 
     return {kind: [list(a), list(b)] for kind, (a, b) in differences.items()}
 
 
-def _renamed_value(a: str, b: str, subject: dict[str, tuple[list[str], list[str]]]) -> bool:
+def _renamed_value(a: str, b: str, subject: dict[str, tuple[list[str], list[str]]], lowered: set[str]) -> bool:
     """Whether the names that differ are a value the owner changed rather than another subject: only names
     differ (no identifier, quoted string or dated occasion), both notes speak in the first person -- the
-    owner is their subject ("my recent trip to Hawaii" / "my recent trip to Paris") -- and they share most of
-    their words, so the names stand in the same sentence."""
-    return (set(subject) == {"name"} and _first_person(a) and _first_person(b)
-            and _overlap(a, b) >= NAME_OVERLAP)
+    owner is their subject --, they share most of their words, and each note's differing names stand together
+    in the same place: after the same two words ("my recent trip to Hawaii" / "my recent trip to Paris";
+    "attractions in Kyoto" / "places in Tokyo" is no such pair)."""
+    if set(subject) != {"name"} or not (_first_person(a) and _first_person(b)) or _overlap(a, b) < NAME_OVERLAP:
+        return False
+    only_a, only_b = subject["name"]
+    slot_a, slot_b = _name_slot(a, lowered, set(only_a)), _name_slot(b, lowered, set(only_b))
+    return slot_a is not None and slot_a == slot_b
+
+
+def _name_slot(text: str, lowered: set[str], changed: set[str]) -> tuple[str, ...] | None:
+    """The two words before ``text``'s ``changed`` names when those form one run (nothing but spaces between
+    them), casefolded; None when they do not, or fewer than two words precede them."""
+    marks = [s for s in spans(text, lowered) if s.kind == "name" and _name_value(s.value) in changed]
+    if not marks or any(text[x.end:y.start].strip() for x, y in pairwise(marks)):
+        return None
+    before = _SLOT_WORD.findall(text[:marks[0].start])[-SLOT_WORDS:]
+    return tuple(w.casefold() for w in before) if len(before) == SLOT_WORDS else None
+
+
+def _name_value(value: str) -> str:
+    """A name as :func:`_anchors` keeps it: "Rachel's" names Rachel."""
+    return re.sub(r"['\u2019]s$", "", value)
 
 
 def _first_person(text: str) -> bool:

@@ -42,6 +42,10 @@ NOT_CONTRADICTIONS = [
     # A name in first-person notes that do not share their sentence is another subject too.
     ("I met Anna at the climbing gym on Tuesday.", "I'm flying to Rome next week with my sister.",
      "different subject: name: anna vs rome"),
+    # ... and so is one that does not stand in the same place (after the same two words).
+    ("I'm planning a trip to Japan: can you recommend attractions in Kyoto?",
+     "I'm planning a trip to Japan: can you recommend some places in Tokyo?",
+     "different subject: name: kyoto vs tokyo"),
     # "US" is a country, not the speaker: a third-person record keeps its names as subjects.
     ("The US office reports to Alice.", "The US office reports to Bruno.", "different subject: name: alice vs bruno"),
     ("The review in room 123 is at 9:30.", "The review in room 126 is at 9:30.", "different subject: id: 123 vs 126"),
