@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
-from m3.retrieval.anchors import COMMON_OPENERS, Span, compare, lower_words, spans
+from m3.retrieval.anchors import COMMON_OPENERS, Span, compare, lower_words, opens_sentence, spans
 
 #: Nouns after which a bare integer names something rather than counts it ("room 12", "customer 4411").
 _LABEL_NOUNS = """
@@ -119,12 +119,13 @@ def judge(a: str, b: str) -> Verdict:
 
 def restates(a: str, b: str, min_anchors: int = DUPLICATE_MIN_ANCHORS) -> Verdict:
     """Whether ``b`` says ``a``'s fact again in other words: the two agree on every anchor
-    (:func:`m3.retrieval.anchors.compare`: no number, date, identifier, name or quoted string only on one
-    side) and hold at least ``min_anchors`` of them, which pin the fact ("Sensor S-120 in Berlin read
-    1200.00 kPa on 2026-09-01" / "On 2026-09-01 the pressure at sensor S-120 (Berlin) was 1200.00 kPa"), and
-    neither denies what the other says. Two notes without anchors are never called duplicates: only their
-    similarity would say so, and similar is not the same ("ordered keyboards" / "ordered licences"). A
-    ``duplicate`` retires nothing; the caller checks the similarity (``loop.reflect.duplicate_similarity``)."""
+    (:func:`m3.retrieval.anchors.compare`: no number, date, identifier, name or quoted string only on one side)
+    and hold at least ``min_anchors`` of them, which pin the fact ("Sensor S-120 in Berlin read 1200.00 kPa on
+    2026-09-01" / "On 2026-09-01 the pressure at sensor S-120 (Berlin) was 1200.00 kPa"), and neither denies what
+    the other says. Two notes without anchors (or whose only one is a capitalised word opening a sentence, "Can
+    you ...") are never called duplicates: only their similarity would say so, and similar is not the same
+    ("ordered keyboards" / "ordered licences"). A ``duplicate`` retires nothing; the caller checks the similarity
+    (``loop.reflect.duplicate_similarity``)."""
     lowered = lower_words(a, b)
     found_a = _anchors(a, lowered)
     # Both readings must agree: the shared anchors, and this rule's (number words, labelling numbers).
@@ -133,10 +134,19 @@ def restates(a: str, b: str, min_anchors: int = DUPLICATE_MIN_ANCHORS) -> Verdic
     if _negated(a) != _negated(b):
         return Verdict(False, "one note denies what the other says")
     held = sorted({f"{kind}={value}" for kind, values in found_a.items() for value in values})
+    if not _pinned(a, lowered) or not _pinned(b, lowered):
+        return Verdict(False, "too few anchors to call it the same fact")
     if len(held) < min_anchors:
         return Verdict(False, "too few anchors to call it the same fact")
     return Verdict(True, f"duplicate: the same {', '.join(held)} in other words", {"anchors": [held, held]},
                    kind="duplicate")
+
+
+def _pinned(text: str, lowered: set[str]) -> bool:
+    """Whether ``text`` holds an anchor other than a capitalised word opening a sentence: "Can you ..." or
+    "Do you ..." is capitalised by grammar, and a pair sharing only that is held together by similarity
+    alone."""
+    return any(span.kind != "name" or not opens_sentence(text, span.start) for span in spans(text, lowered))
 
 
 def _anchors(text: str, lowered: set[str]) -> dict[str, Counter[str]]:

@@ -97,7 +97,9 @@ DUPLICATES = [
 NOT_DUPLICATES = [
     ("Customer 4411 ordered 3 laptops.", "Customer 4412 ordered 3 laptops.", "the anchors differ"),
     ("I moved to Denver.", "I moved to Denver in 2021.", "the anchors differ"),  # a detail only one side gives
-    ("Do you have any recipes for smoked brisket?", "Can you give me tips on how to make smoked brisket?",
+    ("I like smoked brisket.", "I love smoked brisket.", "too few anchors to call it the same fact"),
+    # A capitalised word opening both sentences is capitalised by grammar: it pins nothing.
+    ("Can you give me some tips on smoked brisket?", "Can you share a recipe for smoked brisket?",
      "too few anchors to call it the same fact"),
 ]
 
