@@ -143,7 +143,9 @@ def ordinary_flags(embedder: Embedder, data_dir: Path, limit: int, run_dir: RunD
         rows = conflict_rows(system.config.store_url)
     text_of = dict(zip(ids, texts, strict=True))
     counts = {kind: sum(row["kind"] == kind for row in rows) for kind in ORDINARY_KINDS}
-    counts["contradiction_by_name"] = sum(row["reason"].startswith("name:") for row in rows)
+    # The contradictions only the first-person name rule finds (its reasons start with the names).
+    counts["contradiction_by_name"] = sum(row["kind"] == "contradiction" and row["reason"].startswith("name:")
+                                          for row in rows)
     if run_dir is not None:
         for row in rows:
             run_dir.log({"ordinary": row["kind"], "cosine": row["similarity"], "reason": row["reason"],
