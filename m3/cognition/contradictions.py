@@ -134,9 +134,7 @@ def restates(a: str, b: str, min_anchors: int = DUPLICATE_MIN_ANCHORS) -> Verdic
     if _negated(a) != _negated(b):
         return Verdict(False, "one note denies what the other says")
     held = sorted({f"{kind}={value}" for kind, values in found_a.items() for value in values})
-    if not _pinned(a, lowered) or not _pinned(b, lowered):
-        return Verdict(False, "too few anchors to call it the same fact")
-    if len(held) < min_anchors:
+    if len(held) < min_anchors or not (_pinned(a, lowered) and _pinned(b, lowered)):
         return Verdict(False, "too few anchors to call it the same fact")
     return Verdict(True, f"duplicate: the same {', '.join(held)} in other words", {"anchors": [held, held]},
                    kind="duplicate")
