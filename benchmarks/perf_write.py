@@ -9,11 +9,22 @@ production: the Embedder actor embeds in the background (through the
 embedding cache, so texts seen before cost a lookup, not a model run) and
 hands vectors to the same Writer. Latency is from call to acknowledgement
 (committed). Ratios compare the levels of this one run.
+
+``--baseline DIR`` compares two versions of m3 in one run (A/B): ``DIR`` is
+another checkout (``git worktree add /tmp/m3-base main``). Each level runs
+twice, in a subprocess of each version, the baseline first; the rows say
+which version ran, and the new one's ratios are against the baseline's row of
+the same level. Every row carries the load average when its level ended.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -67,7 +78,8 @@ def run_level(store: str, embedder: CachingEmbedder, texts: list[str], writers: 
         system.wait_embedded(3600.0)
         embedded = time.perf_counter() - started
     stats = percentiles_ms(latencies)
-    return {"writers": writers, "writes": len(latencies), "writes_per_s": round(len(latencies) / elapsed, 1),
+    return {"load": round(os.getloadavg()[0], 1), "writers": writers, "writes": len(latencies),
+            "writes_per_s": round(len(latencies) / elapsed, 1),
             "p50_ms": stats["p50_ms"], "p99_ms": stats["p99_ms"], "max_ms": stats["max_ms"],
             "all_embedded_s": round(embedded, 2)}
 
@@ -79,6 +91,28 @@ def add_ratios(rows: list[dict[str, Any]]) -> None:
         row["p99_x"] = ratio(row["p99_ms"], base["p99_ms"])
 
 
+def run_versions(args: argparse.Namespace, writers: int) -> list[dict[str, Any]]:
+    """One level run by the baseline checkout, then by this one, each in its own process (A/B)."""
+    rows = []
+    for version, root in (("before", args.baseline.resolve()), ("after", Path(__file__).resolve().parent.parent)):
+        with tempfile.TemporaryDirectory(prefix="m3-perf-write-") as out:
+            command = [sys.executable, "-m", "benchmarks.perf_write", "--writers", str(writers), "--writes",
+                       str(args.writes), "--type", args.type, "--store", args.store, "--data", str(args.data),
+                       "--cache", str(args.cache), "--out", out]
+            subprocess.run(command, cwd=root, env={**os.environ, "PYTHONPATH": str(root)}, check=True,
+                           stdout=subprocess.DEVNULL)
+            [summary] = Path(out).glob("*/summary.json")
+            done = json.loads(summary.read_text(encoding="utf-8"))
+        code = done["code"] or {}
+        level = {k: v for k, v in done["levels"][0].items() if not k.endswith("_x")}
+        rows.append({"version": version, "commit": str(code.get("commit", "?"))[:9] + ("+" if code.get("modified")
+                     else ""), **level, "load": round(os.getloadavg()[0], 1)})
+    for row in rows:  # against the baseline's row of the same level
+        for key, of in (("throughput_x", "writes_per_s"), ("p50_x", "p50_ms"), ("p99_x", "p99_ms")):
+            row[key] = ratio(row[of], rows[0][of])
+    return rows
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=default_data_dir())
@@ -87,12 +121,25 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--writes", type=int, default=3000, help="writes per level")
     parser.add_argument("--type", default="note", help="memory type written (note: the tool's default)")
     parser.add_argument("--store", choices=STORES, default="sqlite")
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="another checkout of m3: run every level with it and with this one (A/B)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
+    rows: list[dict[str, Any]] = []
+    if args.baseline is not None:
+        with RunDir("perf_write", args.out) as run:
+            for writers in int_list(args.writers):
+                for row in run_versions(args, writers):
+                    rows.append(row)
+                    run.log(row)
+            summary = run.summary({"via": "gateway Service.call('memory_write') from trio tasks, A/B",
+                                   "store": args.store, "memory_type": args.type, "levels": rows})
+        print(rows_text(rows, f"{args.store} write acknowledgement, baseline vs this checkout ({run.path})"))
+        print(f"runtime {summary['runtime_s']} s")
+        return summary
     texts = write_texts(args.data, args.writes)
     embedder = cached_embedder(args.cache)
     prewarm(embedder, texts)
-    rows = []
     with RunDir("perf_write", args.out) as run:
         for writers in int_list(args.writers):
             rows.append(run_level(args.store, embedder, texts, writers, args.type))

@@ -5,16 +5,18 @@
 Embedder (offline MiniLM through the benchmark cache) and the similarity rule as configured -- into a
 temporary SQLite store, each pair under an owner of its own so that pairs never meet: first every old
 note, then (after their vectors are stored) every new one. Each pair ends *superseded* (the old note
-retired in favour of the new), *flagged* (both current, recorded as a conflict candidate) or
+retired in favour of the new), *flagged* (both current, recorded as a conflict candidate: ``near_duplicate`` or
+``contradiction``), *duplicate* (both current, recorded by the Reflector as the same fact in other words) or
 *untouched* (both current, nothing recorded).
 
 Then the Reflector (the cognitive loop's ``reflect`` pass, :mod:`benchmarks.reflector`) runs once over the
-store, and the same outcomes are counted again with its ``contradiction`` conflicts as *flagged* too: one
+store, and the same outcomes are counted again with its ``contradiction`` conflicts as *flagged* and its
+``duplicate`` ones as *duplicate*: one
 run reports supersession alone (``groups``, ``totals``) and with the Reflector (``groups_with_reflector``,
 ``totals_with_reflector``).
 
 Per group it reports how many pairs had cosine above the threshold and each outcome. For true updates,
-``recall_superseded`` = superseded / n and ``recall_caught`` = (superseded + flagged) / n; for distinct
+``recall_superseded`` = superseded / n and ``recall_caught`` = (superseded + flagged + duplicate) / n; for distinct
 facts ``retired`` must be 0. ``precision`` = superseded true updates / everything superseded.
 """
 
@@ -41,6 +43,9 @@ from m3.store import schema
 from m3.store.vectors import embed_text
 
 GROUPS = ("update_said", "update_restated", "restatement", "distinct")
+OUTCOMES = ("superseded", "flagged", "duplicate", "untouched")
+#: Outcomes that count a true update as caught: retired, or waiting in conflicts for a person or the model.
+CAUGHT = ("superseded", "flagged", "duplicate")
 
 
 def _write(system: ActorSystem, notes: list[tuple[str, str]]) -> list[str]:
@@ -52,8 +57,8 @@ def _write(system: ActorSystem, notes: list[tuple[str, str]]) -> list[str]:
 
 
 def outcomes(system: ActorSystem, pairs: list[Pair], reflect: bool = False) -> tuple[list[str], list[str]]:
-    """What the real system did with each pair: superseded, flagged or untouched -- by similarity supersession
-    alone, and (``reflect``: after one run of the Reflector over the store) with its contradictions flagged too;
+    """What the real system did with each pair: superseded, flagged, duplicate or untouched -- by similarity
+    supersession alone, and (``reflect``: after one run of the Reflector over the store) with its conflicts too;
     without ``reflect`` both lists are supersession's."""
     olds = _write(system, [(f"pair-{i}", p.old) for i, p in enumerate(pairs)])
     news = _write(system, [(f"pair-{i}", p.new) for i, p in enumerate(pairs)])
@@ -67,11 +72,14 @@ def outcomes(system: ActorSystem, pairs: list[Pair], reflect: bool = False) -> t
             kinds = {(a, b): kind for a, b, kind in conn.execute(select(c.c.memory_a, c.c.memory_b, c.c.kind))}
     finally:
         engine.dispose()
-    alone = _classify(olds, news, retired, {pair for pair, kind in kinds.items() if kind == "near_duplicate"})
-    return alone, _classify(olds, news, retired, set(kinds))
+    alone = _classify(olds, news, retired, {pair: kind for pair, kind in kinds.items() if kind == "near_duplicate"})
+    return alone, _classify(olds, news, retired, kinds)
 
 
-def _classify(olds: list[str], news: list[str], retired: dict[str, str], flagged: set[tuple[str, str]]) -> list[str]:
+def _classify(olds: list[str], news: list[str], retired: dict[str, str],
+              flagged: dict[tuple[str, str], str]) -> list[str]:
+    """Per pair: superseded, flagged (a near_duplicate or contradiction), duplicate (the Reflector's) or
+    untouched."""
     out = []
     for old, new in zip(olds, news, strict=True):
         if retired.get(old) == new:
@@ -79,7 +87,7 @@ def _classify(olds: list[str], news: list[str], retired: dict[str, str], flagged
         elif old in retired or new in retired:
             out.append("other_retired")  # cannot happen with one pair per owner; counted, not hidden
         elif (old, new) in flagged:
-            out.append("flagged")
+            out.append("duplicate" if flagged[(old, new)] == "duplicate" else "flagged")
         else:
             out.append("untouched")
     return out
@@ -98,14 +106,14 @@ def table(pairs: list[Pair], results: list[str], sims: list[float], threshold: f
         if not idx:
             continue
         n = len(idx)
-        count = {k: sum(results[i] == k for i in idx) for k in ("superseded", "flagged", "untouched")}
+        count = {k: sum(results[i] == k for i in idx) for k in OUTCOMES}
         row: dict[str, Any] = {"group": group, "label": pairs[idx[0]].label, "n": n,
                                "above_threshold": sum(sims[i] > threshold for i in idx), **count}
         above = row["above_threshold"]
         if pairs[idx[0]].label == UPDATE:
             row["recall_superseded"] = round(count["superseded"] / n, 3)
-            row["recall_caught"] = round((count["superseded"] + count["flagged"]) / n, 3)
-            caught_above = sum(results[i] in ("superseded", "flagged") and sims[i] > threshold for i in idx)
+            row["recall_caught"] = round(sum(count[k] for k in CAUGHT) / n, 3)
+            caught_above = sum(results[i] in CAUGHT and sims[i] > threshold for i in idx)
             row["caught_of_above"] = round(caught_above / above, 3) if above else "-"
         else:
             row["recall_superseded"] = row["recall_caught"] = row["caught_of_above"] = "-"
@@ -120,11 +128,11 @@ def totals(pairs: list[Pair], results: list[str]) -> dict[str, Any]:
     superseded_all = superseded_true + distinct.count("superseded")
     return {
         "true_updates": len(updates), "distinct_facts": len(distinct),
-        "distinct_retired": sum(r not in {"untouched", "flagged"} for r in distinct),
-        "distinct_flagged": distinct.count("flagged"),
+        "distinct_retired": sum(r not in {"untouched", "flagged", "duplicate"} for r in distinct),
+        "distinct_flagged": distinct.count("flagged") + distinct.count("duplicate"),
         "precision": round(superseded_true / superseded_all, 3) if superseded_all else None,
         "recall_superseded": round(superseded_true / len(updates), 3) if updates else None,
-        "recall_caught": round((superseded_true + updates.count("flagged")) / len(updates), 3) if updates else None,
+        "recall_caught": round(sum(r in CAUGHT for r in updates) / len(updates), 3) if updates else None,
     }
 
 
@@ -178,7 +186,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     title = f"supersession at cosine > {summary['threshold']} ({describe(embedder)['model']})"
     print(rows_text(summary["groups"], title))
     print(rows_text([summary["totals"]], "totals"))
-    print(rows_text(summary["groups_with_reflector"], "with the Reflector's contradictions counted as flagged"))
+    print(rows_text(summary["groups_with_reflector"], "with the Reflector's contradictions (flagged) and duplicates"))
     print(rows_text([summary["totals_with_reflector"]], "totals with the Reflector"))
     print(rows_text(summary["sweep"], "the same rule at other thresholds (worked out offline)"))
     print(f"log: {summary['log']}")

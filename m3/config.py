@@ -120,6 +120,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("loop.reflect.min_similarity", float, 0.5,
             "Cosine above which the Reflector compares two memories of one owner for a contradiction "
             "(calibrated on benchmarks/reflector.py: an update in the user's own words sits at 0.5-0.9)."),
+    Setting("loop.reflect.duplicate_similarity", float, 0.8,
+            "Cosine above which the Reflector records two memories of one owner that agree on every anchor (at "
+            "least one) as a duplicate: the same fact in other words (a flag; it retires nothing)."),
     Setting("loop.reflect.max_neighbours", int, 5,
             "Most older memories of the same owner the Reflector compares each new memory with, nearest first."),
     Setting("loop.reflect.exempt_types", list, ["conversation", "file_chunk", "event", "observation"],

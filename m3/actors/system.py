@@ -30,6 +30,7 @@ from m3.retrieval import native
 from m3.retrieval.ranking import SIGNALS
 from m3.retrieval.supersession import SupersessionPolicy
 from m3.store.agents import Liveness
+from m3.store.dialect import dialect_for
 from m3.store.engine import StoreOptions, migrate_store
 
 log = logging.getLogger(__name__)
@@ -91,13 +92,21 @@ class ActorSystem:
         # Handles exist before actors start so that each can address the others.
         self.writer = ActorHandle("writer", Writer, self.options, max_batch=config["writer.max_batch"],
                                   policy=policy, searcher=None, embedder=None)
+        #: Where the Embedder writes (vectors, chat vectors, model changes): on a store where writers run at
+        #: once (PostgreSQL) a second Writer with its own connection, so that acknowledged writes never queue
+        #: behind the nearest-neighbour queries and index insertions of similarity supersession; on SQLite (one
+        #: write lock) the Writer itself. Entities stay with the Writer (merges and indexing are not ordered
+        #: by locks).
+        self.vector_writer = self.writer if dialect_for(self.options.url).serial_writes else ActorHandle(
+            "vector_writer", Writer, self.options, max_batch=config["writer.max_batch"], policy=policy,
+            searcher=None, embedder=None)
         self.searcher = ActorHandle("searcher", Searcher, self.options,
                                     embedder=interactive(self.embedder_backend),
                                     resolve=lambda model: interactive(self.resolve(model)),
                                     weights=search_weights(config), candidates=config["search.candidates"],
                                     writer=self.writer, default_k=config["search.k"], max_k=config["limits.max_k"])
         self.embedder = ActorHandle("embedder", EmbedderActor, self.options, embedder=self.embedder_backend,
-                                    resolve=self.resolve, writer=self.writer, ask_timeout=self.ask_timeout,
+                                    resolve=self.resolve, writer=self.vector_writer, ask_timeout=self.ask_timeout,
                                     background=background, max_batch=config["embed.max_batch"],
                                     backend_name=config["embed.backend"], nice=config["embed.nice"])
         self.directory = ActorHandle("directory", Directory, self.options, liveness=Liveness(
@@ -120,8 +129,11 @@ class ActorSystem:
         self.notified_hooks: list[Callable[[tuple[str, ...]], None]] = []
         self.writer.rebind(searcher=self.searcher, embedder=self.embedder, on_notified=self._notified,
                            on_leased=lease_clock(self.tasks))
-        #: In start order; they stop in reverse, the Writer last.
-        self._handles = (self.writer, self.searcher, self.embedder, self.directory, self.tasks, self.entities,
+        if self.vector_writer is not self.writer:
+            self.vector_writer.rebind(searcher=self.searcher, on_notified=self._notified)
+        #: In start order; they stop in reverse, the Writer last (the vector Writer, if any, just before it).
+        writers = (self.writer,) if self.vector_writer is self.writer else (self.writer, self.vector_writer)
+        self._handles = (*writers, self.searcher, self.embedder, self.directory, self.tasks, self.entities,
                          self.audit_keeper, self.observer, self.reflector)
 
     def _loop_actors(self, config: Config, passes: Mapping[str, tuple[LoopPass, ...]] | tuple[LoopPass, ...] | None,
@@ -157,6 +169,7 @@ class ActorSystem:
         """Block until every memory written so far has its vector stored (tests, CLI shutdown)."""
         limit = timeout if timeout is not None else self.ask_timeout
         self.embedder.ask(Flush(), limit)
+        self.vector_writer.ask(Flush(), limit)
         self.writer.ask(Flush(), limit)
 
     def stop(self, drain_embeddings: bool = True) -> None:
@@ -168,6 +181,7 @@ class ActorSystem:
             try:
                 limit = self.config["embed.drain_timeout_s"]
                 self.embedder.ask(Drain(), limit)
+                self.vector_writer.ask(Flush(), limit)
                 self.writer.ask(Flush(), limit)
             except M3Error as exc:
                 log.warning("stopping before every vector was computed (%s); the next start finishes", exc.message)

@@ -6,6 +6,11 @@ commit: requests accumulate while more messages wait (up to ``writer.max_batch``
 transaction in which one bad request fails alone (see :meth:`Writer._run`, docs/architecture.md "The
 actors"). After the commit the Writer tells the other actors what changed, then answers every caller:
 an answer always means "committed".
+
+Vectors from the Embedder (a :class:`mem.StoreVectors` nobody waits for) are deferred work: they gather for up
+to :data:`VECTOR_DELAY_S` (or ``writer.max_batch`` vectors) and commit in a transaction of their own, after
+the requests someone waits for, so an acknowledgement never waits behind a unit of vectors that merely queued
+before it (docs/architecture.md, "The actors").
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from typing import Any
 from sqlalchemy import Connection
 from sqlalchemy.exc import OperationalError
 
-from m3.actors.base import Envelope, Reply
+from m3.actors.base import EarliestTimer, Envelope, Reply
 from m3.actors.reader import ConnectionOwner
 from m3.actors.supervisor import ActorHandle
 from m3.errors import InvalidArgument, M3Error
@@ -111,15 +116,21 @@ class Writer(ConnectionOwner):
     def __init__(self, options: StoreOptions, *, max_batch: int, policy: SupersessionPolicy,
                  searcher: ActorHandle | None, embedder: ActorHandle | None,
                  on_notified: Callable[[tuple[str, ...]], None] | None = None,
-                 on_leased: Callable[[datetime], None] | None = None, **base: Any):
+                 on_leased: Callable[[datetime], None] | None = None, vector_delay_s: float | None = None,
+                 **base: Any):
         super().__init__(options, **base)
         self._max_batch = max(1, max_batch)
+        self._vector_delay_s = VECTOR_DELAY_S if vector_delay_s is None else vector_delay_s
         self._policy = policy
         self._searcher = searcher
         self._embedder = embedder
         self._on_notified = on_notified
         self._on_leased = on_leased
         self._pending: list[Envelope] = []
+        #: Vectors nobody waits for, committed after the acknowledged requests (see the module docstring).
+        self._deferred: list[Envelope] = []
+        self._deferred_vectors = 0
+        self._vector_timer = EarliestTimer()
         self._clock = Clock()
         self._dialect = dialect_for(options.url)
         self._candidates = candidates_for(self._dialect, policy.exempt_types)
@@ -169,21 +180,50 @@ class Writer(ConnectionOwner):
     def receive(self, env: Envelope) -> None:
         if isinstance(env.message, mem.WriteMemory):
             env = _as_batch_of_one(env.message, env.reply)
+        if isinstance(env.message, mem.StoreVectors) and env.reply is None:
+            self._defer(env)
+            return
         if type(env.message) in OPERATIONS:
+            if isinstance(env.message, mem.StoreVectors):
+                self._pending += self._take_deferred()  # a caller waits for these vectors: keep their order
             self._pending.append(env)
             if self.inbox_empty() or len(self._pending) >= self._max_batch:
-                self._flush()
+                self._flush(vectors=False)
             return
-        self._flush()
+        self._flush()  # anything else (Flush, a model change, a subject's erasure) sees every write committed
         super().receive(env)
 
     def on_stop(self) -> None:
         self._flush()
         super().on_stop()
 
-    def _flush(self) -> None:
+    def _defer(self, env: Envelope) -> None:
+        """Hold vectors the Embedder sent; they commit when ``vector_delay_s`` has passed since the first
+        of them, once ``writer.max_batch`` of them wait, or at the next Flush, whichever comes first."""
+        self._deferred.append(env)
+        self._deferred_vectors += len(env.message.ids)  # type: ignore[attr-defined]  # a StoreVectors
+        if self._deferred_vectors >= self._max_batch:
+            self._flush()
+        else:
+            due = time.monotonic() + self._vector_delay_s
+            self._vector_timer.arm(due, self._vector_delay_s, lambda: self.tell_self(mem.Flush()))
+
+    def _take_deferred(self) -> list[Envelope]:
+        deferred, self._deferred, self._deferred_vectors = self._deferred, [], 0
+        self._vector_timer.cancel()
+        return deferred
+
+    def _flush(self, *, vectors: bool = True) -> None:
+        """Commit the pending requests and answer them; then, with ``vectors``, the deferred vectors in a
+        transaction of their own."""
+        batch, self._pending = self._pending, []
+        self._commit(batch)
+        if vectors:
+            self._commit(self._take_deferred())
+
+    def _commit(self, batch: list[Envelope]) -> None:
         # begun: each request of a group commit waited for the whole transaction (its handling time).
-        batch, self._pending, begun = self._pending, [], time.perf_counter()
+        begun = time.perf_counter()
         if not batch:
             return
         try:
@@ -196,8 +236,7 @@ class Writer(ConnectionOwner):
                 return
             log.warning("group commit of %d failed (%r); retrying one by one", len(batch), exc)
             for env in batch:
-                self._pending = [env]
-                self._flush()
+                self._commit([env])
             return
         self._publish(effects)
         self._answer_all(batch, outcomes, begun)
@@ -511,9 +550,14 @@ class _FirstOutcome:
 
 
 def _as_batch_of_one(msg: mem.WriteMemory, reply: Reply | None) -> Envelope:
-    memory = mem.NewMemory.model_validate(msg.model_dump(exclude={"actor"}))
-    return Envelope(mem.WriteMemories(memories=(memory,), actor=msg.actor),
+    # Its fields were validated when it was built, as NewMemory's own (WriteMemory is a NewMemory): they are
+    # copied, not dumped and validated a second time on the Writer's thread.
+    memory = mem.NewMemory.model_construct(**{name: getattr(msg, name) for name in _NEW_MEMORY_FIELDS})
+    return Envelope(mem.WriteMemories.model_construct(memories=(memory,), actor=msg.actor),
                     _FirstOutcome(reply) if reply is not None else None)
+
+
+_NEW_MEMORY_FIELDS = tuple(mem.NewMemory.model_fields)
 
 
 def work_units(batch: list[Envelope]) -> list[list[int]]:
@@ -533,6 +577,10 @@ def _mergeable(a: Message, b: Message) -> bool:
     op = OPERATIONS[type(a)]
     return type(a) is type(b) and op.mergeable is not None and op.mergeable(a, b)
 
+
+#: Longest a vector the Embedder sent waits for others to commit with (the Writer's timer; a Flush commits it
+#: at once). Vectors are deferred work: batching them costs nothing anyone waits for.
+VECTOR_DELAY_S = 0.02
 
 #: How often a transaction that lost a deadlock or serialization race (PostgreSQL) is run.
 TRANSACTION_ATTEMPTS = 4

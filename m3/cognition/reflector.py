@@ -17,9 +17,12 @@ Contract (docs/cognitive-loop.md, "Reflector"):
   resolved) are skipped.
 * **The judgement.** With a model (``ctx.llm``), up to ``ctx.llm_calls`` pairs a tick are judged by it
   (:mod:`m3.cognition.reflector_judge`); a failed call or a malformed answer falls back to the rule
-  (:func:`m3.cognition.contradictions.judge`), as does every pair beyond the call budget.
-* **What it writes.** One :class:`RecordContradictions` per tick: the candidates (kind ``contradiction``,
-  older side as memory_a, the reason and the cosine) and the new watermark, committed together by the Writer.
+  (:func:`m3.cognition.contradictions.judge`), as does every pair beyond the call budget. A pair judged no
+  contradiction whose cosine exceeds ``loop.reflect.duplicate_similarity`` is a ``duplicate`` when the two
+  agree on every anchor, at least one (:func:`m3.cognition.contradictions.restates`).
+* **What it writes.** One :class:`RecordContradictions` per tick: the candidates (kind ``contradiction`` or
+  ``duplicate``, older side as memory_a, the reason and the cosine) and the new watermark, committed together
+  by the Writer. Neither kind retires anything.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ import numpy as np
 import numpy.typing as npt
 from sqlalchemy import Connection, RowMapping, and_, select
 
-from m3.cognition.contradictions import Verdict, judge
+from m3.cognition.contradictions import Verdict, judge, restates
 from m3.cognition.passes import PassContext, PassStep
 from m3.cognition.reflector_judge import ask_model
 from m3.protocols.messages.conflicts import FoundConflict, RecordContradictions
@@ -49,6 +52,7 @@ ACTOR = "m3:reflector"
 #: The defaults of the pass's settings (``loop.reflect.*``), used when the loop gives none.
 DEFAULTS: Mapping[str, Any] = {
     "min_similarity": 0.5,
+    "duplicate_similarity": 0.8,
     "max_neighbours": 5,
     "exempt_types": ("conversation", FILE_CHUNK, "event", "observation"),
     "vector_wait_s": 600.0,
@@ -88,7 +92,7 @@ class ReflectPass:
         if last == after:
             return PassStep(seen=0, more=False)
         candidates = self._candidates(conn, model, ready, settings)
-        found, calls = self._judged(candidates, ctx)
+        found, calls = self._judged(candidates, ctx, float(settings["duplicate_similarity"]))
         request = RecordContradictions(conflicts=tuple(found), pass_name=self.name, watermark={"seq": last},
                                        actor=ACTOR)
         return PassStep(seen=sum(1 for row in fresh[:ctx.budget] if row["seq"] <= last), writes=(request,),
@@ -152,9 +156,11 @@ class ReflectPass:
 
     # -- judging ---------------------------------------------------------------------------------
 
-    def _judged(self, candidates: list[_Candidate], ctx: PassContext) -> tuple[list[FoundConflict], int]:
-        """The candidates judged a contradiction (by the model while calls last, else by the rule), and the
-        model calls made. The most similar pairs get the model first."""
+    def _judged(self, candidates: list[_Candidate], ctx: PassContext,
+                duplicate_floor: float) -> tuple[list[FoundConflict], int]:
+        """The candidates judged a contradiction (by the model while calls last, else by the rule) or, when
+        not, a duplicate (above ``duplicate_floor``, by :func:`restates`), and the model calls made. The most
+        similar pairs get the model first."""
         calls, found = 0, []
         for cand in sorted(candidates, key=lambda c: -c.similarity):
             older, newer = _text(cand.older), _text(cand.newer)
@@ -164,9 +170,11 @@ class ReflectPass:
                 calls += 1
                 verdict = ask_model(ctx.llm, older, newer, rule)
             verdict = verdict or rule
+            if not verdict.conflict and cand.similarity > duplicate_floor:
+                verdict = restates(older, newer)
             if verdict.conflict:
                 found.append(FoundConflict(older=cand.older["id"], newer=cand.newer["id"], reason=verdict.reason,
-                                           similarity=cand.similarity,
+                                           similarity=cand.similarity, kind=verdict.kind,
                                            details={"by": verdict.by, "differences": verdict.differences}))
         return found, calls
 

@@ -81,7 +81,7 @@ def lower_words(*texts: str) -> set[str]:
     capitalised one of these is no name ("Customer" opening a note that says "customer" elsewhere)."""
     lower = {word for text in texts for word in _LOWER_WORDS.findall(text)}
     inside = {m.group(0).casefold() for text in texts for m in _CAPITALISED.finditer(text)
-              if not _opens_sentence(text, m.start())}
+              if not opens_sentence(text, m.start())}
     return lower - inside
 
 
@@ -147,7 +147,9 @@ def _number(raw: str) -> str:
     return f"{sign}{whole}.{fraction}" if fraction else f"{sign}{whole}"
 
 
-def _opens_sentence(text: str, start: int) -> bool:
+def opens_sentence(text: str, start: int) -> bool:
+    """Whether the word at ``start`` opens a sentence (only spaces and tabs after a sentence mark, or nothing,
+    before it)."""
     i = start - 1
     while i >= 0 and text[i] in " \t":
         i -= 1
@@ -158,7 +160,7 @@ def _is_name(text: str, match: re.Match[str], lowered: set[str] | frozenset[str]
     folded = match.group(0).casefold()
     if folded in ("i", "i'm", "i've", "i'd", "i'll"):
         return False
-    if not _opens_sentence(text, match.start()):
+    if not opens_sentence(text, match.start()):
         return True
     # A sentence opener: capitalised by grammar, a name only when nothing says it is an ordinary word.
     return folded not in COMMON_OPENERS and folded not in lowered

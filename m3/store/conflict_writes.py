@@ -3,8 +3,8 @@
 Recording a pair adds a ``conflict_detected`` history event to both
 memories, so ``memory_history`` says why two look-alike memories both stay
 current. A pair is recorded once whatever its kind: a pair flagged as a
-``near_duplicate`` is never also a ``contradiction`` (nor the other way
-round), open or resolved. Resolving is ``keep_both`` (nothing retired),
+``near_duplicate`` is never also a ``contradiction`` or a ``duplicate``
+(nor any other way round), open or resolved. Resolving is ``keep_both`` (nothing retired),
 ``keep_a`` or ``keep_b`` (the other memory is closed in favour of the kept
 one exactly as an explicit supersession, linked by ``supersedes``), or
 ``merge``: a new memory with the given content (the newer side's type,
@@ -57,16 +57,17 @@ def record_conflict(conn: Connection, older: RowMapping, newer: RowMapping, *, k
 
 
 def record_contradictions(conn: Connection, msg: RecordContradictions, now: datetime) -> int:
-    """Record the Reflector's pairs that still exist and are both current (not retired, not archived) and not
-    recorded yet, then move its watermark -- one transaction, so a crash loses neither half; how many were
-    recorded. Never refused: a pair that is gone is skipped, so the watermark always moves."""
+    """Record the Reflector's pairs (each as its ``kind``: contradiction or duplicate) that still exist and are
+    both current (not retired, not archived) and not recorded yet, then move its watermark -- one transaction,
+    so a crash loses neither half; how many were recorded. Never refused: a pair that is gone is skipped, so
+    the watermark always moves."""
     recorded = 0
     for found in msg.conflicts:
         pair = conn.execute(select(m).where(m.c.id.in_((found.older, found.newer)))).mappings().all()
         if len(pair) != 2 or any(row["retired_at"] is not None or row["archived_at"] is not None for row in pair):
             continue  # erased, retired or archived since the pass read it: no longer a pair of current memories
         older, newer = sorted(pair, key=lambda row: row["id"] != found.older)
-        if record_conflict(conn, older, newer, kind="contradiction", reason=found.reason, details=found.details,
+        if record_conflict(conn, older, newer, kind=found.kind, reason=found.reason, details=found.details,
                            similarity=found.similarity, now=now, actor=msg.actor) is not None:
             recorded += 1
     loop_state.set_watermark(conn, msg.pass_name, msg.watermark, now)

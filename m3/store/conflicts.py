@@ -18,7 +18,7 @@ from m3.store.filters import private_rows_clause
 from m3.store.memories import without_seq
 from m3.store.schema import conflicts as c
 
-KINDS = ("near_duplicate", "contradiction")
+KINDS = ("near_duplicate", "contradiction", "duplicate")
 #: The fields of ListConflicts that match one column each when set (``status`` too, unless ``all``).
 _FIELDS = ("kind", "agent_id", "user_id")
 

@@ -26,6 +26,7 @@ from benchmarks import (
     perf_vector_store,
     perf_write,
     pg_nearest_ab,
+    write_cpu,
 )
 from benchmarks.cache import CachingEmbedder
 from benchmarks.data import Haystack, default_data_dir, load_locomo, load_longmemeval
@@ -112,6 +113,20 @@ def test_perf_write_measures_each_level_on_either_store(tmp_path: Path, data: Pa
                                "--cache", str(tmp_path / "c.sqlite"), "--out", str(tmp_path)])
     assert summary["store"] == store
     assert [row["writes"] for row in summary["levels"]] == [12, 12]
+
+
+def test_perf_write_compares_a_baseline_checkout_with_this_one_level_by_level(tmp_path: Path, data: Path) -> None:
+    root = Path(perf_write.__file__).resolve().parent.parent  # this checkout as its own baseline
+    summary = perf_write.main(["--data", str(data), "--writes", "8", "--writers", "1", "--baseline", str(root),
+                               "--cache", str(tmp_path / "c.sqlite"), "--out", str(tmp_path)])
+    assert [(row["version"], row["writes"]) for row in summary["levels"]] == [("before", 8), ("after", 8)]
+    assert summary["levels"][0]["throughput_x"] == 1.0
+
+
+def test_write_cpu_reports_the_cpu_of_the_caller_and_of_the_writer_per_write(tmp_path: Path, data: Path) -> None:
+    [row] = write_cpu.main(["--data", str(data), "--writes", "6", "--cache", str(tmp_path / "c.sqlite")])
+    assert row["writes"] == 6
+    assert row["caller_cpu_p50_ms"] > 0 and row["writer_cpu_p50_ms"] > 0
 
 
 @pytest.mark.parametrize("store", ["sqlite", "postgres"])

@@ -84,16 +84,53 @@ def test_a_changed_value_is_recorded_as_a_contradiction_with_both_ids_and_the_re
         assert loop_state.watermark(conn, "reflect") == {"seq": 2}
 
 
-def test_distinct_templated_facts_and_restatements_are_not_recorded(alone: ActorSystem, store_url: str) -> None:
+def test_distinct_templated_facts_are_not_recorded_and_a_restatement_only_as_a_duplicate(
+        alone: ActorSystem, store_url: str) -> None:
     write(alone, "Customer 4411 ordered 3 laptops on 2026-11-02.")
     write(alone, "On 2026-11-02, customer 4412 placed an order for 3 laptops.")
     write(alone, "Ticket OPS-120 was assigned to Alice with priority 2.")
     write(alone, "Bruno now owns ticket OPS-123, priority 2.")
-    write(alone, "The deploy runs every night at 02:00.")
-    write(alone, "Remember that the nightly deploy job starts at 02:00.")
+    said = write(alone, "The deploy runs every night at 02:00.")
+    again = write(alone, "Remember that the nightly deploy job starts at 02:00.")
     step, produced = tick(alone, store_url)
-    assert (step.seen, produced) == (6, 0)
+    assert (step.seen, produced) == (6, 1)
+    assert [(row["memory_a"], row["memory_b"], row["kind"]) for row in conflicts(store_url)] == [
+        (said, again, "duplicate")]
+
+
+def test_the_same_fact_reworded_with_every_anchor_kept_is_recorded_as_a_duplicate_and_retires_nothing(
+        alone: ActorSystem, store_url: str) -> None:
+    old = write(alone, "Sensor S-120 in Berlin read 1200.00 kPa on 2026-09-01.")
+    new = write(alone, "On 2026-09-01 the pressure at sensor S-120 (Berlin) was 1200.00 kPa.")
+    step, produced = tick(alone, store_url)
+    assert (step.seen, produced) == (2, 1)
+    [found] = conflicts(store_url)
+    assert (found["memory_a"], found["memory_b"], found["kind"], found["status"]) == (old, new, "duplicate", "open")
+    assert found["reason"] == ("duplicate: the same id=s-120, name=berlin, number=1200, occasion=2026-09-01 "
+                               "in other words")
+    assert 0.8 < found["similarity"] < 0.92
+    m = schema.memories
+    with fresh(store_url) as conn:
+        assert conn.execute(select(m.c.id).where(m.c.retired_at.is_not(None))).all() == []
+
+
+def test_a_reworded_pair_below_the_duplicate_floor_is_not_recorded(alone: ActorSystem, store_url: str) -> None:
+    write(alone, "Sensor S-120 in Berlin read 1200.00 kPa on 2026-09-01.")
+    write(alone, "On 2026-09-01 the pressure at sensor S-120 (Berlin) was 1200.00 kPa.")
+    step, produced = tick(alone, store_url, duplicate_similarity=0.95)
+    assert (step.seen, produced) == (2, 0)
     assert conflicts(store_url) == []
+
+
+def test_a_first_person_note_whose_name_changed_is_recorded_as_a_contradiction(
+        alone: ActorSystem, store_url: str) -> None:
+    old = write(alone, "I was thinking about my recent family trip to Hawaii and the snorkeling.")
+    new = write(alone, "I was thinking about my recent family trip to Paris and the snorkeling.")
+    assert tick(alone, store_url)[1] == 1
+    [found] = conflicts(store_url)
+    assert (found["memory_a"], found["memory_b"], found["kind"]) == (old, new, "contradiction")
+    assert (found["reason"], found["details"]["differences"]) == ("name: hawaii vs paris",
+                                                                  {"name": [["hawaii"], ["paris"]]})
 
 
 def test_a_second_tick_records_nothing_new_and_a_rerun_from_scratch_repeats_no_pair(

@@ -35,13 +35,14 @@ class ResolveConflict(Change, Request["conflicts.ConflictRecord"]):
 
 
 class FoundConflict(Message):
-    """One contradiction candidate the Reflector found: ``older`` is recorded as memory_a."""
+    """One pair the Reflector found, a ``contradiction`` or a ``duplicate``: ``older`` is recorded as memory_a."""
 
     older: str
     newer: str
     reason: str
     similarity: float
     details: dict[str, Any] = Field(default_factory=dict)
+    kind: str = "contradiction"
 
 
 class RecordContradictions(Request[int]):

@@ -5,8 +5,10 @@ A conflict is a pair of current memories that look alike but disagree:
 they differ on an anchor (a number, date, amount, identifier or name), so
 similarity supersession kept both; ``contradiction`` when the Reflector
 (the cognitive loop's ``reflect`` pass) found two similar memories of one
-owner that disagree on a negation, a number, a date, an amount or the value
-of one attribute (docs/cognitive-loop.md, "Reflector").
+owner that disagree on a negation, a number, a date, an amount, the value
+of one attribute or a name in a first-person note; ``duplicate`` when the
+Reflector found two memories of one owner that say the same fact in other
+words, every anchor agreeing (docs/cognitive-loop.md, "Reflector").
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from m3.protocols.base import ToolArgs, ToolResult, ToolSpec
 from m3.protocols.messages.conflicts import ListConflicts, ResolveConflict
 from m3.protocols.tools.fields import Content, Identifier, MemoryId, Timestamp
 
-ConflictKind = Literal["near_duplicate", "contradiction"]
+ConflictKind = Literal["near_duplicate", "contradiction", "duplicate"]
 Resolution = Literal["keep_both", "keep_a", "keep_b", "merge"]
 
 
@@ -60,11 +62,12 @@ CONFLICTS_LIST = ToolSpec(
     name="conflicts_list", domain="conflicts", args=ConflictsListArgs, result=ConflictsListResult, read_only=True,
     message=ListConflicts, actor="directory",
     description=(
-        "List pairs of memories that look alike but disagree, so neither replaced the other: near_duplicate (a "
-        "number, date, amount, identifier or name differs, e.g. two customers' orders) or contradiction (found "
-        "by the background Reflector: one says what the other denies, or a number, date, amount or attribute "
-        "value changed, e.g. 'I have 2 cats' / 'I have 3 cats'). Each names both memories, what differs and how "
-        "similar they are; settle one with conflicts_resolve."
+        "List pairs of memories that look alike but neither replaced the other: near_duplicate (a number, date, "
+        "amount, identifier or name differs, e.g. two customers' orders), contradiction (found by the background "
+        "Reflector: one says what the other denies, or a number, date, amount, attribute value or a name in a "
+        "first-person note changed, e.g. 'I have 2 cats' / 'I have 3 cats') or duplicate (found by the "
+        "Reflector: the same fact in other words, every number, date, identifier and name the same). Each names "
+        "both memories, what differs and how similar they are; settle one with conflicts_resolve."
     ),
 )
 
