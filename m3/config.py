@@ -65,6 +65,12 @@ SETTINGS: tuple[Setting, ...] = (
             "onnxruntime intra-op threads; 0 means one less than the CPUs (at least 1), leaving a core for "
             "writes and searches."),
     Setting("embed.max_batch", int, 32, "Most texts embedded in one model call."),
+    Setting("embed.settle_ms", int, 100,
+            "Writes first: new memories are embedded once no new memory has arrived for this long (the cores "
+            "go to the writes callers wait for during a burst, and the model gets fuller batches)."),
+    Setting("embed.max_delay_ms", int, 5000,
+            "The longest a new memory waits for the settle window before it is embedded anyway (the bound on "
+            "how far vectors trail a sustained write load)."),
     Setting("embed.nice", int, 10,
             "How many nice steps less urgent the thread computing deferred embeddings runs (Linux, capped at 19), "
             "so that writes and searches go first on busy cores; 0 leaves its priority."),

@@ -12,13 +12,14 @@ do not pass through here: the Searcher calls the (thread-safe) model itself. doc
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from m3.actors.base import Envelope
+from m3.actors.base import EarliestTimer, Envelope
 from m3.actors.reader import ConnectionOwner
 from m3.actors.supervisor import ActorHandle
 from m3.embed.base import Embedder, lower_thread_priority
@@ -47,6 +48,10 @@ class Backfill(Message):
     """Queue the next page of memories without a vector of the configured model."""
 
 
+class Settled(Message):
+    """The settle window (``embed.settle_ms``/``embed.max_delay_ms``) may have ended: look again."""
+
+
 class TakeBackground(Message):
     """From now on this process runs the store's backlog (it took the background lease of a shared store)."""
 
@@ -54,7 +59,7 @@ class TakeBackground(Message):
 class EmbedderActor(ConnectionOwner):
     def __init__(self, options: StoreOptions, *, embedder: Embedder, writer: ActorHandle, max_batch: int,
                  backend_name: str, resolve: Resolver, ask_timeout: float, background: bool, nice: int = 0,
-                 **base: Any):
+                 settle_ms: int = 0, max_delay_ms: int = 0, **base: Any):
         super().__init__(options, **base)
         self._embedder = embedder
         self._resolve = resolve
@@ -79,6 +84,13 @@ class EmbedderActor(ConnectionOwner):
         self._chat_seq = 0
         self._chat_paging = True
         self._nice_by = nice
+        # Writes first: a batch starts only once no new memory arrived for settle_s, or once the oldest new
+        # memory has waited max_delay_s (under a sustained load vectors still follow within that bound).
+        self._settle_s = max(0, settle_ms) / 1000
+        self._max_delay_s = max(0, max_delay_ms) / 1000
+        self._last_arrival: float | None = None  # monotonic time of the last MemoriesWritten/ChatWritten
+        self._oldest_fresh: float | None = None  # when the queue of new memories last went from empty to not
+        self._settle_timer = EarliestTimer()
         #: This actor's thread's nice value once lowered (None: left as it was).
         self.nice: int | None = None
         self.last_error: str | None = None
@@ -99,7 +111,7 @@ class EmbedderActor(ConnectionOwner):
     def handlers(self) -> dict[type[Message], Callable[[Any], Any]]:
         return {MemoriesWritten: self._enqueue, Backfill: self._backfill, Flush: self._flush,
                 Drain: self._drain, EmbedderInfo: self._info, TakeBackground: self._take_background,
-                ChatWritten: self._enqueue_chat}
+                ChatWritten: self._enqueue_chat, Settled: self._settled}
 
     def _take_background(self, _msg: TakeBackground) -> bool:
         if not self._background:
@@ -111,10 +123,13 @@ class EmbedderActor(ConnectionOwner):
     def receive(self, env: Envelope) -> None:
         super().receive(env)
         # Embed once the mailbox is drained (or a batch of new memories is full), so bursts share model
-        # calls; between batches, messages that arrived (new memories, questions) are handled first.
-        while (self._fresh and len(self._fresh) >= self._max_batch) or (self._pending() and self.inbox_empty()):
+        # calls; between batches, messages that arrived (new memories, questions) are handled first. While
+        # writes keep arriving, wait for them to settle (bounded by max_delay_s): the cores go to the writes
+        # someone waits for, and the model gets fuller batches.
+        while self._may_embed() and ((self._fresh and len(self._fresh) >= self._max_batch)
+                                     or (self._pending() and self.inbox_empty())):
             self._embed_next_batch()
-        while self._chat_ready() and self.inbox_empty():
+        while self._may_embed() and self._chat_ready() and self.inbox_empty():
             self._embed_chat_batch()
         if not self._backlog and self._paging and not self._fresh:
             # The next page (or the switch of model once none is left) must follow even when other messages
@@ -128,15 +143,43 @@ class EmbedderActor(ConnectionOwner):
     def _pending(self) -> bool:
         return bool(self._fresh or self._backlog)
 
+    def _may_embed(self) -> bool:
+        """Whether a batch may start now; if not, the settle timer is armed for when it may."""
+        if self._last_arrival is None or self._settle_s <= 0:
+            return True
+        now = time.monotonic()
+        due = self._last_arrival + self._settle_s
+        if self._oldest_fresh is not None:
+            due = min(due, self._oldest_fresh + self._max_delay_s)
+        if now >= due:
+            return True
+        if self._pending() or self._chat:
+            self._settle_timer.arm(due, due - now, lambda: self.tell_self(Settled()))
+        return False
+
+    def release(self) -> None:
+        self._settle_timer.cancel()
+        super().release()
+
+    def _settled(self, _msg: Settled) -> None:
+        self._settle_timer.cancel()  # note that it fired; receive() then embeds if the window is over
+
+    def _arrived(self) -> None:
+        self._last_arrival = time.monotonic()
+        if self._oldest_fresh is None and self._fresh:
+            self._oldest_fresh = self._last_arrival
+
     def _enqueue(self, msg: MemoriesWritten) -> None:
         for memory_id, text in zip(msg.ids, msg.texts, strict=True):
             self._fresh[memory_id] = (text, True)
             self._backlog.pop(memory_id, None)
+        self._arrived()
 
     # -- chat rows ------------------------------------------------------------------------------
 
     def _enqueue_chat(self, msg: ChatWritten) -> None:
         self._chat.update(dict.fromkeys(msg.ids))
+        self._arrived()
 
     def _chat_ready(self) -> bool:
         """Whether chat rows wait and no memory does; loads the next backlog page when the queue is empty."""
@@ -294,6 +337,8 @@ class EmbedderActor(ConnectionOwner):
         queue = self._fresh if fresh else self._backlog
         ids = list(queue)[: self._max_batch]
         queued = [queue.pop(i) for i in ids]
+        if not self._fresh:
+            self._oldest_fresh = None
         texts = [text for text, _ in queued]
         supersede = [flag for _, flag in queued]
         try:

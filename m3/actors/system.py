@@ -108,7 +108,8 @@ class ActorSystem:
         self.embedder = ActorHandle("embedder", EmbedderActor, self.options, embedder=self.embedder_backend,
                                     resolve=self.resolve, writer=self.vector_writer, ask_timeout=self.ask_timeout,
                                     background=background, max_batch=config["embed.max_batch"],
-                                    backend_name=config["embed.backend"], nice=config["embed.nice"])
+                                    backend_name=config["embed.backend"], nice=config["embed.nice"],
+                                    settle_ms=config["embed.settle_ms"], max_delay_ms=config["embed.max_delay_ms"])
         self.directory = ActorHandle("directory", Directory, self.options, liveness=Liveness(
             active_s=config["agents.active_window_s"], offline_s=config["agents.offline_after_s"]))
         self.tasks = ActorHandle("tasks", TaskManager, self.options, writer=self.writer)
