@@ -14,6 +14,7 @@ each store.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,11 +22,14 @@ from typing import Any
 
 import pytest
 
+from m3 import __version__
 from m3.actors.system import ActorSystem
 from m3.config import Config, load_config
 from m3.embed.minilm import MiniLMEmbedder
+from m3.gateway.engine import manifest
 from m3.gateway.registry import default_registry
 from m3.gateway.service import Service
+from m3.store.engine import StoreOptions, migrate_store
 from tests.engines import stop_engines
 from tests.pg import TestCluster
 
@@ -44,14 +48,33 @@ def embedder() -> MiniLMEmbedder:
     return model
 
 
+@pytest.fixture(scope="session")
+def tool_manifest() -> bytes:
+    """The tool manifest of this m3, built once per test process (m3.gateway.engine.manifest)."""
+    return json.dumps(manifest.build(default_registry()), ensure_ascii=False).encode("utf-8")
+
+
+def fresh_files(request: pytest.FixtureRequest) -> bool:
+    """Whether the test watches m3 create its own files (marker ``fresh_files``): then nothing is prepared."""
+    return request.node.get_closest_marker("fresh_files") is not None
+
+
 @pytest.fixture
-def m3_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A fresh M3_HOME; every other M3_* variable is cleared so the host cannot leak in."""
+def m3_home(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A fresh M3_HOME; every other M3_* variable is cleared so the host cannot leak in.
+
+    Its run directory holds the tool manifest already, as after any earlier command: without it every test's
+    first command would build it from the registry (seconds of CPU, a thousand times over a run).
+    """
     for name in list(os.environ):
         if name.startswith("M3_") and name not in KEPT_ENV:
             monkeypatch.delenv(name)
     home = tmp_path / "m3home"
     monkeypatch.setenv("M3_HOME", str(home))
+    if not fresh_files(request):
+        (home / "run").mkdir(mode=0o700, parents=True)
+        os.chmod(home, 0o700)
+        _write_private(home / "run" / f"tools-{__version__}.json", request.getfixturevalue("tool_manifest"))
     yield home
     stop_engines(home / "run")  # the engines front-ends started on this home (CLI calls start one per store)
 
@@ -73,9 +96,31 @@ def store_kind(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite store migrated once per test process; a migrated ``store_url`` is a copy of it.
+
+    Migrating a new file costs ~0.1-0.3 s, paid by a thousand tests; the copy, a few milliseconds. Like the
+    PostgreSQL template database, it is checkpointed and closed before it is copied (no WAL beside it).
+    """
+    path = tmp_path_factory.mktemp("sqlite-template") / "m3.db"
+    migrate_store(StoreOptions(url=f"sqlite:///{path}"))
+    return path
+
+
+def _write_private(target: Path, data: bytes) -> None:
+    """Write a new file ``target`` created owner-only (0600), as m3 creates its own files."""
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
+
+
 def _new_store(request: pytest.FixtureRequest, kind: str, tmp_path: Path, *, migrated: bool) -> Iterator[str]:
     if kind == "sqlite":
-        yield f"sqlite:///{tmp_path / 'm3.db'}"
+        path = tmp_path / "m3.db"
+        if migrated and not fresh_files(request):
+            _write_private(path, request.getfixturevalue("sqlite_template").read_bytes())
+        yield f"sqlite:///{path}"
         return
     cluster: TestCluster = request.getfixturevalue("pg_cluster")
     url = cluster.new_database(migrated=migrated)
@@ -162,7 +207,9 @@ def config(env: dict[str, str]) -> Config:
 def system(config: Config, embedder: MiniLMEmbedder) -> Iterator[ActorSystem]:
     started = ActorSystem(config, embedder).start()
     yield started
-    started.stop()
+    # Without the drain: vectors still owed are derived data that the next start computes (the drain on stop
+    # has tests of its own); a test that wrote in bulk must not wait for its backlog at teardown.
+    started.stop(drain_embeddings=False)
 
 
 @pytest.fixture

@@ -125,9 +125,12 @@ class EmbedderActor(ConnectionOwner):
         # Embed once the mailbox is drained (or a batch of new memories is full), so bursts share model
         # calls; between batches, messages that arrived (new memories, questions) are handled first. While
         # writes keep arriving, wait for them to settle (bounded by max_delay_s): the cores go to the writes
-        # someone waits for, and the model gets fuller batches.
-        while self._may_embed() and ((self._fresh and len(self._fresh) >= self._max_batch)
-                                     or (self._pending() and self.inbox_empty())):
+        # someone waits for, and the model gets fuller batches. A full batch runs even with messages waiting
+        # (a burst of writes must not starve embedding), but only one per message handled: a stop or a
+        # question queued behind a large backlog is answered after one batch, not after the whole backlog.
+        if self._may_embed() and self._fresh and len(self._fresh) >= self._max_batch:
+            self._embed_next_batch()
+        while self._may_embed() and self._pending() and self.inbox_empty():
             self._embed_next_batch()
         while self._may_embed() and self._chat_ready() and self.inbox_empty():
             self._embed_chat_batch()

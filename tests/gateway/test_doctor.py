@@ -24,7 +24,7 @@ def on_store(monkeypatch: pytest.MonkeyPatch, store_url: str) -> str:
 
 
 def write_config(home: Path, text: str) -> None:
-    home.mkdir(mode=0o700)
+    home.mkdir(mode=0o700, exist_ok=True)
     (home / "config").mkdir(mode=0o700)
     (home / "config" / "m3_config.toml").write_text(text)
 

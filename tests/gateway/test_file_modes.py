@@ -8,6 +8,8 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
+import pytest
+
 from tests.gateway.outcomes import Run
 
 
@@ -23,6 +25,7 @@ def sqlite_files(store_url: str) -> list[Path]:
     return [p for p in (db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")) if p.exists()]
 
 
+@pytest.mark.fresh_files
 def test_a_new_home_its_folders_the_database_and_the_log_are_the_owners_only(
         m3: Run, m3_home: Path, store_url: str) -> None:
     m3("memory", "write", "--content", "A private memory.").document()
@@ -34,6 +37,7 @@ def test_a_new_home_its_folders_the_database_and_the_log_are_the_owners_only(
     assert len(files) >= (1 if store_url.startswith("sqlite") else 0)
 
 
+@pytest.mark.fresh_files
 def test_an_existing_store_open_to_others_is_tightened_on_open_with_a_log_line(
         m3: Run, m3_home: Path, store_url: str) -> None:
     m3("memory", "write", "--content", "A private memory.").document()
@@ -55,6 +59,7 @@ def test_an_existing_store_open_to_others_is_tightened_on_open_with_a_log_line(
         assert "m3.db was open to other users (mode 644); tightened to 600" in log
 
 
+@pytest.mark.fresh_files
 def test_a_home_first_made_by_config_set_is_the_owners_only(m3: Run, m3_home: Path) -> None:
     m3("config", "set", "search.k", "5").document()
     assert (mode(m3_home), mode(m3_home / "config")) == (0o700, 0o700)

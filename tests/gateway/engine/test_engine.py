@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from m3.config import load_config
 from m3.gateway.engine import client
 from m3.gateway.engine.paths import engine_paths, wait_lock
@@ -43,10 +45,16 @@ raise SystemExit(main())
 """
 
 
+PLUMBING = pytest.mark.store_only("sqlite", reason="engine process plumbing: the store only changes the URL the "
+                                 "engine opens (the kill -9 test keeps its write on both stores)")
+
+
 def engine_of(env: dict[str, str]) -> dict[str, Any] | None:
     return client.status(engine_paths(load_config(env)).sock)
 
 
+@PLUMBING
+@pytest.mark.fresh_files
 def test_the_socket_is_owner_only_in_an_owner_only_folder(m3: Run, env: dict[str, str]) -> None:
     started = m3("engine", "start")
     assert started.status == 0, started.err
@@ -64,6 +72,7 @@ def test_the_socket_is_owner_only_in_an_owner_only_folder(m3: Run, env: dict[str
     assert m3("engine", "status").document()["running"] is False
 
 
+@PLUMBING
 def test_front_ends_starting_at_once_make_one_engine(child_env: dict[str, str], env: dict[str, str]) -> None:
     argv = [["memory", "write", "--content", f"race write number {i}"] for i in range(4)]
     outcomes = race(RACE_SCRIPT, argv, child_env, timeout=120)
@@ -106,6 +115,7 @@ def _start_old_engine(child_env: dict[str, str], tmp_path: Path) -> subprocess.P
     return child
 
 
+@PLUMBING
 def test_an_idle_engine_of_another_version_is_replaced(m3: Run, child_env: dict[str, str], env: dict[str, str],
                                                        tmp_path: Path) -> None:
     old = _start_old_engine(child_env, tmp_path)
@@ -122,6 +132,7 @@ def test_an_idle_engine_of_another_version_is_replaced(m3: Run, child_env: dict[
             old.wait()
 
 
+@PLUMBING
 def test_a_busy_engine_of_another_version_is_refused_with_a_coded_error(m3: Run, child_env: dict[str, str],
                                                                         env: dict[str, str], tmp_path: Path) -> None:
     old = _start_old_engine(child_env, tmp_path)
@@ -131,7 +142,7 @@ def test_a_busy_engine_of_another_version_is_refused_with_a_coded_error(m3: Run,
         assert client.call_tool(sock, "agent_register", {}, old_headers)[0] == 200
         def wait() -> None:
             with contextlib.suppress(client.EngineLost):  # the old engine stops at the end of the test
-                client.call_tool(sock, "notifications_wait", {"timeout": 15}, old_headers)
+                client.call_tool(sock, "notifications_wait", {"timeout": 120}, old_headers)
 
         waiting = threading.Thread(target=wait, daemon=True)
         waiting.start()
@@ -160,6 +171,7 @@ def test_a_wait_in_one_front_end_wakes_within_a_bound_of_a_notify_from_another(m
     assert delay < 1.0  # far inside the 20 s timeout: woken, not timed out
 
 
+@PLUMBING
 def test_the_engine_serves_its_own_model_as_the_embed_server_s_routes(m3: Run, env: dict[str, str],
                                                                         embedder: Any) -> None:
     assert m3("engine", "start").status == 0
@@ -177,6 +189,7 @@ def test_the_engine_serves_its_own_model_as_the_embed_server_s_routes(m3: Run, e
     assert body["model"] == model
 
 
+@PLUMBING
 def test_status_with_stats_reports_each_actor_and_an_idle_engine_exits_by_itself(
         m3: Run, child_env: dict[str, str], env: dict[str, str]) -> None:
     child_env["M3_ENGINE_IDLE_EXIT_S"] = "3"
