@@ -14,7 +14,7 @@ from typing import Any, Protocol
 import trio
 
 from m3.config import Config
-from m3.errors import M3Error
+from m3.errors import M3Error, all_error_classes
 from m3.gateway.service import CallContext, Service
 
 
@@ -25,6 +25,12 @@ class CallFailed(Exception):
         super().__init__(error.get("message", "the call failed"))
         self.error = error
         self.status = status
+
+    def as_error(self) -> M3Error:
+        """The m3 error of the same code (a plain M3Error when the code is not one of this version's)."""
+        classes = {cls.code: cls for cls in all_error_classes()}
+        cls = classes.get(str(self.error.get("code")), M3Error)
+        return cls(str(self.error.get("message")), hint=self.error.get("hint"), details=self.error.get("details"))
 
 
 class Caller(Protocol):
