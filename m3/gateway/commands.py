@@ -248,10 +248,12 @@ ADMIN_COMMANDS += (
                  (arg("--stats", action="store_true", help="Also each actor's statistics."),)),
     AdminCommand("web", "dashboard", "Serve the dashboard (memories, search, agents, tasks, graph, conflicts, audit "
                  "and GDPR, health) on 127.0.0.1:8088, every action a tool call as agent dashboard.agent; prints "
-                 "{url, agent, pid} once listening (docs/dashboard.md).", _lazy("m3.gateway.dashboard.serve", "dashboard"),
+                 "{url, agent, pid} once listening (docs/dashboard.md).",
+                 _lazy("m3.gateway.dashboard.serve", "dashboard"),
                  (arg("--host", default=None, help="Address (default dashboard.host, 127.0.0.1); off loopback the "
                       "dashboard token is required."),
-                  arg("--port", default=None, type=int, help="Port (default dashboard.port, 8088; 0 picks a free one)."),
+                  arg("--port", default=None, type=int,
+                      help="Port (default dashboard.port, 8088; 0 picks a free one)."),
                   arg("--agent", default=None, help="Act as this agent (default dashboard.agent)."),
                   arg("--open", action="store_true", help="Open it in the web browser.")),
                  alias="dashboard"),

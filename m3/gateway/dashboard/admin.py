@@ -40,7 +40,7 @@ async def audit(view: View) -> Response:
 
 
 def _subject(form: dict[str, str]) -> dict[str, str]:
-    kind = form.get("kind") if form.get("kind") in ("agent_id", "user_id") else "user_id"
+    kind = "agent_id" if form.get("kind") == "agent_id" else "user_id"
     return {kind: form.get("subject", "")}
 
 

@@ -44,7 +44,8 @@ async def browse(view: View) -> Response:
     scopes = ("agent", "user", "org")
     retired = ' checked' if args["include_retired"] else ""
     filters = (f'<form method="get" action="/" class="filters box">'
-               f'type {html.select("type", MEMORY_TYPES, args["type"])} scope {html.select("scope", scopes, args["scope"])}'
+               f'type {html.select("type", MEMORY_TYPES, args["type"])} '
+               f'scope {html.select("scope", scopes, args["scope"])}'
                f'{html.text_input("agent_id", args["agent_id"], "agent")}'
                f'{html.text_input("user_id", args["user_id"], "user")}'
                f'{html.text_input("conversation_id", args["conversation_id"], "conversation")}'
@@ -57,7 +58,8 @@ async def browse(view: View) -> Response:
 
 
 def _history_rows(history: dict[str, Any]) -> list[list[str]]:
-    return [[e(ev["at"]), e(ev["event"]), e(ev["actor"]), html.link(f"/memory/{ev['memory_id']}", short(ev["memory_id"])),
+    return [[e(ev["at"]), e(ev["event"]), e(ev["actor"]),
+             html.link(f"/memory/{ev['memory_id']}", short(ev["memory_id"])),
              html.pretty(ev.get("details") or {})] for ev in history.get("events", [])]
 
 

@@ -119,7 +119,8 @@ async def conflicts(view: View) -> Response:
             m = await view.call("memory_get", {"id": c[key]})
             text = e(m["content"]) if m else "(not visible)"
             sides.append(f'<td>{html.link(f"/memory/{c[key]}", key + " " + short(c[key]))}<pre>{text}</pre></td>')
-        parts.append(f'<div class="box"><b>{e(c["kind"])}</b> {e(c.get("reason"))} · similarity {e(c.get("similarity"))}'
+        parts.append(f'<div class="box"><b>{e(c["kind"])}</b> {e(c.get("reason"))} '
+                     f'· similarity {e(c.get("similarity"))}'
                      f' · {e(c["status"])} {e(c.get("resolution") or "")}<table><tr>{"".join(sides)}</tr></table>')
         if c["status"] == "open":
             target = f"/conflicts/{c['id']}/resolve"

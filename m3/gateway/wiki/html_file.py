@@ -75,7 +75,7 @@ def to_html(markdown: str) -> str:
 
 def single_file(pages: dict[str, str]) -> str:
     """The whole wiki as one document; the index section comes last so that ``:target`` sections hide it."""
-    order = sorted(p for p in pages if p != "index") + ["index"]
+    order = [*sorted(p for p in pages if p != "index"), "index"]
     sections = "\n".join(f'<section id="{anchor(p)}">{to_html(pages[p])}</section>' for p in order)
     return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>m3 memory wiki</title>'
             f'<style>{STYLE}</style></head><body><nav><a href="#{anchor("index")}">Index</a></nav>'

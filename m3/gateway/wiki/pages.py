@@ -64,7 +64,8 @@ def build(wiki: Wiki, link: LinkStyle, *, fence: bool = False) -> dict[str, str]
         if tags:
             lines.append("| tags | " + ", ".join(link(path, f"tags/{slug(t)}", t) for t in tags) + " |")
         if m.get("conversation_id"):
-            lines.append(f"| conversation | {link(path, 'conversations/' + slug(m['conversation_id']), m['conversation_id'])} |")
+            target = "conversations/" + slug(m["conversation_id"])
+            lines.append(f"| conversation | {link(path, target, m['conversation_id'])} |")
         linked = wiki.links.get(m["id"], [])
         if linked:
             lines += ["", "## Links", ""]
@@ -72,7 +73,8 @@ def build(wiki: Wiki, link: LinkStyle, *, fence: bool = False) -> dict[str, str]
                       for other, kind, out in linked]
         if m["id"] in naming:
             lines += ["", "## Entities", ""]
-            lines += [f"- {link(path, entity_path(wiki.entities[x]), wiki.entities[x]['name'])}" for x in naming[m["id"]]]
+            named = [wiki.entities[x] for x in naming[m["id"]]]
+            lines += [f"- {link(path, entity_path(x), x['name'])}" for x in named]
         history = wiki.history.get(m["id"], {})
         lines += ["", "## Version history", ""]
         lines += [f"- version `{v}`" + (" (this one)" if v == m["id"] else "") for v in history.get("versions", [])]
