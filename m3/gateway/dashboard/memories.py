@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from starlette.responses import Response
@@ -64,11 +65,11 @@ def _history_rows(history: dict[str, Any]) -> list[list[str]]:
 
 
 def _slider(memory_id: str, history: dict[str, Any], as_of: str | None) -> str:
-    """A GET form with an ``<input type=range>`` over the memory's recorded history (seconds since the epoch)."""
+    """A GET form with an ``<input type=range>`` from the memory's first event to now (seconds since the epoch)."""
     times = [t for t in (epoch_of(ev["at"]) for ev in history.get("events", [])) if t is not None]
     if not times:
         return ""
-    low, high = min(times) + 1, max(times) + 1
+    low, high = min(times) + 1, max(max(times) + 1, int(time.time()))
     value = epoch_of(as_of) or high
     return (f'<form method="get" action="/memory/{e(memory_id)}" class="box">as of '
             f'<input type="range" name="as_of" min="{low}" max="{high}" value="{value}"> '

@@ -80,6 +80,10 @@ async def graph(view: View) -> Response:
     body = ""
     listed = await view.call("entity_list", {"limit": 100}) or {}
     entities = listed.get("items", [])
+    recent = await view.call("memory_list", {"limit": 30}) or {}
+    if not entity and not memory:  # draw something at once: the first entity with neighbours, or a memory's links
+        entity = await _connected(view, entities[:5])
+        memory = "" if entity or not recent.get("items") else recent["items"][0]["id"]
     if entity:
         walked = await view.call("entity_graph", {"id": entity, "depth": 2, "max_nodes": 40})
         if walked is not None:
@@ -95,15 +99,23 @@ async def graph(view: View) -> Response:
             edges = [svg.Edge(x["from_id"], x["to_id"], x["type"]) for x in walked["edges"]]
             body += svg.draw(nodes, edges, memory, "memory links")
     if entities:
-        rows = [[html.link("/graph", x.get("name") or x["id"], entity=x["id"]), e(x.get("type")),
+        rows = [[html.link("/graph", x.get("name") or x["id"], entity=x["id"]), e(x.get("type")), e(x.get("scope")),
                  e(x.get("mentions"))] for x in entities]
-        body += "<h2>Entities</h2>" + html.table(("entity", "type", "mentions"), rows)
-    recent = await view.call("memory_list", {"limit": 30}) or {}
+        body += "<h2>Entities</h2>" + html.table(("entity", "type", "scope", "mentions"), rows)
     rows = [[html.link("/graph", short(m["id"]), memory=m["id"]), e(m.get("title") or ""), e(str(m["content"])[:100])]
             for m in recent.get("items", [])]
     body += "<h2>Memory links</h2><p class=muted>Pick a memory to draw its links.</p>" + html.table(
         ("memory", "title", "content"), rows)
     return view.render("Graph", "/graph", body)
+
+
+async def _connected(view: View, entities: list[dict[str, Any]]) -> str:
+    """The first of ``entities`` whose neighbourhood has another entity ('' if none)."""
+    for x in entities:
+        walked = await view.call("entity_graph", {"id": x["id"], "depth": 1, "max_nodes": 2})
+        if walked and len(walked["nodes"]) > 1:
+            return str(x["id"])
+    return ""
 
 
 async def conflicts(view: View) -> Response:
