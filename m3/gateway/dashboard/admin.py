@@ -22,9 +22,13 @@ def _subject_fields() -> str:
 
 async def audit(view: View) -> Response:
     args = {k: view.arg(k) for k in AUDIT_FILTERS}
-    found = await view.call("audit_query", {**args, "limit": 200}) or {}
-    rows = [[e(r["at"]), e(r["reader"]), e(r["tool"]), e(r["kind"]), e(r["ref_id"]), e(r.get("subject_agent")),
-             e(r.get("subject_user"))] for r in found.get("items", [])]
+    after = int(view.arg("after")) if view.arg("after").isdigit() else 0
+    found = await view.call("audit_query", {**args, "after": after, "limit": 200}) or {}
+    rows = [[e(r["at"]), e(r["reader"]), e(r["tool"]), e(r["kind"]),
+             html.link(f"/memory/{r['ref_id']}", r["ref_id"]) if r["kind"] == "memory" else e(r["ref_id"]),
+             e(r.get("subject_agent")), e(r.get("subject_user"))] for r in found.get("items", [])]
+    more = (f'<p>{html.link("/audit", "next page (oldest first)", **args, after=found["next_after"])}</p>'
+            if found.get("next_after") else "")
     filters = ('<form method="get" action="/audit" class="filters box">'
                + "".join(html.text_input(k, args[k], k.replace("_", " ")) for k in AUDIT_FILTERS)
                + '<button type="submit">Filter</button></form>')
@@ -35,7 +39,7 @@ async def audit(view: View) -> Response:
                           _subject_fields() + html.text_input("confirm", "", "type the id again to confirm"))
             + "</div>")
     body = filters + html.table(("at", "reader", "tool", "kind", "row", "subject agent", "subject user"), rows,
-                                "no read recorded") + gdpr
+                                "no read recorded") + more + gdpr
     return view.render("Audit log and GDPR", "/audit", body)
 
 
