@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -47,7 +48,7 @@ def post(http: TestClient, path: str, data: dict[str, str], **headers: str) -> A
     return http.post(path, data=data, headers={"origin": ORIGIN, **headers}, follow_redirects=False)
 
 
-def test_every_page_renders_the_stores_data_with_the_security_headers(client: TestClient,
+def test_every_page_renders_the_stores_data_with_the_security_headers(client: TestClient, service: Service,
                                                                         seeded: dict[str, Any]) -> None:
     expected = {"/": "Order 4411", "/search?q=laptops": "bm25", "/agents?agent=agent-b": "check the laptop orders",
                 "/tasks": "Pack the laptops", "/graph": "Alice Smith", "/conflicts": "4411 vs 4412",
@@ -64,6 +65,11 @@ def test_every_page_renders_the_stores_data_with_the_security_headers(client: Te
     assert "two reviewers" in memory and 'type="range"' in memory and "<svg" in memory and "Order 4411" in memory
     versions = re.findall(r'href="/memory/([0-9a-f-]{36})">\1<', memory)
     assert len(versions) == 2  # the edit kept the first version
+    history = call(service, "memory_history", DASH, id=seeded["decision"])
+    updated = next(ev["at"] for ev in history["events"] if ev["event"] == "updated")
+    before = datetime.fromisoformat(updated.replace("Z", "+00:00")).timestamp() - 0.001
+    as_of = client.get(f"/memory/{seeded['decision']}", params={"as_of": f"{before:.3f}"}).text
+    assert "review by Bob Jones.</pre>" in as_of and "Save as a new version" not in as_of  # the first version
     drawn = client.get(f"/graph?memory={seeded['decision']}").text
     assert "<svg" in drawn and "related" in drawn
 
@@ -90,6 +96,15 @@ def test_pin_edit_resolve_export_and_forget_change_the_store(client: TestClient,
     history = call(service, "memory_history", DASH, id=order)
     assert call(service, "memory_get", DASH, id=order)["content"] == "Customer 4411 ordered 4 laptops."
     assert any(ev["actor"] == "dashboard" and ev["event"] == "updated" for ev in history["events"])
+    decision = seeded["decision"]
+    assert post(client, f"/memory/{decision}/delete", {"csrf": token}).status_code == 303
+    assert call(service, "memory_list", DASH, type="decision")["count"] == 0
+    assert post(client, f"/memory/{decision}/restore", {"csrf": token}).status_code == 303
+    assert call(service, "memory_list", DASH, type="decision")["count"] == 1
+    assert post(client, f"/memory/{decision}/supersede", {"csrf": token, "content": "We deploy any weekday.",
+                                                          "reason": "new policy"}).status_code == 303
+    assert [m["content"] for m in call(service, "memory_list", DASH, type="decision")["items"]] == \
+        ["We deploy any weekday."]
     assert seeded["conflict"] is not None
     answer = post(client, f"/conflicts/{seeded['conflict']}/resolve", {"csrf": token, "resolution": "keep_both"})
     assert answer.status_code == 303
@@ -125,6 +140,10 @@ def test_a_post_without_the_csrf_token_from_another_origin_or_host_changes_nothi
     forget = post(client, "/gdpr/forget", {"kind": "user_id", "subject": "alice", "confirm": "alice"})
     assert forget.status_code == 403
     assert call(service, "memory_list", DASH, user_id="alice")["count"] == 2
+    # The same request from this dashboard's page (a browser that sends Referer but no Origin) goes through.
+    mine = client.post(pin, data={"csrf": token}, headers={"referer": f"{ORIGIN}/memory/{order}"},
+                       follow_redirects=False)
+    assert mine.status_code == 303 and call(service, "memory_get", DASH, id=order)["pinned"] is True
 
 
 @pytest.mark.store_only("sqlite", reason="the guard's checks run before any tool call; the store does not matter")
