@@ -56,6 +56,19 @@ def _task_rows(items: list[dict[str, Any]], depth: int = 0) -> list[list[str]]:
     return rows
 
 
+def _nested(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The listed tasks as trees: each under its parent when the parent is listed too, else a root."""
+    listed = {t["id"] for t in items}
+    kids: dict[str | None, list[dict[str, Any]]] = {}
+    for t in items:
+        kids.setdefault(t["parent_id"] if t["parent_id"] in listed else None, []).append(t)
+
+    def nest(t: dict[str, Any]) -> dict[str, Any]:
+        return {**t, "children": [nest(c) for c in kids.get(t["id"], [])]}
+
+    return [nest(t) for t in kids.get(None, [])]
+
+
 TASK_HEADERS = ("task", "state", "owner", "lease until", "priority", "version")
 TASK_STATES = ("pending", "in_progress", "blocked", "completed", "failed", "cancelled")
 
@@ -65,7 +78,7 @@ async def tasks(view: View) -> Response:
     listed = await view.call("task_list", {"state": state, "limit": 200}) or {}
     form = (f'<form method="get" action="/tasks" class="filters box">state {html.select("state", TASK_STATES, state)}'
             '<button type="submit">Filter</button></form>')
-    body = form + html.table(TASK_HEADERS, _task_rows(listed.get("items", [])), "no task")
+    body = form + html.table(TASK_HEADERS, _task_rows(_nested(listed.get("items", []))), "no task")
     root = view.arg("root")
     if root:
         tree = await view.call("task_tree", {"id": root, "depth": 5})

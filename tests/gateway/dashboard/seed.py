@@ -34,6 +34,7 @@ async def seed(service: Service) -> dict[str, Any]:
                                   "context_ids": [order_a["id"]]}, A)
     root = await call("task_create", {"title": "Ship the laptops"}, A)
     await call("task_create", {"title": "Pack the laptops", "parent_id": root["id"]}, A)
+    await call("task_claim", {"agent_id": "agent-b", "lease": 600}, B)
     await call("entity_extract", {}, A)
     conflicts = await call("conflicts_list", {}, CallContext(agent_id="dashboard"))
     return {"order_a": order_a["id"], "order_b": order_b["id"], "decision": decision["id"], "task": root["id"],

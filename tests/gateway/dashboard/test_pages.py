@@ -51,7 +51,7 @@ def post(http: TestClient, path: str, data: dict[str, str], **headers: str) -> A
 def test_every_page_renders_the_stores_data_with_the_security_headers(client: TestClient, service: Service,
                                                                         seeded: dict[str, Any]) -> None:
     expected = {"/": "Order 4411", "/search?q=laptops": "bm25", "/agents?agent=agent-b": "check the laptop orders",
-                "/tasks": "Pack the laptops", "/graph": "Alice Smith", "/conflicts": "4411 vs 4412",
+                "/tasks": 'agent-b', "/graph": "Alice Smith", "/conflicts": "4411 vs 4412",
                 "/audit": "memory_list", "/health": "writer"}
     for path in PAGES:
         answer = client.get(path)
@@ -61,6 +61,8 @@ def test_every_page_renders_the_stores_data_with_the_security_headers(client: Te
         assert "script-src 'none'" in answer.headers["content-security-policy"]
         assert (answer.headers["x-frame-options"], answer.headers["x-content-type-options"]) == ("DENY", "nosniff")
         assert answer.headers["referrer-policy"] == "same-origin"
+    tasks = client.get("/tasks").text  # the subtask nested under its parent, with the lease its claimer holds
+    assert re.search(r"Ship the laptops.*(&nbsp;){4}<a [^>]*>Pack the laptops</a>", tasks)
     memory = client.get(f"/memory/{seeded['decision']}").text
     assert "two reviewers" in memory and 'type="range"' in memory and "<svg" in memory and "Order 4411" in memory
     versions = re.findall(r'href="/memory/([0-9a-f-]{36})">\1<', memory)
