@@ -51,6 +51,15 @@ class Policy:
     token: str | None = None
     key: bytes = field(default_factory=lambda: random_bytes(32))
 
+    def host_ok(self, host: str) -> bool:
+        """Whether a request's ``Host`` names this dashboard. On a wildcard bind (0.0.0.0, ::) the machine's names
+        are unknown, so any name with the bound port is accepted there: the token (required off loopback) is then
+        what keeps another site out, since a browser sends its Basic credentials only to the origin they were
+        given for."""
+        if self.host in ("0.0.0.0", "::"):
+            return host.rsplit(":", 1)[-1] == str(self.port)
+        return host in self.allowed_hosts()
+
     def allowed_hosts(self) -> set[str]:
         names = {self.host if ":" not in self.host else f"[{self.host}]"}
         if is_loopback(self.host):
@@ -111,7 +120,7 @@ class Guard:
 
     def refusal(self, request: Request) -> Response | None:
         host = request.headers.get("host", "")
-        if host not in self.policy.allowed_hosts():
+        if not self.policy.host_ok(host):
             return PlainTextResponse("400: this Host is not the dashboard's address (DNS rebinding guard)", 400)
         if not self.policy.token_ok(request.headers.get("authorization")):
             return PlainTextResponse("401: the dashboard token is needed (the password of this login)", 401,

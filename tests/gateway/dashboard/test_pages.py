@@ -163,3 +163,6 @@ def test_off_loopback_the_dashboard_needs_its_token(service: Service) -> None:
         shown = http.get("/health", auth=("me", secret))
         assert shown.status_code == 200 and secret not in shown.text
     assert policy_for(service.config, "127.0.0.1").token is None
+    wildcard = Policy(host="0.0.0.0", port=8088, token=secret)
+    assert wildcard.host_ok("m3-box.lan:8088") and not wildcard.host_ok("m3-box.lan:9999")
+    assert not Policy(host="127.0.0.1", port=8088).host_ok("m3-box.lan:8088")
