@@ -9,13 +9,15 @@ as the CLI does (the default).
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
 from m3.config import Config
 from m3.errors import M3Error, all_error_classes
-from m3.gateway.service import CallContext, Service
+
+if TYPE_CHECKING:  # imported when used: with the engine, this process needs neither pydantic nor the actors
+    from m3.gateway.service import Service
 
 
 class CallFailed(Exception):
@@ -43,6 +45,8 @@ class Caller(Protocol):
 
 class ServiceCaller:
     def __init__(self, service: Service, agent: str, user: str | None = None):
+        from m3.gateway.service import CallContext
+
         self.service = service
         self.agent = agent
         self.ctx = CallContext(agent_id=agent, user_id=user)

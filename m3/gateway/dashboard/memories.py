@@ -9,8 +9,7 @@ from starlette.responses import Response
 
 from m3.gateway.dashboard import html, svg
 from m3.gateway.dashboard.html import e, short
-from m3.gateway.dashboard.view import View, epoch_of, iso_of
-from m3.protocols.tools.fields import MEMORY_TYPES
+from m3.gateway.dashboard.view import View, epoch_of, iso_of, memory_types
 
 FILTERS = ("type", "scope", "agent_id", "user_id", "conversation_id")
 
@@ -45,7 +44,7 @@ async def browse(view: View) -> Response:
     scopes = ("agent", "user", "org")
     retired = ' checked' if args["include_retired"] else ""
     filters = (f'<form method="get" action="/" class="filters box">'
-               f'type {html.select("type", MEMORY_TYPES, args["type"])} '
+               f'type {html.select("type", memory_types(), args["type"])} '
                f'scope {html.select("scope", scopes, args["scope"])}'
                f'{html.text_input("agent_id", args["agent_id"], "agent")}'
                f'{html.text_input("user_id", args["user_id"], "user")}'

@@ -56,6 +56,14 @@ class View:
         return RedirectResponse(f"{then}{sep}done={done}", status_code=303)
 
 
+def memory_types() -> tuple[str, ...]:
+    """The memory types for the filters, imported on first use: the tool contracts take seconds to import, which
+    ``m3 dashboard`` should not spend before it refuses a bad start or prints its address."""
+    from m3.protocols.tools.fields import MEMORY_TYPES
+
+    return MEMORY_TYPES
+
+
 def iso_of(epoch: str) -> str | None:
     """An ``as_of`` slider's value (seconds since the epoch) as an ISO time, None when it is not a number."""
     try:

@@ -8,8 +8,7 @@ from starlette.responses import Response
 
 from m3.gateway.dashboard import html, svg
 from m3.gateway.dashboard.html import e, short
-from m3.gateway.dashboard.view import View
-from m3.protocols.tools.fields import MEMORY_TYPES
+from m3.gateway.dashboard.view import View, memory_types
 
 
 def _signals(item: dict[str, Any]) -> str:
@@ -21,7 +20,7 @@ def _signals(item: dict[str, Any]) -> str:
 async def search(view: View) -> Response:
     query, kind = view.arg("q"), view.arg("type")
     form = (f'<form method="get" action="/search" class="filters box">{html.text_input("q", query, "what to find")}'
-            f'type {html.select("type", MEMORY_TYPES, kind)}<button type="submit">Search</button></form>')
+            f'type {html.select("type", memory_types(), kind)}<button type="submit">Search</button></form>')
     if not query:
         return view.render("Search", "/search", form)
     found = await view.call("memory_search", {"query": query, "type": kind, "k": 10, "explain": True}) or {}
