@@ -59,7 +59,7 @@ def build(wiki: Wiki, link: LinkStyle, *, fence: bool = False) -> dict[str, str]
         text = [FENCE, str(m["content"]), FENCE] if fence else [str(m["content"])]
         lines = [f"# {title_of(m)}", "", *text, "", "| field | value |", "|---|---|"]
         for key in ("id", "type", "scope", "agent_id", "user_id", "importance", "pinned", "valid_from", "recorded_at"):
-            lines.append(f"| {key} | {m.get(key)} |")
+            lines.append(f"| {key} | {'—' if m.get(key) is None else m.get(key)} |")
         tags = tags_of(m)
         if tags:
             lines.append("| tags | " + ", ".join(link(path, f"tags/{slug(t)}", t) for t in tags) + " |")
