@@ -242,6 +242,13 @@ SETTINGS: tuple[Setting, ...] = (
             "Longest time a client may take to send a whole request body to `m3 serve` (408 request_timeout, "
             "then the connection closes)."),
     Setting("serve.keep_alive_s", float, 5.0, "An idle keep-alive connection to `m3 serve` closes after this long."),
+    Setting("dashboard.host", str, "127.0.0.1",
+            "Address `m3 dashboard` listens on; off loopback it needs dashboard.token."),
+    Setting("dashboard.port", int, 8088, "Port `m3 dashboard` listens on; 0 picks a free one."),
+    Setting("dashboard.agent", str, "dashboard",
+            "The agent every dashboard action runs as (recorded in history; isolation applies to it)."),
+    Setting("dashboard.token", str, "",
+            "The password a browser must give (HTTP Basic) when the dashboard listens off loopback.", secret=True),
 )
 
 _BY_KEY: dict[str, Setting] = {s.key: s for s in SETTINGS}

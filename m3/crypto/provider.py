@@ -118,3 +118,13 @@ def token_digest(token: str) -> str:
 def same_secret(given: bytes, expected: bytes) -> bool:
     """``given == expected`` in time independent of where they differ."""
     return hmac.compare_digest(given, expected)
+
+
+def keyed_digest(key: bytes, message: bytes) -> bytes:
+    """HMAC-SHA256 of ``message`` under ``key`` (the dashboard's CSRF tokens bind a session this way)."""
+    return hmac.new(key, message, hashlib.sha256).digest()
+
+
+def random_bytes(n: int) -> bytes:
+    """``n`` bytes from the OS CSPRNG (a process's own key, a session id)."""
+    return secrets.token_bytes(n)

@@ -147,7 +147,7 @@ def _client_names() -> list[str]:
     return [c.id for c in CLIENTS]
 
 
-_SECRET_KEY = (arg("key", help="A secret setting: store.url, embed.key or llm.key."),)
+_SECRET_KEY = (arg("key", help="A secret setting: store.url, embed.key, llm.key or dashboard.token."),)
 
 ADMIN_COMMANDS: tuple[AdminCommand, ...] = (
     AdminCommand("config", "show", "Print every setting (with --origin: where it came from).", _config_show,
@@ -171,8 +171,9 @@ ADMIN_COMMANDS: tuple[AdminCommand, ...] = (
     AdminCommand("embedder", "reembed",
                  "Give every memory a vector of the configured model, with progress on stderr; search keeps "
                  "the previous model until this completes, then switches. Resumable.", _reembed),
-    AdminCommand("secret", "set", "Store a secret setting (store.url, embed.key), read from stdin, encrypted in the "
-                 "secrets vault.", _lazy("m3.gateway.secret_commands", "secret_set"), _SECRET_KEY),
+    AdminCommand("secret", "set", "Store a secret setting (store.url, embed.key, llm.key, dashboard.token), read from "
+                 "stdin, encrypted in the secrets vault.", _lazy("m3.gateway.secret_commands", "secret_set"),
+                 _SECRET_KEY),
     AdminCommand("secret", "get", "Print a secret setting's value from the vault (for the local user only).",
                  _lazy("m3.gateway.secret_commands", "secret_get"), _SECRET_KEY),
     AdminCommand("secret", "list", "The secret settings, which are set in the vault, where its key is (never a "
@@ -246,6 +247,23 @@ ADMIN_COMMANDS += (
                  "with --stats each actor's queue depth, counts and latency percentiles.",
                  _lazy("m3.gateway.engine.commands", "status"),
                  (arg("--stats", action="store_true", help="Also each actor's statistics."),)),
+    AdminCommand("web", "dashboard", "Serve the dashboard (memories, search, agents, tasks, graph, conflicts, audit "
+                 "and GDPR, health) on 127.0.0.1:8088, every action a tool call as agent dashboard.agent; prints "
+                 "{url, agent, pid} once listening (docs/dashboard.md).",
+                 _lazy("m3.gateway.dashboard.serve", "dashboard"),
+                 (arg("--host", default=None, help="Address (default dashboard.host, 127.0.0.1); off loopback the "
+                      "dashboard token is required."),
+                  arg("--port", default=None, type=int,
+                      help="Port (default dashboard.port, 8088; 0 picks a free one)."),
+                  arg("--agent", default=None, help="Act as this agent (default dashboard.agent)."),
+                  arg("--open", action="store_true", help="Open it in the web browser.")),
+                 alias="dashboard"),
+    AdminCommand("wiki", "generate", "Write the memories as a wiki: Markdown pages, an Obsidian vault or one "
+                 "self-contained HTML file; only changed files are rewritten (docs/dashboard.md).",
+                 _lazy("m3.gateway.wiki.generate", "generate_command"),
+                 (arg("--format", choices=["markdown", "html", "obsidian"], default="markdown", help="What to write."),
+                  arg("--out", required=True, metavar="DIR", help="The folder to write into (created if missing)."),
+                  arg("--agent", default=None, help="Read as this agent (default dashboard.agent)."))),
     AdminCommand("clients", "setup", "Find the agent clients installed here (Claude Code, Codex, Cursor, Cline, Gemini "
                  "CLI, OpenCode, Claude Desktop, VS Code, Windsurf) and add m3's MCP server to each, as its own agent; "
                  "a backup of each file is kept beside it (docs/setup.md).", _setup,

@@ -42,7 +42,7 @@ def engine_mode(config: Config) -> str:
 
 #: Settings that are a front-end's own (who it speaks for, how it finds and serves the engine): they may differ
 #: between front-ends of one engine. Every other setting is the engine's.
-_FRONT_END_SETTINGS = ("identity.", "engine.", "serve.", "paths.")
+_FRONT_END_SETTINGS = ("identity.", "engine.", "serve.", "dashboard.", "paths.")
 
 
 def settings_fingerprint(config: Config) -> str:
