@@ -67,6 +67,10 @@ class Dialect(Protocol):
         """This dialect's own facts for ``m3 store status`` (merged into the report)."""
         return {}
 
+    def size_bytes(self, conn: Connection) -> int | None:
+        """How many bytes the store takes on disk (None where the backend cannot say)."""
+        return None
+
     def health(self, conn: Connection) -> list[Fact]:
         """This dialect's checks of an open store for ``m3 doctor`` (integrity, journal mode, indexes)."""
         return []

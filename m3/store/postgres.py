@@ -107,6 +107,9 @@ class PostgresDialect(Dialect):
     def status(self, conn: Connection) -> dict[str, Any]:
         return {"postgres": server_details(conn)}
 
+    def size_bytes(self, conn: Connection) -> int | None:
+        return int(conn.exec_driver_sql("SELECT pg_database_size(current_database())").scalar_one())
+
     def health(self, conn: Connection) -> list[Fact]:
         return [_vector_extension(conn), *_index_health(conn)]
 

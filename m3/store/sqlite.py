@@ -113,6 +113,14 @@ class SqliteDialect(Dialect):
                     "command (or `m3 doctor --fix`)."))
         return [integrity, wal]
 
+    def size_bytes(self, conn: Connection) -> int | None:
+        # The database's pages, plus the WAL beside it (committed pages not yet checkpointed into the file).
+        pages = int(conn.exec_driver_sql("PRAGMA page_count").scalar_one())
+        page_size = int(conn.exec_driver_sql("PRAGMA page_size").scalar_one())
+        url = conn.engine.url.render_as_string(hide_password=False)
+        wal = sum(p.stat().st_size for p in self.files(url) if p.name.endswith("-wal"))
+        return pages * page_size + wal
+
     def files(self, url: str) -> list[Path]:
         database = parse_url(url).database
         if not database or database == ":memory:":

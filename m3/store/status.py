@@ -30,7 +30,9 @@ def describe(conn: Connection, model: str) -> dict[str, Any]:
         "agents": rows_of(schema.agents),
         "tasks": rows_of(schema.tasks),
     }
-    return {"counts": counts, "embedding_model": model, **dialect_for(conn).status(conn)}
+    dialect = dialect_for(conn)
+    return {"counts": counts, "embedding_model": model, "size_bytes": dialect.size_bytes(conn),
+            **dialect.status(conn)}
 
 
 def revision(conn: Connection) -> str:

@@ -49,6 +49,17 @@ def test_store_status_counts_memories_chat_agents_and_tasks_through_the_searcher
         1, 1, 1, 1, 1)
     assert sum(counts["vectors_by_model"].values()) >= 1
     assert (status["postgres"] is not None) == (status["backend"] == "postgresql")
+    # The bytes on disk: at least the pages the schema and these rows fill (SQLite's file is one page of 4 kB
+    # per table and index at least; PostgreSQL's database several MB).
+    assert status["size_bytes"] > 100_000
+
+
+def test_the_store_size_grows_with_what_it_holds(service: Service) -> None:
+    before = call(service, "diagnostics_store_status")["size_bytes"]
+    call(service, "memory_write_bulk", memories=[{"content": f"Note {n}: " + "words of a longer note " * 40}
+                                                 for n in range(200)])
+    after = call(service, "diagnostics_store_status")["size_bytes"]
+    assert after > before
 
 
 def test_actor_stats_lists_every_actor_of_the_system_and_the_routers(service: Service) -> None:

@@ -49,6 +49,8 @@ def run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([M3, *args], env=env, capture_output=True, text=True, timeout=CLI_TIMEOUT_S, check=False)
 
 
+@pytest.mark.store_only("sqlite", reason="the shared server and one-shot processes are plumbing; re-embedding's store "
+                        "work runs on both stores in tests/actors/test_reembed.py and the kill test below")
 def test_reembed_through_the_shared_server_switches_search_to_the_new_model(
         env: dict[str, str], config: Config, store_url: str, embedder: MiniLMEmbedder) -> None:
     seed(config, embedder, 40, embed=True)
@@ -81,7 +83,7 @@ def test_reembed_through_the_shared_server_switches_search_to_the_new_model(
 @pytest.mark.slow
 def test_reembed_killed_mid_way_continues_where_it_stopped(env: dict[str, str], config: Config, store_url: str,
                                                           embedder: MiniLMEmbedder) -> None:
-    total = 600
+    total = 240
     seed(config, embedder, total, embed=False)
     process = subprocess.Popen([M3, "embedder", "reembed"], env=server_env(env, embed__max_batch="8"), text=True,
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -126,6 +128,7 @@ def test_config_set_embed_url_and_model_are_written_and_the_key_is_never_shown(e
     assert settings["embed.key"] == "<set, hidden>" and "k3y-value" not in shown.stdout
 
 
+@pytest.mark.store_only("sqlite", reason="the configuration is refused before any store is opened")
 def test_an_unknown_backend_or_a_model_the_backend_cannot_compute_is_a_config_error(env: dict[str, str]) -> None:
     for settings in ({"embed__backend": "word2vec"}, {"embed__model": "bge-m3"},
                      {"embed__backend": "http", "embed__model": "x"}):

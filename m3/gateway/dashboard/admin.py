@@ -70,6 +70,18 @@ async def gdpr_forget(view: View) -> Response:
     return await view.act("gdpr_forget", {**subject, "confirm": True}, "/audit", "forgotten")
 
 
+def _size(n: int | None) -> str:
+    """Bytes for a person: 1.4 MB."""
+    if n is None:
+        return "unknown"
+    size, unit = float(n), "B"
+    for unit in ("B", "kB", "MB", "GB", "TB"):
+        if size < 1000 or unit == "TB":
+            break
+        size /= 1000
+    return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+
+
 async def health(view: View) -> Response:
     checks = await view.call("diagnostics_health", {}) or {}
     actors = await view.call("diagnostics_actor_stats", {}) or {}
@@ -87,8 +99,10 @@ async def health(view: View) -> Response:
           e((a.get("latency") or {}).get("p99_ms"))] for a in actors.get("actors", [])])
     counts = store.get("counts") or {}
     body += "<h2>Store</h2>" + html.table(
-        ("backend", "revision", "memories", "current", "retired", "links", "history events", "chat", "tasks"),
-        [[e(store.get("backend")), e(store.get("revision")), e(counts.get("memories")), e(counts.get("current")),
+        ("backend", "revision", "size", "memories", "current", "retired", "links", "history events", "chat",
+         "tasks"),
+        [[e(store.get("backend")), e(store.get("revision")), e(_size(store.get("size_bytes"))),
+          e(counts.get("memories")), e(counts.get("current")),
           e(counts.get("retired")), e(counts.get("relationships")), e(counts.get("history_events")),
           e(counts.get("chat_messages")), e(counts.get("tasks"))]])
     body += "<h2>Embedding backlog</h2>" + html.table(

@@ -28,6 +28,8 @@ class DiagnosticsStoreStatusResult(ToolResult):
         description="Memories (all, current, retired), vectors by model, memories without a vector of the "
                     "configured model, relationships, history events, chat messages, agents and tasks.")
     embedding_model: str = Field(description="The configured embedding model the count without_vector is about.")
+    size_bytes: int | None = Field(None, description="Bytes the store takes on disk (SQLite: the file and its WAL; "
+                                                     "PostgreSQL: the database).")
     postgres: dict[str, Any] | None = Field(None, description="On PostgreSQL: the server's version and settings.")
     search_path: dict[str, Any] = Field(
         default_factory=dict,
