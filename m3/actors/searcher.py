@@ -43,7 +43,7 @@ from m3.protocols.messages.memory import (
 )
 from m3.protocols.tools import chatlog as chat
 from m3.protocols.tools import memory as r
-from m3.retrieval import chat_search, native, ranking
+from m3.retrieval import chat_search, native, ranking, timewords
 from m3.retrieval.candidate_rows import CandidateRows
 from m3.retrieval.dense import DenseLeg, Vector, leg_for
 from m3.store import (
@@ -131,6 +131,9 @@ class Searcher(StoreReader):
 
     def search(self, msg: SearchMemories) -> r.MemorySearchResult:
         now = datetime.now(UTC)
+        # The question's time: relative times in the query and recency count from it.
+        asked = msg.now or msg.filter.as_of or now
+        named = timewords.windows(msg.query, asked)
         k = self._k(msg.k)
         clause = search_clause(msg.filter, now)
         terms = fulltext.query_terms(msg.query)
@@ -141,11 +144,11 @@ class Searcher(StoreReader):
         loaded = CandidateRows(self.conn)
         found = loaded.fetch(list(dict.fromkeys([h.id for h in hits] + [i for i, _ in dense])), clause)
         cands = self._candidates_from(found, hits, [(i, s) for i, s in dense if i in found], query_vec, loaded)
-        ranking.fuse(cands, terms, self._weights, msg.filter.as_of or now)
+        ranking.fuse(cands, terms, self._weights, asked, named)
         by_relevance = {c.id: r for r, c in enumerate(sorted(cands, key=lambda c: c.score, reverse=True), 1)}
         chosen = ranking.mmr(cands, k, self._weights.mmr_lambda)
         loaded.complete([c.id for c in chosen])
-        items = [self._item(c, msg.explain, rank, by_relevance[c.id]) for rank, c in enumerate(chosen, 1)]
+        items = [self._item(c, msg.explain, rank, by_relevance[c.id], named) for rank, c in enumerate(chosen, 1)]
         self._touch([c.id for c in chosen], now)
         return r.MemorySearchResult(count=len(items), items=items, query=msg.query, grade_with="score")
 
@@ -215,10 +218,11 @@ class Searcher(StoreReader):
             c.vector = vec
             c.cosine = float(vec @ query_vec)
 
-    def _item(self, c: ranking.Candidate, explain: bool, rank: int, relevance_rank: int) -> r.SearchItem:
+    def _item(self, c: ranking.Candidate, explain: bool, rank: int, relevance_rank: int,
+              named: list[timewords.Window]) -> r.SearchItem:
         explanation = None
         if explain:
-            explanation = ranking.explain(c, self._weights, rank, relevance_rank)
+            explanation = ranking.explain(c, self._weights, rank, relevance_rank, named)
             # The one model whose vectors gave the cosine (query and memory alike).
             explanation["dense_model"] = self._model if c.cosine is not None else None
         return r.SearchItem(**{name: c.row[name] for name in ITEM_COLUMNS}, bm25_score=round(c.bm25, 6),
