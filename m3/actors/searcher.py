@@ -12,7 +12,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import and_, select
+from sqlalchemy import and_, or_, select
 
 from m3.actors.reader import StoreReader
 from m3.actors.supervisor import ActorHandle
@@ -140,6 +140,8 @@ class Searcher(StoreReader):
         n = max(self._candidates, k)
         hits = self._dialect.memory_hits(self.conn, msg.query, clause, n, selective=narrows(msg.filter))
         dense, query_vec = self._dense_hits(msg.query, clause, n, msg.filter.include_archived)
+        if named and query_vec is not None:
+            dense = self._with_window_hits(dense, query_vec, clause, named, msg.filter.include_archived)
         # Narrow rows (no content) for ranking; the chosen few are completed below.
         loaded = CandidateRows(self.conn)
         found = loaded.fetch(list(dict.fromkeys([h.id for h in hits] + [i for i, _ in dense])), clause)
@@ -164,6 +166,19 @@ class Searcher(StoreReader):
             log.warning("searching by keyword only: %s", exc.message)
             return [], None
         return self._dense.top(self.conn, self._model, query_vec, clause, n, include_archived), query_vec
+
+    def _with_window_hits(self, dense: list[tuple[str, float]], query_vec: Vector, clause: Any,
+                          named: list[timewords.Window], include_archived: bool) -> list[tuple[str, float]]:
+        """Add the time leg: the memories valid in a window the query names that are closest in meaning.
+
+        A question such as "what did she do on 25 May?" shares few words with the answer; its memory can
+        miss both legs' top ``search.candidates`` and would then never meet the time signal.
+        """
+        within = or_(*(and_(m.c.valid_from >= w.start, m.c.valid_from < w.end) for w in named))
+        extra = self._dense.top(self.conn, self._model, query_vec, and_(clause, within),
+                                max(1, self._candidates // 2), include_archived)
+        seen = {i for i, _ in dense}
+        return dense + [(i, s) for i, s in extra if i not in seen]
 
     def _follow_active_model(self) -> None:
         """Use the model the store says search uses; on a change, drop the dense leg and start the new model's.
