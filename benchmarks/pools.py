@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import pickle
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from benchmarks.embedding import cached_embedder, default_cache_path, prewarm
 from benchmarks.ingest import fresh_system, ingest
 from benchmarks.modes import SearchModes
 from benchmarks.progress import Progress
-from m3.retrieval import ranking
+from m3.retrieval import ranking, timewords
 
 _ROW_FIELDS = ("title", "importance", "valid_from", "access_count", "pinned", "conversation_id", "content",
                "recorded_at")
@@ -48,11 +49,12 @@ def main(argv: list[str] | None = None) -> None:
     captured: list[tuple[list[ranking.Candidate], list[str], list[dict[str, Any]]]] = []
     real_fuse = ranking.fuse
 
-    def capture(cands: list[ranking.Candidate], terms: list[str], weights: Any, now: Any, *rest: Any) -> None:
+    def capture(cands: list[ranking.Candidate], terms: list[str], weights: Any, now: Any,
+                named: Sequence[timewords.Window] = ()) -> None:
         # Copy the row fields here, in the Searcher's transaction: a lazily loaded field read later, from
         # this thread, would open a transaction on the Searcher's connection.
         captured.append((cands, terms, [{f: c.row[f] for f in _ROW_FIELDS} for c in cands]))
-        real_fuse(cands, terms, weights, now, *rest)
+        real_fuse(cands, terms, weights, now, named)
 
     ranking.fuse = capture
     out: list[dict[str, Any]] = []

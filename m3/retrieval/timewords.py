@@ -21,7 +21,7 @@ bounded, so scanning is linear in the text's length.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
@@ -42,7 +42,8 @@ _MAX_COUNT = 200
 
 _FULL_MONTH = "|".join(MONTHS)
 _ANY_MONTH = _FULL_MONTH + "|jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec"
-_NUM = r"\d{1,3}|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|(?:a\s+)?couple(?:\s+of)?|(?:a\s+)?few|several"
+_NUM = (r"\d{1,3}|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
+        r"|(?:a\s+)?couple(?:\s+of)?|(?:a\s+)?few|several")
 _UNIT = r"(day|week|month|year|decade)s?"
 _YEAR = r"(?<![\d$\u20ac\u00a3.,])(1[6-9]\d\d|2[01]\d\d)(?![\d%])"
 _PART = r"(?:(early|late|mid|the\s+(?:beginning|start|end|middle)\s+of|(?:beginning|start|end|middle)\s+of)\s*-?\s*)?"
