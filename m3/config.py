@@ -120,7 +120,7 @@ SETTINGS: tuple[Setting, ...] = (
             "memory's conversation in the candidate pool."),
     Setting("search.weight_time", float, 0.25,
             "Fusion weight of the time signal when the query names a time ('10 days ago', 'in May 2023'): how "
-            "close the memory's valid time, or a date its text mentions, is to that time. 0 without one."),
+            "close the memory's valid time is to that time. 0 without one."),
     Setting("search.conversation_top", int, 2,
             "How many of a conversation's best-matching memories its support averages (missing ones count 0)."),
     Setting("supersede.threshold", float, 0.92,

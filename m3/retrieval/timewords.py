@@ -376,20 +376,3 @@ def closeness(at: datetime, named: list[Window]) -> float:
         gap = (w.start - at if at < w.start else at - w.end).total_seconds() / 86400.0
         best = max(best, 0.5 ** (gap / max(MIN_HALF_DAYS, SPREAD * w.days())))
     return best
-
-
-def overlap_closeness(mentioned: list[Window], named: list[Window]) -> float:
-    """How close any of the ``mentioned`` windows (dates a memory speaks of) comes to the ``named`` ones."""
-    best = 0.0
-    for m in mentioned:
-        for w in named:
-            if m.start < w.end and w.start < m.end:
-                return 1.0
-            gap = (w.start - m.end if m.end <= w.start else m.start - w.end).total_seconds() / 86400.0
-            best = max(best, 0.5 ** (gap / max(MIN_HALF_DAYS, SPREAD * w.days())))
-    return best
-
-
-#: Whether dates mentioned in a memory's text count, and how much against its valid time.
-MENTIONS = True
-MENTION_WEIGHT = 1.0

@@ -235,15 +235,3 @@ def test_a_named_time_lifts_the_memory_valid_then_and_explain_shows_it() -> None
     out = explain(june, weights, rank=1, relevance_rank=1, named=named)
     assert out["signals"]["time"] == {"value": 1.0, "weight": 0.25, "contribution": round(0.25 / 1.25, 6)}
     assert out["time_windows"][0]["text"] == "June 2026"
-
-
-def test_a_date_the_memory_mentions_counts_relative_to_its_valid_time() -> None:
-    from m3.retrieval.timewords import windows
-
-    named = windows("what did she do on 3 May 2026", NOW)
-    told_later = cand("told", cosine=0.5, valid_from=datetime(2026, 5, 4, 9, tzinfo=UTC),
-                      content="Yesterday I ran my first half marathon")
-    unrelated = cand("other", cosine=0.5, valid_from=datetime(2026, 5, 6, 9, tzinfo=UTC), content="I ran today")
-    fuse([told_later, unrelated], [], DEFAULT.model_copy(update={"time": 0.25}), NOW, named)
-    assert told_later.signals["time"] == 1.0
-    assert told_later.signals["time"] > unrelated.signals["time"]

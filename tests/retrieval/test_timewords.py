@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from m3.retrieval.timewords import Window, closeness, overlap_closeness, windows
+from m3.retrieval.timewords import Window, closeness, windows
 from tests.fuzzing import EXAMPLES
 
 #: A Sunday.
@@ -166,10 +166,3 @@ def test_closeness_is_one_inside_and_decays_with_distance_outside() -> None:
     assert inside == 1.0
     assert 0 < far < near < 1
     assert closeness(datetime(2023, 6, 15, tzinfo=UTC), []) == 0.0
-
-
-def test_a_mentioned_window_overlapping_the_named_one_is_fully_close() -> None:
-    named = windows("the week before August 3, 2023", NOW)
-    mentioned = windows("we went camping last weekend", datetime(2023, 8, 3, tzinfo=UTC))
-    assert overlap_closeness(mentioned, named) == 1.0
-    assert 0 < overlap_closeness(windows("in March 2023", NOW), named) < 0.5
