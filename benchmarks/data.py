@@ -50,6 +50,9 @@ class Question:
     gold_sessions: frozenset[str]
     #: Evidence turn keys (LoCoMo); empty for LongMemEval.
     gold_turns: frozenset[str] = frozenset()
+    #: When the question is asked: LongMemEval's ``question_date``; for LoCoMo, which gives none, the date of
+    #: the conversation's last session (every question is asked after it).
+    date: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -93,7 +96,7 @@ def lme_turns(entry: dict[str, Any]) -> Iterator[Turn]:
 
 def lme_question(entry: dict[str, Any]) -> Question:
     return Question(qid=entry["question_id"], qtype=entry["question_type"], text=entry["question"],
-                    gold_sessions=frozenset(entry["answer_session_ids"]))
+                    gold_sessions=frozenset(entry["answer_session_ids"]), date=lme_date(entry["question_date"]))
 
 
 def load_longmemeval(data_dir: Path, split: str, limit: int | None = None) -> list[Haystack]:
@@ -152,6 +155,7 @@ def evidence_ids(raw: list[str]) -> frozenset[str]:
 
 
 def locomo_questions(sample: dict[str, Any]) -> Iterator[Question]:
+    asked = max((t.date for t in locomo_turns(sample["conversation"]) if t.date is not None), default=None)
     for i, qa in enumerate(sample["qa"]):
         category = int(qa.get("category", 0))
         gold = evidence_ids(qa.get("evidence") or [])
@@ -159,7 +163,7 @@ def locomo_questions(sample: dict[str, Any]) -> Iterator[Question]:
             continue
         sessions = frozenset("S" + g[1:].split(":")[0] for g in gold)
         yield Question(qid=f"{sample['sample_id']}#{i}", qtype=LOCOMO_CATEGORIES.get(category, str(category)),
-                       text=qa["question"], gold_sessions=sessions, gold_turns=gold)
+                       text=qa["question"], gold_sessions=sessions, gold_turns=gold, date=asked)
 
 
 def load_locomo(data_dir: Path, limit: int | None = None) -> list[Haystack]:

@@ -3,7 +3,8 @@
 ``python -m benchmarks.locomo --k 5,10``: one fresh store per conversation
 (one memory per dialogue turn, ``Speaker: text``, the ``dia_id`` in
 metadata); every QA item with evidence except category 5 (adversarial) is a
-query. A hit at k: any evidence ``dia_id`` is among the top-k results.
+query, asked at the date of the conversation's last session (``now``; LoCoMo gives no question date). A hit
+at k: any evidence ``dia_id`` is among the top-k results.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 store per question holding that question's haystack (one memory per turn).
 ``--split oracle``: one store pooling every question's evidence sessions.
 A hit at k: any of the top-k results comes from an ``answer_session_ids``
-session. The question text is the query; nothing else is passed.
+session. The question text is the query, asked at its ``question_date`` (``now``).
 """
 
 from __future__ import annotations

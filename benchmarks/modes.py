@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 
 from m3.actors.searcher import Searcher
 from m3.actors.supervisor import ActorHandle
@@ -27,7 +28,7 @@ from m3.config import Config
 from m3.embed.base import Embedder
 from m3.protocols.messages.memory import MemoryFilter, SearchMemories
 
-_SIGNALS = ("dense", "bm25", "title", "importance", "recency", "access", "pin", "conversation")
+_SIGNALS = ("dense", "bm25", "title", "importance", "recency", "access", "pin", "time", "conversation")
 
 
 def only(signal: str) -> dict[str, float]:
@@ -59,8 +60,10 @@ class SearchModes:
             config = system.config.with_overrides(**MODE_OVERRIDES[mode])
             self.handles[mode] = _searcher(system, config, mode, embedder or system.embedder_backend).start()
 
-    def search(self, mode: str, query: str, k: int) -> list[Hit]:
-        found = self.handles[mode].ask(SearchMemories(query=query, k=k, filter=MemoryFilter()), self.system.ask_timeout)
+    def search(self, mode: str, query: str, k: int, now: datetime | None = None) -> list[Hit]:
+        """The top ``k`` of ``mode`` for ``query`` asked at ``now`` (None: the clock)."""
+        msg = SearchMemories(query=query, k=k, filter=MemoryFilter(), now=now)
+        found = self.handles[mode].ask(msg, self.system.ask_timeout)
         hits = [Hit(id=i.id, score=i.score, bm25=i.bm25_score) for i in found.items]
         if mode == "bm25":
             hits = [h for h in hits if h.bm25 > 0]

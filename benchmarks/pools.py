@@ -12,17 +12,18 @@ from __future__ import annotations
 
 import argparse
 import pickle
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from benchmarks.data import LME_FILES, default_data_dir, load_locomo, load_longmemeval, read_json
+from benchmarks.data import default_data_dir, load_locomo, load_longmemeval
 from benchmarks.embedding import cached_embedder, default_cache_path, prewarm
 from benchmarks.ingest import fresh_system, ingest
 from benchmarks.modes import SearchModes
 from benchmarks.progress import Progress
-from m3.retrieval import ranking
+from m3.retrieval import ranking, timewords
 
 _ROW_FIELDS = ("title", "importance", "valid_from", "access_count", "pinned", "conversation_id", "content",
                "recorded_at")
@@ -40,20 +41,20 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.bench == "locomo":
         haystacks = load_locomo(args.data)
-        dates: dict[str, str] = {}
     else:
         haystacks = load_longmemeval(args.data, args.bench, args.limit)
-        entries = read_json(args.data / LME_FILES[args.bench])
-        dates = {e["question_id"]: e["question_date"] for e in entries}
         if args.bench == "s":
             haystacks = haystacks[args.start:]
     embedder = cached_embedder(default_cache_path(), args.threads)
-    captured: list[tuple[list[ranking.Candidate], list[str]]] = []
+    captured: list[tuple[list[ranking.Candidate], list[str], list[dict[str, Any]]]] = []
     real_fuse = ranking.fuse
 
-    def capture(cands: list[ranking.Candidate], terms: list[str], weights: Any, now: Any) -> None:
-        captured.append((cands, terms))
-        real_fuse(cands, terms, weights, now)
+    def capture(cands: list[ranking.Candidate], terms: list[str], weights: Any, now: Any,
+                named: Sequence[timewords.Window] = ()) -> None:
+        # Copy the row fields here, in the Searcher's transaction: a lazily loaded field read later, from
+        # this thread, would open a transaction on the Searcher's connection.
+        captured.append((cands, terms, [{f: c.row[f] for f in _ROW_FIELDS} for c in cands]))
+        real_fuse(cands, terms, weights, now, named)
 
     ranking.fuse = capture
     out: list[dict[str, Any]] = []
@@ -66,9 +67,9 @@ def main(argv: list[str] | None = None) -> None:
             try:
                 for q in haystack.questions:
                     captured.clear()
-                    searchers.search("m3", q.text, args.k)
-                    cands, terms = captured[0]
-                    out.append(_record(q, cands, terms, by_id, dates.get(q.qid)))
+                    searchers.search("m3", q.text, args.k, q.date)
+                    cands, terms, fields = captured[0]
+                    out.append(_record(q, cands, fields, terms, by_id))
                     bar.update()
             finally:
                 searchers.stop()
@@ -77,15 +78,15 @@ def main(argv: list[str] | None = None) -> None:
         pickle.dump(out, fh)
 
 
-def _record(q: Any, cands: list[ranking.Candidate], terms: list[str], by_id: dict[str, Any],
-            qdate: str | None) -> dict[str, Any]:
+def _record(q: Any, cands: list[ranking.Candidate], fields: list[dict[str, Any]], terms: list[str],
+            by_id: dict[str, Any]) -> dict[str, Any]:
     return {
-        "qid": q.qid, "qtype": q.qtype, "question": q.text, "question_date": qdate, "terms": terms,
+        "qid": q.qid, "qtype": q.qtype, "question": q.text, "question_date": q.date, "terms": terms,
         "gold_sessions": q.gold_sessions, "gold_turns": q.gold_turns,
-        "cands": [{"id": c.id, "row": {f: c.row[f] for f in _ROW_FIELDS}, "cosine": c.cosine, "bm25": c.bm25,
+        "cands": [{"id": c.id, "row": row, "cosine": c.cosine, "bm25": c.bm25,
                    "vector": None if c.vector is None else np.asarray(c.vector, dtype=np.float32),
                    "session": by_id[c.id].session_id, "turn": by_id[c.id].key, "role": by_id[c.id].role}
-                  for c in cands],
+                  for c, row in zip(cands, fields, strict=True)],
     }
 
 

@@ -23,7 +23,7 @@ from benchmarks.ingest import bench_config
 from benchmarks.retrieval import int_list
 from m3.actors.system import search_weights
 from m3.protocols.messages.memory import SearchWeights
-from m3.retrieval import ranking
+from m3.retrieval import ranking, timewords
 
 
 def weights_with(settings: list[str]) -> SearchWeights:
@@ -39,13 +39,14 @@ def replay(pools: list[dict[str, Any]], weights: SearchWeights, ks: list[int],
     """Hit rate per type and k of ``pools`` re-ranked with ``weights`` (level: "session" or "turn")."""
     hits: dict[str, dict[int, int]] = defaultdict(lambda: defaultdict(int))
     count: dict[str, int] = defaultdict(int)
-    now = datetime.now(UTC)
     for q in pools:
+        # The question's date when the pool has one (relative times and recency count from it).
+        now = q.get("question_date") or datetime.now(UTC)
         cands = [ranking.Candidate(id=c["id"], row=c["row"], cosine=c["cosine"], bm25=c["bm25"], vector=c["vector"])
                  for c in q["cands"]]
         label = {c["id"]: c[level] for c in q["cands"]}
         gold = q["gold_sessions"] if level == "session" else q["gold_turns"]
-        ranking.fuse(cands, q["terms"], weights, now)
+        ranking.fuse(cands, q["terms"], weights, now, timewords.windows(q["question"], now))
         for group in ("overall", q["qtype"]):
             count[group] += 1
         for k in ks:

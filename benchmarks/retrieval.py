@@ -107,7 +107,7 @@ class Harness:
             hits[mode], results[mode] = {}, {}
             for k in self.ks:
                 started = time.perf_counter()
-                found = searchers.search(mode, q.text, k)
+                found = searchers.search(mode, q.text, k, q.date)
                 self.search_s += time.perf_counter() - started
                 items = [_item(h.id, h.score, h.bm25, by_id[h.id]) for h in found]
                 rank = first_hit_rank((i[self.level] for i in items), gold)

@@ -104,7 +104,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("search.weight_bm25", float, 0.27, "Fusion weight of the BM25 keyword score (normalised per query)."),
     Setting("search.weight_title", float, 0.04, "Fusion weight of the share of query words found in the title."),
     Setting("search.weight_importance", float, 0.03, "Fusion weight of the memory's importance."),
-    Setting("search.weight_recency", float, 0.02, "Fusion weight of recency (exponential decay)."),
+    Setting("search.weight_recency", float, 0.0,
+            "Fusion weight of recency (exponential decay of the valid time's age at the question's time). 0 by "
+            "default: measured from the question's time it lowered LoCoMo recall (docs/search.md)."),
     Setting("search.weight_access", float, 0.005, "Fusion weight of how often the memory was read."),
     Setting("search.weight_pin", float, 0.005, "Fusion weight of being pinned."),
     Setting("search.recency_half_life_days", float, 30.0, "Age at which the recency signal halves."),
@@ -116,6 +118,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("search.weight_conversation", float, 0.25,
             "Fusion weight of conversation support: the mean relevance of the best-matching memories of the "
             "memory's conversation in the candidate pool."),
+    Setting("search.weight_time", float, 0.25,
+            "Fusion weight of the time signal when the query names a time ('10 days ago', 'in May 2023'): how "
+            "close the memory's valid time is to that time. 0 without one."),
     Setting("search.conversation_top", int, 2,
             "How many of a conversation's best-matching memories its support averages (missing ones count 0)."),
     Setting("supersede.threshold", float, 0.92,

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import and_, select
+from sqlalchemy import and_, or_, select
 
 from m3.actors.reader import StoreReader
 from m3.actors.supervisor import ActorHandle
@@ -43,7 +43,7 @@ from m3.protocols.messages.memory import (
 )
 from m3.protocols.tools import chatlog as chat
 from m3.protocols.tools import memory as r
-from m3.retrieval import chat_search, native, ranking
+from m3.retrieval import chat_search, native, ranking, timewords
 from m3.retrieval.candidate_rows import CandidateRows
 from m3.retrieval.dense import DenseLeg, Vector, leg_for
 from m3.store import (
@@ -131,21 +131,26 @@ class Searcher(StoreReader):
 
     def search(self, msg: SearchMemories) -> r.MemorySearchResult:
         now = datetime.now(UTC)
+        # The question's time: relative times in the query and recency count from it.
+        asked = msg.now or msg.filter.as_of or now
+        named = timewords.windows(msg.query, asked)
         k = self._k(msg.k)
         clause = search_clause(msg.filter, now)
         terms = fulltext.query_terms(msg.query)
         n = max(self._candidates, k)
         hits = self._dialect.memory_hits(self.conn, msg.query, clause, n, selective=narrows(msg.filter))
         dense, query_vec = self._dense_hits(msg.query, clause, n, msg.filter.include_archived)
+        if named and query_vec is not None:
+            dense = self._with_window_hits(dense, query_vec, clause, named, msg.filter.include_archived)
         # Narrow rows (no content) for ranking; the chosen few are completed below.
         loaded = CandidateRows(self.conn)
         found = loaded.fetch(list(dict.fromkeys([h.id for h in hits] + [i for i, _ in dense])), clause)
         cands = self._candidates_from(found, hits, [(i, s) for i, s in dense if i in found], query_vec, loaded)
-        ranking.fuse(cands, terms, self._weights, msg.filter.as_of or now)
+        ranking.fuse(cands, terms, self._weights, asked, named)
         by_relevance = {c.id: r for r, c in enumerate(sorted(cands, key=lambda c: c.score, reverse=True), 1)}
         chosen = ranking.mmr(cands, k, self._weights.mmr_lambda)
         loaded.complete([c.id for c in chosen])
-        items = [self._item(c, msg.explain, rank, by_relevance[c.id]) for rank, c in enumerate(chosen, 1)]
+        items = [self._item(c, msg.explain, rank, by_relevance[c.id], named) for rank, c in enumerate(chosen, 1)]
         self._touch([c.id for c in chosen], now)
         return r.MemorySearchResult(count=len(items), items=items, query=msg.query, grade_with="score")
 
@@ -161,6 +166,19 @@ class Searcher(StoreReader):
             log.warning("searching by keyword only: %s", exc.message)
             return [], None
         return self._dense.top(self.conn, self._model, query_vec, clause, n, include_archived), query_vec
+
+    def _with_window_hits(self, dense: list[tuple[str, float]], query_vec: Vector, clause: Any,
+                          named: list[timewords.Window], include_archived: bool) -> list[tuple[str, float]]:
+        """Add the time leg: the memories valid in a window the query names that are closest in meaning.
+
+        A question such as "what did she do on 25 May?" shares few words with the answer; its memory can
+        miss both legs' top ``search.candidates`` and would then never meet the time signal.
+        """
+        within = or_(*(and_(m.c.valid_from >= w.start, m.c.valid_from < w.end) for w in named))
+        extra = self._dense.top(self.conn, self._model, query_vec, and_(clause, within),
+                                max(1, self._candidates // 2), include_archived)
+        seen = {i for i, _ in dense}
+        return dense + [(i, s) for i, s in extra if i not in seen]
 
     def _follow_active_model(self) -> None:
         """Use the model the store says search uses; on a change, drop the dense leg and start the new model's.
@@ -215,10 +233,11 @@ class Searcher(StoreReader):
             c.vector = vec
             c.cosine = float(vec @ query_vec)
 
-    def _item(self, c: ranking.Candidate, explain: bool, rank: int, relevance_rank: int) -> r.SearchItem:
+    def _item(self, c: ranking.Candidate, explain: bool, rank: int, relevance_rank: int,
+              named: list[timewords.Window]) -> r.SearchItem:
         explanation = None
         if explain:
-            explanation = ranking.explain(c, self._weights, rank, relevance_rank)
+            explanation = ranking.explain(c, self._weights, rank, relevance_rank, named)
             # The one model whose vectors gave the cosine (query and memory alike).
             explanation["dense_model"] = self._model if c.cosine is not None else None
         return r.SearchItem(**{name: c.row[name] for name in ITEM_COLUMNS}, bm25_score=round(c.bm25, 6),

@@ -6,6 +6,10 @@ is 0, never the maximum. ``own`` is the mean of the memory's own signals, and th
 the mean of the ``conversation_top`` best ``own`` values of its conversation in the pool (its own value
 without a conversation). MMR reorders the pool; the score returned stays the fused relevance. Each
 signal, and the measurements behind the default weights: docs/search.md.
+
+The ``time`` signal counts only when the query names a time (:mod:`m3.retrieval.timewords`): then it is the
+closeness of the memory's valid time to the named windows, with weight
+``time``; otherwise its weight is 0, so a query without a time ranks exactly as if the signal did not exist.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -21,10 +26,10 @@ import numpy as np
 import numpy.typing as npt
 
 from m3.protocols.messages.memory import SearchWeights
-from m3.retrieval import native
+from m3.retrieval import native, timewords
 
 #: The memory's own signals, then the one taken from its conversation.
-OWN_SIGNALS = ("dense", "bm25", "title", "importance", "recency", "access", "pin")
+OWN_SIGNALS = ("dense", "bm25", "title", "importance", "recency", "access", "pin", "time")
 SIGNALS = (*OWN_SIGNALS, "conversation")
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -42,11 +47,16 @@ class Candidate:
     score: float = 0.0
 
 
-def fuse(cands: list[Candidate], terms: list[str], weights: SearchWeights, now: datetime) -> None:
-    """Fill ``signals``, ``own`` and ``score`` of every candidate in place."""
+def fuse(cands: list[Candidate], terms: list[str], weights: SearchWeights, now: datetime,
+         named: Sequence[timewords.Window] = ()) -> None:
+    """Fill ``signals``, ``own`` and ``score`` of every candidate in place.
+
+    ``now`` is the time the question is asked (recency counts from it); ``named`` the windows of time the
+    question names (none: the ``time`` signal has no weight).
+    """
     best_bm25 = max((c.bm25 for c in cands), default=0.0)
     wanted = set(terms)
-    w = weight_map(weights)
+    w = weight_map(weights, timed=bool(named))
     own_total = sum(w[name] for name in OWN_SIGNALS) or 1.0
     for c in cands:
         row = c.row
@@ -58,6 +68,7 @@ def fuse(cands: list[Candidate], terms: list[str], weights: SearchWeights, now: 
             "recency": _recency(row["valid_from"], now, weights.recency_half_life_days),
             "access": min(1.0, math.log1p(row["access_count"]) / math.log1p(100)),
             "pin": 1.0 if row["pinned"] else 0.0,
+            "time": time_signal(row, list(named)) if named else 0.0,
         }
         c.own = sum(w[name] * c.signals[name] for name in OWN_SIGNALS) / own_total
     _conversation_support(cands, weights.conversation_top)
@@ -82,12 +93,22 @@ def _conversation_support(cands: list[Candidate], top: int) -> None:
             c.signals["conversation"] = support
 
 
-def weight_map(weights: SearchWeights) -> dict[str, float]:
-    return {name: float(getattr(weights, name)) for name in SIGNALS}
+def time_signal(row: Any, named: list[timewords.Window]) -> float:
+    """Closeness of the memory's valid time to the ``named`` windows.
+
+    Dates the content mentions (read relative to the valid time) were measured too and left out: no gain
+    on the dev sets, and parsing every candidate's text cost ~50 ms a search (docs/search.md)."""
+    return timewords.closeness(row["valid_from"], named)
 
 
-def explain(c: Candidate, weights: SearchWeights, rank: int, relevance_rank: int) -> dict[str, Any]:
-    w = weight_map(weights)
+def weight_map(weights: SearchWeights, *, timed: bool) -> dict[str, float]:
+    """Each signal's weight; ``time`` weighs 0 unless the query named a time (``timed``)."""
+    return {name: float(getattr(weights, name)) if name != "time" or timed else 0.0 for name in SIGNALS}
+
+
+def explain(c: Candidate, weights: SearchWeights, rank: int, relevance_rank: int,
+            named: Sequence[timewords.Window] = ()) -> dict[str, Any]:
+    w = weight_map(weights, timed=bool(named))
     total = sum(w.values()) or 1.0
     return {
         "signals": {
@@ -99,12 +120,14 @@ def explain(c: Candidate, weights: SearchWeights, rank: int, relevance_rank: int
         "bm25_raw": round(c.bm25, 6),
         "own": round(c.own, 6),
         "conversation_top": weights.conversation_top,
+        "time_windows": [{"text": t.text, "start": t.start.isoformat(), "end": t.end.isoformat()} for t in named],
         "score": round(c.score, 6),
         "relevance_rank": relevance_rank,
         "mmr_rank": rank,
         "formula": ("own = weighted mean of the memory's own signals; conversation = mean of the conversation_top "
                     "best own values in its conversation (its own value without one); score = sum(weight * value) "
-                    "/ sum(weights) over every signal; order = MMR(lambda) over the pool"),
+                    "/ sum(weights) over every signal (time weighs 0 when the query names no time); "
+                    "order = MMR(lambda) over the pool"),
     }
 
 

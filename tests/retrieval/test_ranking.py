@@ -210,3 +210,28 @@ def test_mmr_keeps_the_relevance_score_and_returns_distinct_items() -> None:
     chosen = mmr(pool, 2, 0.3)
     assert len(chosen) == len({c.id for c in chosen}) == 2
     assert {c.id: c.score for c in chosen} == {c.id: before[c.id] for c in chosen}
+
+
+def test_without_a_named_time_the_time_weight_changes_no_score_and_no_order() -> None:
+    """The time signal weighs 0 when the query names no time, so its configured weight cannot move anything."""
+    def ranked(weights: SearchWeights) -> list[tuple[str, float]]:
+        pool = [cand(f"m{i}", cosine=0.1 * i, bm25=float(i % 3), vector=unit(1.0, 0.1 * i), importance=0.1 * i,
+                     valid_from=NOW - timedelta(days=40 * i)) for i in range(1, 8)]
+        fuse(pool, ["x"], weights, NOW)
+        return [(c.id, c.score) for c in mmr(pool, 4, weights.mmr_lambda)]
+
+    assert ranked(DEFAULT.model_copy(update={"time": 0.25})) == ranked(DEFAULT)
+
+
+def test_a_named_time_lifts_the_memory_valid_then_and_explain_shows_it() -> None:
+    from m3.retrieval.timewords import windows
+
+    named = windows("what happened in June 2026", NOW)
+    june, march = cand("june", cosine=0.5, valid_from=datetime(2026, 6, 10, tzinfo=UTC)), cand(
+        "march", cosine=0.55, valid_from=datetime(2026, 3, 10, tzinfo=UTC))
+    weights = DEFAULT.model_copy(update={"time": 0.25})
+    fuse([june, march], [], weights, NOW, named)
+    assert june.score > march.score
+    out = explain(june, weights, rank=1, relevance_rank=1, named=named)
+    assert out["signals"]["time"] == {"value": 1.0, "weight": 0.25, "contribution": round(0.25 / 1.25, 6)}
+    assert out["time_windows"][0]["text"] == "June 2026"

@@ -291,6 +291,8 @@ class SearchWeights(Message):
     conversation: float = 0.0
     #: How many of a conversation's best-scoring memories its support is the mean of.
     conversation_top: int = 2
+    #: Weight of the time signal, applied only when the query names a time (see ranking.py).
+    time: float = 0.0
 
 
 class SearchMemories(Request["memory.MemorySearchResult"]):
@@ -299,6 +301,8 @@ class SearchMemories(Request["memory.MemorySearchResult"]):
     k: int | None = None
     filter: MemoryFilter
     explain: bool = False
+    #: When the question is asked: the reference of its relative times and of recency. None: the clock.
+    now: datetime | None = None
 
 
 class GetMemory(Filtered, Request["memory.MemoryRecord"]):

@@ -108,6 +108,9 @@ class MemorySearchArgs(ToolArgs):
     valid_at: ValidAt = None
     explain: bool = Field(False, description="Return every ranking signal and its weight per item.")
     include_archived: bool = Field(False, description="Also find archived (decayed or expired) memories.")
+    now: Timestamp | None = Field(None, description=(
+        "When the question is asked (ISO 8601); default the current time. Times the query names ('10 days "
+        "ago', 'last spring', 'in May') are read relative to it, and memories valid then rank higher."))
 
 
 class SearchItem(ToolResult):
@@ -144,7 +147,8 @@ MEMORY_SEARCH = ToolSpec(
         "Find memories relevant to a question before answering it, or before storing something that might "
         "already be known. Hybrid search: meaning (local embeddings) plus keywords (BM25), then diversity. "
         "Filter by type, agent, user, scope or conversation; use as_of to see what was known at a past time "
-        "and valid_at for what held at a past time; explain=true shows how each score was made."
+        "and valid_at for what held at a past time; a time named in the query ('last week', 'in May 2023') favours "
+        "memories of that time, read relative to now; explain=true shows how each score was made."
     ),
     audit=lambda res: (('memory', item.id) for item in res.items),
 )
