@@ -49,9 +49,13 @@ def embedder() -> MiniLMEmbedder:
 
 
 @pytest.fixture(scope="session")
-def tool_manifest() -> bytes:
-    """The tool manifest of this m3, built once per test process (m3.gateway.engine.manifest)."""
-    return json.dumps(manifest.build(default_registry()), ensure_ascii=False).encode("utf-8")
+def tool_manifest() -> bytes | None:
+    """The tool manifest of this m3, built once per test process (m3.gateway.engine.manifest); None where the
+    MCP SDK 2 it describes the tools with is not installed (the CrewAI venv, which holds crewai's mcp<2)."""
+    try:
+        return json.dumps(manifest.build(default_registry()), ensure_ascii=False).encode("utf-8")
+    except ImportError:
+        return None
 
 
 def fresh_files(request: pytest.FixtureRequest) -> bool:
@@ -71,10 +75,11 @@ def m3_home(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.
             monkeypatch.delenv(name)
     home = tmp_path / "m3home"
     monkeypatch.setenv("M3_HOME", str(home))
-    if not fresh_files(request):
+    prepared = None if fresh_files(request) else request.getfixturevalue("tool_manifest")
+    if prepared is not None:
         (home / "run").mkdir(mode=0o700, parents=True)
         os.chmod(home, 0o700)
-        _write_private(home / "run" / f"tools-{__version__}.json", request.getfixturevalue("tool_manifest"))
+        _write_private(home / "run" / f"tools-{__version__}.json", prepared)
     yield home
     stop_engines(home / "run")  # the engines front-ends started on this home (CLI calls start one per store)
 
