@@ -19,7 +19,15 @@ from m3.actors.system import ActorSystem
 from m3.config import Config
 from m3.embed.base import MAX_NICE
 from m3.embed.minilm import MODEL_ID, MiniLMEmbedder
-from m3.protocols.messages.memory import DeleteMemory, EmbedderInfo, MemoryFilter, SearchMemories, UpdateMemory
+from m3.protocols.messages.memory import (
+    DeleteMemory,
+    EmbedderInfo,
+    MemoryFilter,
+    NewMemory,
+    SearchMemories,
+    UpdateMemory,
+    WriteMemories,
+)
 from m3.store import schema
 from m3.store.engine import StoreOptions
 from tests.actors.conftest import WAIT_S, write_one
@@ -193,3 +201,24 @@ def test_embed_nice_zero_leaves_the_embedding_thread_priority_as_it_was(
         assert set(observed.nices) == {base}
     finally:
         system.stop()
+
+
+def test_a_stop_behind_a_large_backlog_comes_after_one_batch_and_the_next_start_embeds_the_rest(
+        config: Config, embedder: MiniLMEmbedder, store_url: str) -> None:
+    # No settle window: the backlog is embeddable at once, so only the loop's own check can let the stop in.
+    quick = config.with_overrides(embed__max_batch=8, embed__settle_ms=0)
+    system = ActorSystem(quick, embedder).start()
+    # One group commit of 400: the Writer tells the Embedder before it answers, so the stop queues behind them.
+    written = system.writer.ask(WriteMemories(actor="test", memories=tuple(
+        NewMemory(type="event", content=f"Reading {n} of meter {n % 9} on day {n % 31}.") for n in range(400))),
+        WAIT_S)
+    ids = [w.id for w in written]
+    system.stop(drain_embeddings=False)
+    stopped_with = vector_count(store_url, ids)
+    assert stopped_with < 100  # not the whole backlog: the stop was handled after a batch or two of 8
+    again = ActorSystem(quick, embedder).start()
+    try:
+        again.wait_embedded(WAIT_S * 4)
+        assert vector_count(store_url, ids) == 400
+    finally:
+        again.stop()
