@@ -121,6 +121,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("search.weight_time", float, 0.25,
             "Fusion weight of the time signal when the query names a time ('10 days ago', 'in May 2023'): how "
             "close the memory's valid time is to that time. 0 without one."),
+    Setting("search.weight_neighbour", float, 0.3,
+            "Fusion weight of neighbour support: the best relevance among the memory and the memories recorded "
+            "just before and after it in its conversation (in the candidate pool)."),
     Setting("search.conversation_top", int, 2,
             "How many of a conversation's best-matching memories its support averages (missing ones count 0)."),
     Setting("supersede.threshold", float, 0.92,

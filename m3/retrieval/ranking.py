@@ -4,7 +4,10 @@ Every candidate gets signals in 0..1 (:data:`SIGNALS`); the fused score is their
 cosine is used as it is, never rescaled per pool; BM25 is divided by the pool's best; a missing signal
 is 0, never the maximum. ``own`` is the mean of the memory's own signals, and the ``conversation`` signal
 the mean of the ``conversation_top`` best ``own`` values of its conversation in the pool (its own value
-without a conversation). MMR reorders the pool; the score returned stays the fused relevance. Each
+without a conversation). The ``neighbour`` signal is the best ``own`` value among the memory and the
+memories written just before and after it in its conversation (its neighbours in the pool, in the order
+they were recorded): an answer turn that shares no word with the query is lifted by the question turn
+next to it. MMR reorders the pool; the score returned stays the fused relevance. Each
 signal, and the measurements behind the default weights: docs/search.md.
 
 The ``time`` signal counts only when the query names a time (:mod:`m3.retrieval.timewords`): then it is the
@@ -19,7 +22,7 @@ import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -28,9 +31,10 @@ import numpy.typing as npt
 from m3.protocols.messages.memory import SearchWeights
 from m3.retrieval import native, timewords
 
-#: The memory's own signals, then the one taken from its conversation.
+#: The memory's own signals, then the ones taken from its conversation.
 OWN_SIGNALS = ("dense", "bm25", "title", "importance", "recency", "access", "pin", "time")
-SIGNALS = (*OWN_SIGNALS, "conversation")
+SIGNALS = (*OWN_SIGNALS, "conversation", "neighbour")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -72,6 +76,7 @@ def fuse(cands: list[Candidate], terms: list[str], weights: SearchWeights, now: 
         }
         c.own = sum(w[name] * c.signals[name] for name in OWN_SIGNALS) / own_total
     _conversation_support(cands, weights.conversation_top)
+    _neighbour_support(cands)
     total = sum(w.values()) or 1.0
     for c in cands:
         c.score = sum(w[name] * c.signals[name] for name in SIGNALS) / total
@@ -91,6 +96,26 @@ def _conversation_support(cands: list[Candidate], top: int) -> None:
         support = sum(best) / max(1, top)
         for c in members:
             c.signals["conversation"] = support
+
+
+def _neighbour_support(cands: list[Candidate]) -> None:
+    """Set the ``neighbour`` signal: the best own relevance of the memory and its pool neighbours.
+
+    Neighbours are the memories of the same conversation recorded just before and just after it, among
+    the pool (ordered by ``recorded_at``, then id). The memory's own value is included, so the signal
+    only ever lifts a memory towards a better neighbour and never lowers the best one. A memory without
+    a conversation is its own neighbour (the signal equals its own relevance)."""
+    by_conversation: dict[str, list[Candidate]] = defaultdict(list)
+    for c in cands:
+        conversation = c.row.get("conversation_id")
+        c.signals["neighbour"] = c.own
+        if conversation is not None:
+            by_conversation[conversation].append(c)
+    for members in by_conversation.values():
+        members.sort(key=lambda c: (c.row.get("recorded_at") or _EPOCH, c.id))
+        owns = [c.own for c in members]
+        for i, c in enumerate(members):
+            c.signals["neighbour"] = max(owns[max(0, i - 1): i + 2])
 
 
 def time_signal(row: Any, named: list[timewords.Window]) -> float:
@@ -125,8 +150,10 @@ def explain(c: Candidate, weights: SearchWeights, rank: int, relevance_rank: int
         "relevance_rank": relevance_rank,
         "mmr_rank": rank,
         "formula": ("own = weighted mean of the memory's own signals; conversation = mean of the conversation_top "
-                    "best own values in its conversation (its own value without one); score = sum(weight * value) "
-                    "/ sum(weights) over every signal (time weighs 0 when the query names no time); "
+                    "best own values in its conversation (its own value without one); neighbour = best own value "
+                    "of the memory and the memories recorded just before and after it in its conversation; "
+                    "score = sum(weight * value) / sum(weights) over every signal (time weighs 0 when the query "
+                    "names no time); "
                     "order = MMR(lambda) over the pool"),
     }
 

@@ -235,3 +235,38 @@ def test_a_named_time_lifts_the_memory_valid_then_and_explain_shows_it() -> None
     out = explain(june, weights, rank=1, relevance_rank=1, named=named)
     assert out["signals"]["time"] == {"value": 1.0, "weight": 0.25, "contribution": round(0.25 / 1.25, 6)}
     assert out["time_windows"][0]["text"] == "June 2026"
+
+
+# -- neighbour support ---------------------------------------------------------------------------
+
+WITH_NEIGHBOUR = DEFAULT.model_copy(update={"neighbour": 0.3})
+
+
+def turn(cid: str, minute: int, cosine: float, conversation: str = "A") -> Candidate:
+    return cand(cid, cosine=cosine, conversation_id=conversation, recorded_at=NOW + timedelta(minutes=minute))
+
+
+def test_neighbour_support_is_the_best_own_value_of_the_memory_and_the_turns_recorded_next_to_it() -> None:
+    pool = [turn("t3", 3, 0.1), turn("t1", 1, 0.2), turn("t2", 2, 0.9), turn("t4", 4, 0.3), turn("x", 2, 0.8, "B")]
+    fuse(pool, [], WITH_NEIGHBOUR, NOW)
+    t3, t1, t2, t4, x = pool
+    assert t1.signals["neighbour"] == t3.signals["neighbour"] == t2.own
+    assert t2.signals["neighbour"] == t2.own
+    assert t4.signals["neighbour"] == t4.own  # t3 is its only neighbour, and a worse one
+    assert x.signals["neighbour"] == x.own  # another conversation is never a neighbour
+
+
+def test_an_answer_turn_sharing_no_word_is_lifted_above_an_unrelated_turn_by_the_question_before_it() -> None:
+    question = turn("question", 1, 0.8)
+    answer, unrelated = turn("answer", 2, 0.3), turn("unrelated", 9, 0.32)
+    pool = [question, answer, unrelated]
+    fuse(pool, [], WITH_NEIGHBOUR, NOW)
+    assert unrelated.own > answer.own
+    assert answer.score > unrelated.score
+
+
+def test_a_memory_without_a_conversation_is_its_own_neighbour() -> None:
+    note = cand("note", cosine=0.7)
+    fuse([note, turn("t", 1, 0.9)], [], WITH_NEIGHBOUR, NOW)
+    assert note.signals["neighbour"] == note.own
+    assert note.score == pytest.approx(note.own)

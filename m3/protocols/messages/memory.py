@@ -293,6 +293,8 @@ class SearchWeights(Message):
     conversation_top: int = 2
     #: Weight of the time signal, applied only when the query names a time (see ranking.py).
     time: float = 0.0
+    #: Weight of the neighbour signal (the best of the memory and its conversation neighbours, ranking.py).
+    neighbour: float = 0.0
 
 
 class SearchMemories(Request["memory.MemorySearchResult"]):
