@@ -27,8 +27,10 @@ from m3.actors.system import ActorSystem, search_weights
 from m3.config import Config
 from m3.embed.base import Embedder
 from m3.protocols.messages.memory import MemoryFilter, SearchMemories
+from m3.retrieval import ranking
 
-_SIGNALS = ("dense", "bm25", "title", "importance", "recency", "access", "pin", "time", "conversation")
+#: Every fusion signal (a new one must get weight 0 in the single-signal modes, so it is read from the ranking).
+_SIGNALS = ranking.SIGNALS
 
 
 def only(signal: str) -> dict[str, float]:

@@ -146,9 +146,18 @@ class Writer(ConnectionOwner):
         """Erase a subject in its own transaction (what was queued before it commits first), then scrub the
         files while no transaction is open, then tell the Searcher which memories are gone."""
         now = self._clock()
-        with self.conn.begin():
-            digest, counts, erased = forget_subject(self.conn, msg.subject, now=now, actor=msg.actor,
-                                                    dialect=self._dialect)
+        for attempt in range(1, TRANSACTION_ATTEMPTS + 1):
+            try:
+                with self.conn.begin():
+                    digest, counts, erased = forget_subject(self.conn, msg.subject, now=now, actor=msg.actor,
+                                                            dialect=self._dialect)
+                break
+            except OperationalError as exc:
+                # PostgreSQL aborts one side of a deadlock (the vector Writer's connection inserting beside the
+                # rows this erases): the erasure rolled back whole, so running it again is safe.
+                if attempt == TRANSACTION_ATTEMPTS or not self._dialect.retryable(exc):
+                    raise
+                log.info("erasure lost a race (%s); running it again", type(exc.orig).__name__)
         for memory_id in erased:
             self._candidates.discard(memory_id)
         self._publish(Effects(erased=erased))
