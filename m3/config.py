@@ -257,6 +257,15 @@ SETTINGS: tuple[Setting, ...] = (
             "The agent every dashboard action runs as (recorded in history; isolation applies to it)."),
     Setting("dashboard.token", str, "",
             "The password a browser must give (HTTP Basic) when the dashboard listens off loopback.", secret=True),
+    Setting("sync.warehouse_url", str, "",
+            "PostgreSQL URL of the warehouse this SQLite store syncs with (docs/sync.md); empty: no sync. Keep it "
+            "in the vault (`m3 secret set sync.warehouse_url ...`): a URL with a password in the file is refused.",
+            secret=True),
+    Setting("sync.interval_s", float, 3600.0, "Time between two background syncs with the warehouse."),
+    Setting("sync.tables", list[str], [],
+            "The tables that sync (docs/sync.md lists them); empty: all of them. Changes of a table left out wait "
+            "here until it is put back."),
+    Setting("sync.batch", int, 500, "Rows per pushed or pulled batch (each commits with its watermark)."),
 )
 
 _BY_KEY: dict[str, Setting] = {s.key: s for s in SETTINGS}

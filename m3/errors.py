@@ -304,6 +304,26 @@ class FipsUnavailable(ConfigError):
                     "(docs/governance.md); turn crypto.fips_mode off or install such a build.")
 
 
+# --- warehouse sync (docs/sync.md) ----------------------------------------------------------------
+
+class SyncNotConfigured(ConfigError):
+    code = "sync_not_configured"
+    default_hint = ("Set the warehouse's URL as a secret: `m3 secret set sync.warehouse_url "
+                    "postgresql+psycopg://user:password@host/db`, then run `m3 sync now` (docs/sync.md).")
+
+
+class SyncUnsupported(ConfigError):
+    code = "sync_unsupported"
+    default_hint = ("Sync is for SQLite stores; a PostgreSQL store is already shared by every machine that reaches "
+                    "it (docs/sync.md, \"Two cross-machine setups\").")
+
+
+class WarehouseUnavailable(Unavailable):
+    code = "warehouse_unavailable"
+    default_hint = ("The warehouse did not answer or failed mid-batch; nothing half-done stays. Check the URL and "
+                    "that PostgreSQL runs, then `m3 sync now` again: the sync resumes where it stopped.")
+
+
 # --- the engine (one per store, docs/architecture.md) -----------------------------------------------
 
 class EngineUnavailable(Unavailable):

@@ -174,7 +174,7 @@ class EmbedderActor(ConnectionOwner):
 
     def _enqueue(self, msg: MemoriesWritten) -> None:
         for memory_id, text in zip(msg.ids, msg.texts, strict=True):
-            self._fresh[memory_id] = (text, True)
+            self._fresh[memory_id] = (text, msg.supersede)
             self._backlog.pop(memory_id, None)
         self._arrived()
 

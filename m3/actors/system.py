@@ -6,6 +6,9 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
+
 from m3.actors.audit_keeper import AuditKeeper
 from m3.actors.directory import Directory
 from m3.actors.embedder import EmbedderActor
@@ -14,6 +17,7 @@ from m3.actors.loop import LoopActor
 from m3.actors.router import RouterRegistry
 from m3.actors.searcher import Searcher
 from m3.actors.supervisor import ActorHandle
+from m3.actors.sync import SyncActor, chosen_tables
 from m3.actors.task_manager import TaskManager, lease_clock
 from m3.actors.writer import Writer
 from m3.cognition.extraction import Extractor, parse_types
@@ -39,6 +43,23 @@ log = logging.getLogger(__name__)
 def store_options(config: Config) -> StoreOptions:
     return StoreOptions(url=config.store_url, sqlite_synchronous=config["store.sqlite_synchronous"],
                         busy_timeout_ms=config["store.busy_timeout_ms"])
+
+
+def warehouse_url(config: Config) -> str:
+    """``sync.warehouse_url``, refused when it carries a password and comes from the plain config file."""
+    url: str = config["sync.warehouse_url"]
+    if url and config.origin("sync.warehouse_url") == "file" and _has_password(url):
+        raise ConfigError("sync.warehouse_url holds a password in m3_config.toml, a plain file",
+                          hint="Move it to the vault: `m3 secret set sync.warehouse_url <url>`, and remove it from "
+                               "m3_config.toml (or give the password through PGPASSFILE).")
+    return url
+
+
+def _has_password(url: str) -> bool:
+    try:
+        return bool(make_url(url).password)
+    except ArgumentError:
+        return False
 
 
 def search_weights(config: Config) -> SearchWeights:
@@ -122,6 +143,11 @@ class ActorSystem:
         self.audit_keeper = ActorHandle("audit_keeper", AuditKeeper, writer=self.writer,
                                         retention_days=config["audit.retention_days"],
                                         interval_s=config["audit.prune_interval_s"], periodic=background)
+        #: Warehouse sync (docs/sync.md): runs on demand, and every sync.interval_s in long-running processes.
+        self.sync = ActorHandle("sync", SyncActor, self.options, writer=self.writer, url=warehouse_url(config),
+                                interval_s=config["sync.interval_s"], batch=config["sync.batch"],
+                                tables=chosen_tables(config["sync.tables"]), background=background,
+                                ask_timeout=self.ask_timeout)
         #: The cognitive loop (docs/cognitive-loop.md): ticks in long-running processes holding the background lease.
         self.observer, self.reflector = self._loop_actors(config, loop_passes, loop_tickers or {})
         self.routers = RouterRegistry(self.writer, idle_s=config["inbox.router_idle_s"])
@@ -135,7 +161,7 @@ class ActorSystem:
         #: In start order; they stop in reverse, the Writer last (the vector Writer, if any, just before it).
         writers = (self.writer,) if self.vector_writer is self.writer else (self.writer, self.vector_writer)
         self._handles = (*writers, self.searcher, self.embedder, self.directory, self.tasks, self.entities,
-                         self.audit_keeper, self.observer, self.reflector)
+                         self.audit_keeper, self.observer, self.reflector, self.sync)
 
     def _loop_actors(self, config: Config, passes: Mapping[str, tuple[LoopPass, ...]] | tuple[LoopPass, ...] | None,
                      tickers: Mapping[str, Ticker]) -> tuple[ActorHandle, ActorHandle]:

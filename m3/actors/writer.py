@@ -38,6 +38,7 @@ from m3.protocols.messages import governance as gov
 from m3.protocols.messages import loop as lp
 from m3.protocols.messages import memory as mem
 from m3.protocols.messages import rollup as ru
+from m3.protocols.messages import sync as sy
 from m3.protocols.messages.archive import ArchiveMemories
 from m3.protocols.messages.conflicts import RecordContradictions, ResolveConflict
 from m3.protocols.messages.files import IndexFiles
@@ -60,6 +61,9 @@ from m3.store import (
     maintenance,
     observation_writes,
     rollup_writes,
+    sync_capture,
+    sync_state,
+    sync_writes,
 )
 from m3.store import entity_writes as entities
 from m3.store import memories as rows
@@ -96,9 +100,11 @@ class Effects:
     archived: list[str] = field(default_factory=list)
     #: Archived memories restored (the Searcher's vector index counts them again).
     restored: list[str] = field(default_factory=list)
+    #: (memory id, text) of memories to embed without similarity supersession (arrived by warehouse sync).
+    embed_quietly: list[tuple[str, str]] = field(default_factory=list)
 
     def extend(self, other: Effects) -> None:
-        for name in ("embed", "erased", "notified", "leases", "chat", "archived", "restored"):
+        for name in ("embed", "erased", "notified", "leases", "chat", "archived", "restored", "embed_quietly"):
             getattr(self, name).extend(getattr(other, name))
 
 
@@ -306,6 +312,9 @@ class Writer(ConnectionOwner):
         if fx.embed and self._embedder is not None:
             ids, texts = zip(*fx.embed, strict=True)
             self._embedder.tell(mem.MemoriesWritten(ids=ids, texts=texts))
+        if fx.embed_quietly and self._embedder is not None:
+            ids, texts = zip(*fx.embed_quietly, strict=True)
+            self._embedder.tell(mem.MemoriesWritten(ids=ids, texts=texts, supersede=False))
         if fx.chat and self._embedder is not None:
             self._embedder.tell(cv.ChatWritten(ids=tuple(fx.chat)))
         if fx.erased and self._searcher is not None:
@@ -546,6 +555,35 @@ OPERATIONS: dict[type[Message], Operation] = {
     admin.ImportStore: Operation(lambda tx, msg: Outcome(load_export(tx.conn, msg.tables, merge=msg.merge)),
                                  refusable=True),  # one transaction: refused or failed, nothing of it remains
 }
+
+
+def _enable_sync(conn: Connection, msg: sy.EnableSync, _now: datetime) -> dict[str, Any]:
+    node = sync_state.node_id(conn)
+    return {"node": node, "noted": sync_capture.enable(conn, msg.now_ms)}
+
+
+def _apply_pulled(tx: Tx, msg: sy.ApplyPulled) -> Outcome:
+    """A pulled batch (:func:`m3.store.sync_writes.apply`): the Searcher hears of memories erased, archived or
+    restored; the memories it wrote stop being supersession candidates until they are read again."""
+    done = sync_writes.apply(tx.conn, msg.versions, watermark=msg.watermark, now_ms=msg.now_ms)
+    for memory_id in done.memories + done.erased:
+        tx.candidates.discard(memory_id)
+    value = {"applied": done.applied, "pending": done.pending, "echoes": done.echoes, "orphaned": done.orphaned,
+             "memories": done.memories}
+    return Outcome(value, Effects(erased=done.erased, archived=done.archived, restored=done.restored))
+
+
+SYNC_OPERATIONS: dict[type[Message], Operation] = {
+    sy.EnableSync: _at_now(_enable_sync),
+    sy.StageChanges: Operation(lambda tx, msg: Outcome(sync_writes.stage(tx.conn, tables=msg.tables))),
+    sy.ConfirmPush: Operation(lambda tx, msg: Outcome(sync_writes.confirm(tx.conn, msg.node, msg.upto, msg.ahead))),
+    sy.ApplyPulled: Operation(_apply_pulled, refusable=True),
+    sy.SettlePulled: Operation(lambda tx, msg: Outcome(None, Effects(
+        embed_quietly=sync_writes.unembedded(tx.conn, msg.ids)))),
+    sy.RecordConflicts: Operation(lambda tx, msg: Outcome(sync_writes.record_conflicts(tx.conn, msg.entries))),
+    sy.RecordRun: Operation(lambda tx, msg: Outcome(sync_writes.record_run(tx.conn, msg.run))),
+}
+OPERATIONS.update(SYNC_OPERATIONS)
 
 
 class _FirstOutcome:

@@ -18,7 +18,7 @@ R = TypeVar("R")
 
 #: The actors a :class:`ToolSpec` may name: the attributes of ``m3.actors.system.ActorSystem`` that are handles,
 #: and ``routers`` (handoffs and notifications, through the receiver's router when one runs).
-ACTORS: tuple[str, ...] = ("writer", "searcher", "embedder", "directory", "tasks", "entities", "routers")
+ACTORS: tuple[str, ...] = ("writer", "searcher", "embedder", "directory", "tasks", "entities", "sync", "routers")
 
 
 class Message(BaseModel):

@@ -25,8 +25,9 @@ from m3.store.types import UTCDateTime, VectorType
 #: Names the file format; ``FORMAT_VERSION`` changes only when a reader of the old files would misread new ones.
 FORMAT = "m3-export"
 FORMAT_VERSION = 1
-#: Every table that travels, parents before children.
-TABLES: tuple[Table, ...] = tuple(schema.metadata.sorted_tables)
+#: Every table that travels, parents before children; a store's warehouse-sync bookkeeping (``sync_*``) names this
+#: machine's own place in a sync and stays out (a store made from an export is a new node).
+TABLES: tuple[Table, ...] = tuple(t for t in schema.metadata.sorted_tables if not t.name.startswith("sync_"))
 #: Rows read per round trip while exporting.
 CHUNK = 1000
 

@@ -428,3 +428,78 @@ loop_state = Table(
     Column("paused", Boolean, nullable=False),
     Column("updated_at", UTCDateTime(), nullable=False),
 )
+
+
+# --- warehouse sync bookkeeping (migration 0013_sync; docs/sync.md) ------------------------------------
+
+#: The version (hybrid logical clock value and origin node) of each synced row this store last sent or received,
+#: by the row's machine-independent key; ``row_seq`` is the row's local ``seq`` (None once deleted).
+sync_rows = Table(
+    "sync_rows", metadata,
+    Column("tbl", String(40), primary_key=True),
+    Column("key", String(300), primary_key=True),
+    Column("row_seq", BigInteger),
+    Column("hlc", BigInteger, nullable=False),
+    Column("origin", String(64), nullable=False),
+    Column("deleted", Boolean, nullable=False),
+    Index("ix_sync_rows_seq", "tbl", "row_seq"),
+)
+
+#: Rows changed since the last sync, written by triggers once sync is switched on (a table and a local ``seq``).
+sync_changes = Table(
+    "sync_changes", metadata,
+    Column("seq", SeqType, primary_key=True, autoincrement=True),
+    Column("tbl", String(40), nullable=False),
+    Column("row_seq", BigInteger, nullable=False),
+    Column("at_ms", BigInteger, nullable=False),
+)
+
+#: Versions stamped and waiting to be pushed: the clock value given to the change and the version it was based on.
+sync_outbox = Table(
+    "sync_outbox", metadata,
+    Column("seq", SeqType, primary_key=True, autoincrement=True),
+    Column("tbl", String(40), nullable=False),
+    Column("key", String(300), nullable=False),
+    Column("row_seq", BigInteger),
+    Column("hlc", BigInteger, nullable=False),
+    Column("base_hlc", BigInteger),
+    Column("base_origin", String(64)),
+    UniqueConstraint("tbl", "key", name="uq_sync_outbox_key"),
+)
+
+#: Small named values: the node id, the clock, the pull watermark, whether capture is on.
+sync_state = Table(
+    "sync_state", metadata,
+    Column("name", String(32), primary_key=True),
+    Column("value", json_type(), nullable=False),
+    Column("updated_at", UTCDateTime(), nullable=False),
+)
+
+#: Concurrent changes the warehouse resolved, copied from it: the winning and the losing version of a row.
+sync_conflicts = Table(
+    "sync_conflicts", metadata,
+    Column("seq", SeqType, primary_key=True, autoincrement=True),
+    Column("wid", BigInteger, nullable=False, unique=True),
+    Column("tbl", String(40), nullable=False),
+    Column("key", String(300), nullable=False),
+    Column("winner_hlc", BigInteger, nullable=False),
+    Column("winner_origin", String(64), nullable=False),
+    Column("loser_hlc", BigInteger, nullable=False),
+    Column("loser_origin", String(64), nullable=False),
+    Column("loser_deleted", Boolean, nullable=False),
+    Column("loser_data", json_type()),
+    Column("at", UTCDateTime(), nullable=False),
+)
+
+#: One row per sync run: when, why, what moved, and the error if it failed.
+sync_runs = Table(
+    "sync_runs", metadata,
+    Column("seq", SeqType, primary_key=True, autoincrement=True),
+    Column("started_at", UTCDateTime(), nullable=False),
+    Column("finished_at", UTCDateTime()),
+    Column("trigger", String(16), nullable=False),
+    Column("pushed", Integer, nullable=False),
+    Column("pulled", Integer, nullable=False),
+    Column("conflicts", Integer, nullable=False),
+    Column("error", Text),
+)

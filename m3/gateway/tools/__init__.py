@@ -16,6 +16,7 @@ from m3.gateway.tools import (
     loop,
     memory_bulk,
     meta,
+    sync,
 )
 
 HANDLERS: dict[str, Handler] = {handler.__name__: handler for handler in (
@@ -30,4 +31,5 @@ HANDLERS: dict[str, Handler] = {handler.__name__: handler for handler in (
     admin.admin_export, admin.admin_import, admin.admin_export_inspect, admin.admin_verify, admin.admin_optimise,
     admin.admin_embedding_backlog, admin.admin_reembed, admin.admin_engine_status,
     loop.loop_status, loop.loop_run_once, loop.loop_pause, loop.loop_resume,
+    sync.sync_now, sync.sync_status, sync.sync_log,
 )}

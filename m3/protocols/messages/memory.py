@@ -250,10 +250,13 @@ class TouchMemories(Message):
 
 
 class MemoriesWritten(Message):
-    """New or changed memory texts that need a vector. ``texts`` aligns with ``ids``."""
+    """New or changed memory texts that need a vector. ``texts`` aligns with ``ids``. ``supersede``: the vector
+    runs similarity supersession (False for memories that arrived from a warehouse sync, already judged where
+    they were written)."""
 
     ids: tuple[str, ...]
     texts: tuple[str, ...]
+    supersede: bool = True
 
 
 class MemoriesErased(Message):

@@ -19,6 +19,7 @@ from m3.protocols.tools.memory import MEMORY_TOOLS
 from m3.protocols.tools.memory_lists import MEMORY_LIST_TOOLS
 from m3.protocols.tools.meta import META_TOOLS
 from m3.protocols.tools.sharing import SHARING_TOOLS
+from m3.protocols.tools.sync import SYNC_TOOLS
 from m3.protocols.tools.tasks import TASK_TOOLS
 from m3.protocols.tools.whoami import AGENT_WHOAMI
 
@@ -29,6 +30,6 @@ ALL_TOOLS: tuple[ToolSpec, ...] = (
     + META_TOOLS
     + INBOX_TOOLS + AGENT_TOOLS + (AGENT_WHOAMI,) + NOTIFICATION_TOOLS + TASK_TOOLS
     + CONFLICT_TOOLS + SHARING_TOOLS
-    + LOOP_TOOLS
+    + LOOP_TOOLS + SYNC_TOOLS
     + GOVERNANCE_TOOLS + DIAGNOSTICS_TOOLS + ADMIN_TOOLS
 )

@@ -1,0 +1,325 @@
+"""A node's side of warehouse sync, run by the Writer in its transactions (docs/sync.md).
+
+* :func:`stage` turns the trigger notes of ``sync_changes`` into stamped versions in ``sync_outbox``: each gets
+  a hybrid-logical-clock value and remembers the version it was based on (what this node last agreed with the
+  warehouse), which is how the warehouse tells a fast-forward from a concurrent change.
+* :func:`confirm` records what the warehouse committed (``sync_rows``) and empties those outbox entries.
+* :func:`apply` writes a pulled batch and moves the pull watermark in the same transaction, so a batch is applied
+  exactly once whatever stops the sync. Rows with a local change still to push are left alone: the warehouse
+  resolves that conflict at the next push, by the same rule for every node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Connection, and_, delete, func, insert, select, update
+
+from m3.store import schema, sync_state
+from m3.store.embedding_models import active
+from m3.store.sync_tables import BY_NAME, SyncTable, order
+from m3.store.sync_tables import table as spec_of
+from m3.store.vectors import embed_text
+
+_ROWS, _CHANGES, _OUTBOX = schema.sync_rows, schema.sync_changes, schema.sync_outbox
+#: Rows read per statement.
+CHUNK = 400
+
+
+# -- staging ---------------------------------------------------------------------------------------------------
+
+def stage(conn: Connection, *, tables: Sequence[str] | None = None) -> int:
+    """Stamp the noted changes into the outbox; how many versions. With ``tables``, only the notes of those
+    tables (the others wait)."""
+    which = _CHANGES.c.tbl.in_(list(tables)) if tables is not None else _CHANGES.c.seq.is_not(None)
+    top = conn.execute(select(func.max(_CHANGES.c.seq)).where(which)).scalar_one_or_none()
+    if top is None:
+        return 0
+    notes = select(_CHANGES.c.tbl, _CHANGES.c.row_seq, func.max(_CHANGES.c.at_ms).label("at_ms")) \
+        .where(_CHANGES.c.seq <= top, which).group_by(_CHANGES.c.tbl, _CHANGES.c.row_seq)
+    by_table: dict[str, dict[int, int]] = {}
+    for tbl, row_seq, at_ms in conn.execute(notes):
+        by_table.setdefault(tbl, {})[int(row_seq)] = int(at_ms)
+    clock = sync_state.HybridClock(conn)
+    staged = 0
+    for tbl, changed in by_table.items():
+        staged += _stage_table(conn, spec_of(tbl), changed, clock)
+    conn.execute(delete(_CHANGES).where(_CHANGES.c.seq <= top, which))
+    clock.save()
+    return staged
+
+
+def _stage_table(conn: Connection, spec: SyncTable, changed: dict[int, int], clock: sync_state.HybridClock) -> int:
+    seqs = sorted(changed)
+    current: dict[int, str] = {}
+    for part in _chunks(seqs):
+        for row in conn.execute(select(spec.table).where(spec.table.c.seq.in_(part))).mappings():
+            current[int(row["seq"])] = spec.key_of(row)
+    known: dict[int, set[str]] = {}
+    for part in _chunks(seqs):
+        for source in (_ROWS, _OUTBOX):
+            for row_seq, key in conn.execute(select(source.c.row_seq, source.c.key).where(
+                    source.c.tbl == spec.name, source.c.row_seq.in_(part))):
+                known.setdefault(int(row_seq), set()).add(key)
+    staged = 0
+    for row_seq in seqs:
+        at = changed[row_seq]
+        live = current.get(row_seq)
+        if live is not None:
+            _stamp(conn, spec.name, live, row_seq, clock.stamp(at))
+            staged += 1
+        for gone in known.get(row_seq, set()) - {live}:
+            # The row is deleted, or (a history row rewritten, a reused seq) now has another key.
+            _stamp(conn, spec.name, gone, None, clock.stamp(at))
+            staged += 1
+    return staged
+
+
+def _stamp(conn: Connection, tbl: str, key: str, row_seq: int | None, hlc: int) -> None:
+    """Queue version ``hlc`` of a row; an unsent version of it is replaced and its base kept."""
+    waiting = conn.execute(select(_OUTBOX.c.base_hlc, _OUTBOX.c.base_origin).where(
+        _OUTBOX.c.tbl == tbl, _OUTBOX.c.key == key)).first()
+    if waiting is not None:
+        base = (waiting.base_hlc, waiting.base_origin)
+        conn.execute(delete(_OUTBOX).where(_OUTBOX.c.tbl == tbl, _OUTBOX.c.key == key))
+    else:
+        agreed = conn.execute(select(_ROWS.c.hlc, _ROWS.c.origin).where(
+            _ROWS.c.tbl == tbl, _ROWS.c.key == key)).first()
+        base = (agreed.hlc, agreed.origin) if agreed is not None else (None, None)
+    # A new outbox seq: the entry goes to the end of the queue, past any push already acknowledged.
+    conn.execute(insert(_OUTBOX).values(tbl=tbl, key=key, row_seq=row_seq, hlc=hlc, base_hlc=base[0],
+                                        base_origin=base[1]))
+
+
+# -- confirming a push -----------------------------------------------------------------------------------------
+
+def confirm(conn: Connection, node: str, upto: int, ahead: Sequence[int]) -> int:
+    """The warehouse committed this node's outbox up to ``upto`` (and the entries ``ahead``, sent early as parents
+    of others): record those versions as agreed and drop them from the outbox; how many."""
+    cond = _OUTBOX.c.seq <= upto
+    if ahead:
+        cond = cond | _OUTBOX.c.seq.in_(list(ahead))
+    sent = conn.execute(select(_OUTBOX).where(cond)).mappings().all()
+    for entry in sent:
+        spec = BY_NAME[entry["tbl"]]
+        row_seq = entry["row_seq"] if entry["row_seq"] is not None and _row_exists(conn, spec, entry["row_seq"]) \
+            else None
+        _agree(conn, entry["tbl"], entry["key"], row_seq, entry["hlc"], node, deleted=row_seq is None)
+    conn.execute(delete(_OUTBOX).where(cond))
+    return len(sent)
+
+
+def _row_exists(conn: Connection, spec: SyncTable, row_seq: int) -> bool:
+    return conn.execute(select(spec.table.c.seq).where(spec.table.c.seq == row_seq)).first() is not None
+
+
+def _agree(conn: Connection, tbl: str, key: str, row_seq: int | None, hlc: int, origin: str, *,
+           deleted: bool) -> None:
+    values = {"row_seq": row_seq, "hlc": hlc, "origin": origin, "deleted": deleted}
+    if not conn.execute(update(_ROWS).where(_ROWS.c.tbl == tbl, _ROWS.c.key == key).values(**values)).rowcount:
+        conn.execute(insert(_ROWS).values(tbl=tbl, key=key, **values))
+
+
+# -- applying a pulled batch -----------------------------------------------------------------------------------
+
+@dataclass
+class Applied:
+    """What applying a pulled batch did."""
+
+    applied: int = 0
+    #: Rows left alone: this node changed them too, and the warehouse resolves that at the next push.
+    pending: int = 0
+    #: Versions this node already held (its own, coming back).
+    echoes: int = 0
+    #: Rows whose parent row is gone here: deleted (and that deletion pushed back) or the link cleared.
+    orphaned: int = 0
+    memories: list[str] = field(default_factory=list)
+    erased: list[str] = field(default_factory=list)
+    archived: list[str] = field(default_factory=list)
+    restored: list[str] = field(default_factory=list)
+
+
+def apply(conn: Connection, versions: Sequence[Mapping[str, Any]], *, watermark: int | None, now_ms: int) -> Applied:
+    """Write ``versions`` (``tbl``, ``key``, ``hlc``, ``origin``, ``deleted``, ``data``), parents before children
+    and deletions last, and move the pull watermark to ``watermark`` (when given), all in the caller's
+    transaction. Changes the writes cause here (a cascade, a cleared link) stay noted and are pushed back."""
+    before = conn.execute(select(func.coalesce(func.max(_CHANGES.c.seq), 0))).scalar_one()
+    clock = sync_state.HybridClock(conn)
+    done = Applied()
+    touched: dict[str, set[int]] = {}
+    renote: list[tuple[str, int]] = []
+    live = sorted((v for v in versions if not v["deleted"]), key=lambda v: order(v["tbl"]))
+    dead = sorted((v for v in versions if v["deleted"]), key=lambda v: -order(v["tbl"]))
+    for version in [*live, *dead]:
+        clock.observe(int(version["hlc"]))
+        _apply_one(conn, version, clock, now_ms, done, touched, renote)
+    for tbl, seqs in touched.items():
+        for part in _chunks(sorted(seqs)):
+            conn.execute(delete(_CHANGES).where(_CHANGES.c.seq > before, _CHANGES.c.tbl == tbl,
+                                                _CHANGES.c.row_seq.in_(part)))
+    for tbl, row_seq in renote:
+        conn.execute(insert(_CHANGES).values(tbl=tbl, row_seq=row_seq, at_ms=now_ms))
+    if watermark is not None:
+        sync_state.put(conn, "pulled", watermark)
+    clock.save()
+    return done
+
+
+def _apply_one(conn: Connection, v: Mapping[str, Any], clock: sync_state.HybridClock, now_ms: int, done: Applied,
+               touched: dict[str, set[int]], renote: list[tuple[str, int]]) -> None:
+    spec = BY_NAME[v["tbl"]]
+    key, hlc, origin = v["key"], int(v["hlc"]), v["origin"]
+    agreed = conn.execute(select(_ROWS).where(_ROWS.c.tbl == spec.name, _ROWS.c.key == key)).mappings().first()
+    if agreed is not None and (agreed["hlc"], agreed["origin"]) == (hlc, origin):
+        done.echoes += 1
+        return
+    local = _local_row(conn, spec, key, agreed)
+    if _pending(conn, spec.name, key, local):
+        done.pending += 1
+        return
+    seqs = touched.setdefault(spec.name, set())
+    if v["deleted"]:
+        if local is not None:
+            seqs.add(int(local["seq"]))
+            _delete_row(conn, spec, local, done)
+        _agree(conn, spec.name, key, None, hlc, origin, deleted=True)
+        done.applied += 1
+        return
+    data = spec.decode(v["data"])
+    cleared = _orphan_check(conn, spec, data)
+    if cleared is None:  # a parent it cannot live without is gone here
+        if local is not None:
+            seqs.add(int(local["seq"]))
+            _delete_row(conn, spec, local, done)
+        _agree(conn, spec.name, key, None, hlc, origin, deleted=True)
+        conn.execute(insert(_OUTBOX).values(tbl=spec.name, key=key, row_seq=None, hlc=clock.stamp(now_ms),
+                                            base_hlc=hlc, base_origin=origin))
+        done.orphaned += 1
+        return
+    row_seq = _write_row(conn, spec, data, local, done)
+    seqs.add(row_seq)
+    _agree(conn, spec.name, key, row_seq, hlc, origin, deleted=False)
+    if cleared:
+        renote.append((spec.name, row_seq))
+        done.orphaned += 1
+    done.applied += 1
+
+
+def _local_row(conn: Connection, spec: SyncTable, key: str, agreed: Mapping[Any, Any] | None) -> Any:
+    t = spec.table
+    if spec.kind == "hash":
+        if agreed is None or agreed["row_seq"] is None:
+            return None
+        return conn.execute(select(t).where(t.c.seq == agreed["row_seq"])).mappings().first()
+    values = spec.key_values(key)
+    return conn.execute(select(t).where(and_(*(t.c[c] == values[c] for c in spec.key_columns)))).mappings().first()
+
+
+def _pending(conn: Connection, tbl: str, key: str, local: Any) -> bool:
+    """Whether this node changed the row since it last agreed with the warehouse (still to push)."""
+    if conn.execute(select(_OUTBOX.c.seq).where(_OUTBOX.c.tbl == tbl, _OUTBOX.c.key == key)).first() is not None:
+        return True
+    return local is not None and conn.execute(select(_CHANGES.c.seq).where(
+        _CHANGES.c.tbl == tbl, _CHANGES.c.row_seq == local["seq"])).first() is not None
+
+
+def _orphan_check(conn: Connection, spec: SyncTable, data: dict[str, Any]) -> bool | None:
+    """Clear links to parents gone here (``set_null``); None when a parent the row needs is gone (``cascade``);
+    else whether a link was cleared."""
+    cleared = False
+    for parent in spec.parents:
+        value = data.get(parent.column)
+        if value is None:
+            continue
+        table = BY_NAME[parent.table].table
+        if conn.execute(select(table.c.seq).where(table.c.id == value)).first() is not None:
+            continue
+        if parent.on_gone == "set_null":
+            data[parent.column] = None
+            cleared = True
+        else:
+            return None
+    return cleared
+
+
+def _write_row(conn: Connection, spec: SyncTable, data: dict[str, Any], local: Any, done: Applied) -> int:
+    t = spec.table
+    if spec.name == schema.memories.name:
+        _note_memory(data, local, done)
+    if local is not None and spec.name in _VECTOR_TABLES:
+        # A new seq, so the Searcher's vector index (refreshed by seq) takes the new vector.
+        conn.execute(delete(t).where(t.c.seq == local["seq"]))
+        local = None
+    if local is not None:
+        conn.execute(update(t).where(t.c.seq == local["seq"]).values(**data))
+        return int(local["seq"])
+    fresh = dict(data)
+    for column in spec.local_columns:  # this machine's own counters start afresh
+        fresh[column] = _LOCAL_DEFAULTS.get(column)
+    if spec.name == schema.agents.name:
+        fresh["last_seen_at"] = data.get("registered_at")
+    return _new_seq(conn.execute(insert(t).values(**fresh)).inserted_primary_key)
+
+
+_VECTOR_TABLES = frozenset({schema.memory_embeddings.name, schema.chat_embeddings.name})
+_LOCAL_DEFAULTS: dict[str, Any] = {"access_count": 0, "last_accessed_at": None, "offline_at": None}
+
+
+def _note_memory(data: Mapping[str, Any], local: Any, done: Applied) -> None:
+    done.memories.append(data["id"])
+    was = local["archived_at"] if local is not None else None
+    if data.get("archived_at") is not None and was is None:
+        done.archived.append(data["id"])
+    elif data.get("archived_at") is None and was is not None:
+        done.restored.append(data["id"])
+
+
+def _delete_row(conn: Connection, spec: SyncTable, local: Any, done: Applied) -> None:
+    if spec.name == schema.memories.name:
+        done.erased.append(local["id"])
+    conn.execute(delete(spec.table).where(spec.table.c.seq == local["seq"]))
+
+
+def _chunks(items: Sequence[Any] | Iterable[Any]) -> Iterable[list[Any]]:
+    items = list(items)
+    for start in range(0, len(items), CHUNK):
+        yield items[start:start + CHUNK]
+
+
+# -- after a pull, and the logs --------------------------------------------------------------------------------
+
+def unembedded(conn: Connection, ids: Sequence[str]) -> list[tuple[str, str]]:
+    """(id, text) of the current memories among ``ids`` without a vector of the active model."""
+    model = active(conn)
+    m, e = schema.memories, schema.memory_embeddings
+    out: list[tuple[str, str]] = []
+    for part in _chunks(sorted(set(ids))):
+        has = select(e.c.seq).where(e.c.memory_id == m.c.id, e.c.model == model).exists()
+        query = select(m.c.id, m.c.title, m.c.content).where(m.c.id.in_(part), m.c.retired_at.is_(None))
+        if model is not None:
+            query = query.where(~has)
+        out += [(r.id, embed_text(r.title, r.content)) for r in conn.execute(query)]
+    return out
+
+
+def record_conflicts(conn: Connection, entries: Sequence[Mapping[str, Any]]) -> int:
+    """Copy warehouse conflict log entries (by their warehouse id, once each)."""
+    t = schema.sync_conflicts
+    known = {w for (w,) in conn.execute(select(t.c.wid).where(t.c.wid.in_([e["id"] for e in entries])))}
+    fresh = [{"wid": e["id"], **{c: e[c] for c in ("tbl", "key", "winner_hlc", "winner_origin", "loser_hlc",
+                                                    "loser_origin", "loser_deleted", "loser_data", "at")}}
+             for e in entries if e["id"] not in known]
+    if fresh:
+        conn.execute(insert(t), fresh)
+    return len(fresh)
+
+
+def record_run(conn: Connection, run: Mapping[str, Any]) -> int:
+    return _new_seq(conn.execute(insert(schema.sync_runs).values(**run)).inserted_primary_key)
+
+
+def _new_seq(key: Any) -> int:
+    assert key is not None
+    return int(key[0])
