@@ -174,7 +174,7 @@ class SyncActor(ConnectionOwner):
             entries = wh.conflicts_after(seen, self._batch)
             if not entries:
                 break
-            self._ask(sy.RecordConflicts(entries=tuple(_plain(e) for e in entries)))
+            self._ask(sy.RecordConflicts(entries=tuple(entries)))
             seen = max(e["id"] for e in entries)
         wh.pulled(node)
 

@@ -465,6 +465,9 @@ sync_outbox = Table(
     Column("base_hlc", BigInteger),
     Column("base_origin", String(64)),
     UniqueConstraint("tbl", "key", name="uq_sync_outbox_key"),
+    # AUTOINCREMENT: a seq is never given twice, even after the outbox was emptied (the warehouse's mark of how
+    # far this node's outbox was applied counts in these numbers).
+    sqlite_autoincrement=True,
 )
 
 #: Small named values: the node id, the clock, the pull watermark, whether capture is on.

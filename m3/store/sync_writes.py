@@ -13,12 +13,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Connection, and_, delete, func, insert, select, update
 
+from m3.protocols.messages.governance import Subject
 from m3.store import schema, sync_state
+from m3.store.dialect import dialect_for
 from m3.store.embedding_models import active
+from m3.store.subject_writes import forget
+from m3.store.subjects import subject_hash
 from m3.store.sync_tables import BY_NAME, SyncTable, order
 from m3.store.sync_tables import table as spec_of
 from m3.store.vectors import embed_text
@@ -161,6 +166,7 @@ def apply(conn: Connection, versions: Sequence[Mapping[str, Any]], *, watermark:
                                                 _CHANGES.c.row_seq.in_(part)))
     for tbl, row_seq in renote:
         conn.execute(insert(_CHANGES).values(tbl=tbl, row_seq=row_seq, at_ms=now_ms))
+    _erase_again(conn, [v for v in live if v["tbl"] == schema.erasures.name], done)
     if watermark is not None:
         sync_state.put(conn, "pulled", watermark)
     clock.save()
@@ -286,6 +292,28 @@ def _chunks(items: Sequence[Any] | Iterable[Any]) -> Iterable[list[Any]]:
     items = list(items)
     for start in range(0, len(items), CHUNK):
         yield items[start:start + CHUNK]
+
+
+def _erase_again(conn: Connection, erasures: Sequence[Mapping[str, Any]], done: Applied) -> None:
+    """Another machine erased a subject: erase here whatever this store holds of it, rows made here before the
+    erasure arrived included (the deletions are noted, so they reach the warehouse at the next push). The subject
+    is known only by its hash, so it is found among the agents and users this store names."""
+    wanted = {(v["data"]["kind"], v["data"]["subject_hash"]) for v in erasures}
+    if not wanted:
+        return
+    now = datetime.now(UTC)
+    for subject in _subjects(conn):
+        if (subject.kind, subject_hash(subject)) in wanted:
+            _, _, erased = forget(conn, subject, now=now, actor="sync", dialect=dialect_for(conn))
+            done.erased += erased
+
+
+def _subjects(conn: Connection) -> list[Subject]:
+    m, c, a, t = schema.memories, schema.chatlog, schema.agents, schema.tasks
+    agents = {x for q in (select(m.c.agent_id), select(c.c.agent_id), select(a.c.id), select(t.c.creator),
+                          select(t.c.owner)) for (x,) in conn.execute(q.distinct()) if x}
+    users = {x for (x,) in conn.execute(select(m.c.user_id).distinct()) if x}
+    return [Subject(kind="agent", id=x) for x in sorted(agents)] + [Subject(kind="user", id=x) for x in sorted(users)]
 
 
 # -- after a pull, and the logs --------------------------------------------------------------------------------

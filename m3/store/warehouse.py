@@ -256,9 +256,10 @@ def resolve(spec: SyncTable, v: Mapping[str, Any], have: Mapping[str, Any] | Non
     if have["deleted"] and v["deleted"]:
         return Outcome()
     if spec.final_delete and (have["deleted"] or v["deleted"]):
+        # The losing version is logged without its columns: a deletion (an erasure) must not survive in the log.
         if have["deleted"]:
-            return Outcome(loser=v, winner=have, bump=True)
-        return Outcome(write=mine, loser=have, winner=v)
+            return Outcome(loser={**v, "data": None}, winner=have, bump=True)
+        return Outcome(write=mine, loser={**have, "data": None}, winner=v)
     if not have["deleted"] and not v["deleted"] and have["data"] == v["data"]:
         return Outcome(write=mine) if _version(v) > _version(have) else Outcome()
     winner, loser = (v, have) if _version(v) > _version(have) else (have, v)

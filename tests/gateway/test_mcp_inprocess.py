@@ -224,6 +224,7 @@ async def _exercise_every_tool(client: Client, service: Service) -> list[str]:
     await _exercise_conflicts(run, service)
     await _exercise_rollup(run, service)
     await _exercise_loop(run)
+    await _exercise_sync(client, run, done)
     await _exercise_entities(run)
     await _exercise_governance(run)
     assert (await run("diagnostics_store_status"))["counts"]["chat_messages"] == 3  # chatlog_write, then 2 in bulk
@@ -307,6 +308,16 @@ async def _exercise_loop(run: Any) -> None:
     assert [r["name"] for r in ran["runs"]] == ["decay"]
     decay = next(p for p in (await run("loop_status"))["passes"] if p["name"] == "decay")
     assert decay["paused"] is False and decay["runs"] == 1
+
+
+async def _exercise_sync(client: Client, run: Any, done: list[str]) -> None:
+    """The sync domain on a store with no warehouse: status and log answer; sync_now is refused with a code
+    (tests/actors/test_sync.py syncs real stores with a warehouse)."""
+    assert (await run("sync_status"))["configured"] is False
+    assert (await run("sync_log", limit=5))["runs"] == []
+    error = tool_error(await m3_call(client, "sync_now"))
+    assert error["code"] in ("sync_not_configured", "sync_unsupported")
+    done.append("sync_now")
 
 
 async def _exercise_rollup(run: Any, service: Service) -> None:

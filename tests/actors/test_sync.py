@@ -1,0 +1,150 @@
+"""Warehouse sync between SQLite stores and an embedded PostgreSQL warehouse (docs/sync.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, select
+from sqlalchemy.pool import NullPool
+
+from m3.actors.system import ActorSystem
+from m3.config import load_config
+from m3.embed.minilm import MiniLMEmbedder
+from m3.errors import ConfigError, SyncNotConfigured, SyncUnsupported
+from m3.protocols.messages.sync import RunSync
+from m3.store import schema
+from tests.actors.sync_nodes import Node, dump, node_env, nodes, warehouse_dump
+from tests.pg import TestCluster
+
+
+@pytest.fixture
+def warehouse(pg_cluster: TestCluster) -> Iterator[str]:
+    url = pg_cluster.new_database(migrated=False)
+    yield url
+    pg_cluster.drop(url)
+
+
+@pytest.fixture
+def pair(tmp_path: Path, warehouse: str, embedder: MiniLMEmbedder) -> Iterator[tuple[Node, Node]]:
+    with nodes(tmp_path, warehouse, embedder, "a", "b") as (a, b):
+        yield a, b
+
+
+def in_step(warehouse: str, *machines: Node) -> None:
+    """Sync every node until a round moves nothing, then check every store holds what the warehouse holds."""
+    for _ in range(4):
+        moved = 0
+        for node in machines:
+            node.settle()
+            report = node.sync()
+            moved += report["pushed"] + report["pulled"]
+        if moved == 0:
+            break
+    expected = warehouse_dump(warehouse)
+    for node in machines:
+        assert dump(node.url) == expected, f"node {node.env['M3_IDENTITY_AGENT_ID']} differs from the warehouse"
+
+
+def memory_row(node: Node, memory_id: str) -> dict[str, object] | None:
+    engine = create_engine(node.url, poolclass=NullPool)
+    try:
+        with engine.connect() as conn:
+            row = conn.execute(select(schema.memories).where(schema.memories.c.id == memory_id)).mappings().first()
+            return dict(row) if row is not None else None
+    finally:
+        engine.dispose()
+
+
+def test_a_memory_written_on_one_machine_is_found_by_search_on_the_other(pair: tuple[Node, Node],
+                                                                         warehouse: str) -> None:
+    a, b = pair
+    written = a.call("memory_write", content="The deploy key lives in vault path ops/deploy", type="fact", scope="org")
+    in_step(warehouse, a, b)
+    found = b.call("memory_search", query="where does the deploy key live", k=3)["items"]
+    assert [item["id"] for item in found][:1] == [written["id"]]
+    status = b.call("sync_status")
+    assert status["waiting"] == 0 and status["warehouse"]["rows"] >= 3
+
+
+def test_supersession_on_one_machine_and_an_edit_on_the_other_end_alike_everywhere(pair: tuple[Node, Node],
+                                                                                   warehouse: str) -> None:
+    a, b = pair
+    old = a.call("memory_write", content="The team standup is at 9:30", type="fact", scope="org")
+    in_step(warehouse, a, b)
+    newer = a.call("memory_supersede", id=old["id"], content="The team standup is at 10:00")
+    b.call("memory_update", id=old["id"], importance=0.9, reason="it matters")  # concurrently, on B
+    in_step(warehouse, a, b)
+    for node in (a, b):
+        row = memory_row(node, old["id"])
+        assert row is not None and row["retired_at"] is not None and row["superseded_by"] == newer["id"]
+    log = a.call("sync_log")["conflicts"]
+    assert [c["key"] for c in log] == [old["id"]]
+    assert log[0]["loser_data"]["id"] == old["id"]  # the losing version is kept, whole
+    events = [e["event"] for e in a.call("memory_history", id=old["id"])["events"]]
+    assert "sync_conflict" in events
+
+
+def test_an_erased_subject_never_comes_back_from_another_machine(pair: tuple[Node, Node], warehouse: str) -> None:
+    a, b = pair
+    kept = a.call("memory_write", content="Alice prefers tea", type="preference", scope="org", user_id="alice")
+    other = a.call("memory_write", content="Bob prefers coffee", type="preference", scope="org", user_id="bob")
+    in_step(warehouse, a, b)
+    a.call("gdpr_forget", user_id="alice", confirm=True)
+    b.call("memory_update", id=kept["id"], importance=0.8)  # B changes the erased memory before it hears of it
+    in_step(warehouse, a, b)
+    for node in (a, b):
+        assert memory_row(node, kept["id"]) is None
+        assert memory_row(node, other["id"]) is not None
+    assert "Alice prefers tea" not in str(warehouse_dump(warehouse))
+
+
+def test_tasks_handoffs_chat_and_agents_travel(pair: tuple[Node, Node], warehouse: str) -> None:
+    a, b = pair
+    b.call("agent_register", agent_id="b", role="reviewer")
+    in_step(warehouse, a, b)
+    task = a.call("task_create", title="Review the sync design", assignee="b")
+    context = a.call("memory_write", content="The design is in docs/sync.md", type="note", scope="org")
+    a.call("memory_handoff", to_agent="b", task="Review it", context_ids=[context["id"]], task_id=task["id"])
+    a.call("chatlog_write", conversation_id="c1", role="user", content="please review", scope="org")
+    in_step(warehouse, a, b)
+    inbox = b.call("memory_inbox", agent_id="b")["items"]
+    assert [item["task_id"] for item in inbox] == [task["id"]]
+    updated = b.call("task_update", id=task["id"], version=task["version"], state="in_progress")
+    in_step(warehouse, a, b)
+    assert a.call("task_get", id=task["id"])["version"] == updated["version"]
+
+
+def test_a_sync_without_a_warehouse_is_a_clear_error(tmp_path: Path, embedder: MiniLMEmbedder) -> None:
+    node = Node(node_env(tmp_path, "solo", ""), embedder)
+    try:
+        with pytest.raises(SyncNotConfigured):
+            node.system.sync.ask(RunSync(), 30)
+        assert node.call("sync_status")["configured"] is False
+    finally:
+        node.stop()
+
+
+def test_a_warehouse_password_in_the_plain_config_file_is_refused(tmp_path: Path) -> None:
+    env = node_env(tmp_path, "a", "")
+    env.pop("M3_SYNC_WAREHOUSE_URL")
+    root = Path(env["M3_HOME"]) / "config"
+    root.mkdir(parents=True)
+    (root / "m3_config.toml").write_text('[sync]\nwarehouse_url = "postgresql://m3:s3cret@db.example/m3"\n')
+    with pytest.raises(ConfigError, match="plain file"):
+        ActorSystem(load_config(env), background=False)
+
+
+def test_a_postgresql_store_does_not_sync(pg_cluster: TestCluster, warehouse: str, tmp_path: Path,
+                                          embedder: MiniLMEmbedder) -> None:
+    store = pg_cluster.new_database()
+    env = node_env(tmp_path, "pg", warehouse)
+    env["M3_STORE_URL"] = store
+    node = Node(env, embedder)
+    try:
+        with pytest.raises(SyncUnsupported):
+            node.sync()
+    finally:
+        node.stop()
+        pg_cluster.drop(store)
