@@ -262,7 +262,7 @@ SETTINGS: tuple[Setting, ...] = (
             "in the vault (`m3 secret set sync.warehouse_url ...`): a URL with a password in the file is refused.",
             secret=True),
     Setting("sync.interval_s", float, 3600.0, "Time between two background syncs with the warehouse."),
-    Setting("sync.tables", list[str], [],
+    Setting("sync.tables", list, [],
             "The tables that sync (docs/sync.md lists them); empty: all of them. Changes of a table left out wait "
             "here until it is put back."),
     Setting("sync.batch", int, 500, "Rows per pushed or pulled batch (each commits with its watermark)."),

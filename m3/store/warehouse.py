@@ -40,7 +40,7 @@ from sqlalchemy import (
     Sequence as SqlSequence,
 )
 from sqlalchemy.dialects.postgresql import JSONB, insert
-from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import DBAPIError
 
 from m3.errors import SyncNotConfigured, WarehouseUnavailable
 from m3.store import schema
@@ -123,10 +123,10 @@ class Warehouse:
                     _ensure(conn)
                 yield conn
             self._ready = True
-        except (OperationalError, DBAPIError) as exc:
-            if isinstance(exc, DBAPIError) and not isinstance(exc, OperationalError) and not exc.connection_invalidated:
-                raise
-            raise WarehouseUnavailable(f"the warehouse failed: {str(exc.orig).strip().splitlines()[0]}") from None
+        except DBAPIError as exc:
+            # Whatever the database said (gone, restarting, a failed statement), the transaction rolled back whole.
+            first = (str(exc.orig).strip().splitlines() or [type(exc.orig).__name__])[0]
+            raise WarehouseUnavailable(f"the warehouse failed: {first}") from None
 
     def node(self, node: str) -> tuple[int, list[int]]:
         """How far ``node``'s outbox was applied, and the entries past that applied early."""

@@ -12,9 +12,10 @@ from sqlalchemy.pool import NullPool
 from m3.actors.system import ActorSystem
 from m3.config import load_config
 from m3.embed.minilm import MiniLMEmbedder
-from m3.errors import ConfigError, SyncNotConfigured, SyncUnsupported
+from m3.errors import ConfigError, SyncNotConfigured, SyncUnsupported, WarehouseUnavailable
 from m3.protocols.messages.sync import RunSync
 from m3.store import schema
+from m3.store.warehouse import Warehouse
 from tests.actors.sync_nodes import Node, dump, node_env, nodes, warehouse_dump
 from tests.pg import TestCluster
 
@@ -148,3 +149,66 @@ def test_a_postgresql_store_does_not_sync(pg_cluster: TestCluster, warehouse: st
     finally:
         node.stop()
         pg_cluster.drop(store)
+
+
+def test_a_batch_the_warehouse_fails_is_retried_by_the_next_sync_with_nothing_lost_or_twice(
+        pair: tuple[Node, Node], warehouse: str) -> None:
+    a, b = pair
+    topics = ["the build", "the coffee machine", "the parking lot", "the VPN", "payroll", "the roadmap",
+              "the printer", "the wiki", "holidays", "the on-call rota", "the lunch order", "the fire drill"]
+    for topic in topics:
+        a.call("memory_write", content=f"A note about {topic}", type="note", scope="org")
+    a.settle()
+    engine = create_engine(warehouse, poolclass=NullPool)
+    try:
+        with engine.begin() as conn:  # the warehouse's tables exist once any node reached it
+            b.sync()
+            # A statement of the warehouse fails once 20 rows are in: mid-run, after some batches committed.
+            conn.exec_driver_sql(
+                "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF (SELECT count(*) FROM "
+                "m3sync_rows) >= 20 THEN RAISE EXCEPTION 'disk full (a test)'; END IF; RETURN NEW; END $$;"
+                "CREATE TRIGGER refuse BEFORE INSERT ON m3sync_rows FOR EACH ROW EXECUTE FUNCTION refuse();")
+        with pytest.raises(WarehouseUnavailable, match="disk full"):
+            a.sync()
+        assert 0 < warehouse_summary(warehouse)["rows"] < 36
+        with engine.begin() as conn:
+            conn.exec_driver_sql("DROP TRIGGER refuse ON m3sync_rows")
+    finally:
+        engine.dispose()
+    assert a.call("sync_log")["runs"][0]["error"].startswith("the warehouse failed: disk full")
+    in_step(warehouse, a, b)  # every store holds exactly the warehouse's rows
+    held = sum(len(rows) for rows in dump(a.url).values())
+    assert warehouse_summary(warehouse)["rows"] == held >= 36  # 12 memories, their vectors and history lines
+
+
+def test_memories_that_arrive_without_a_vector_are_embedded_where_they_arrive_and_supersede_nothing(
+        tmp_path: Path, warehouse: str, embedder: MiniLMEmbedder) -> None:
+    only_rows = [t for t in ("memories", "memory_history")]
+    # A never supersedes by similarity; B would, were it to judge the arrivals again (it must not: they were
+    # judged where they were written).
+    a = Node(node_env(tmp_path, "a", warehouse, M3_SYNC_TABLES=",".join(only_rows), M3_SUPERSEDE_THRESHOLD="1.0"),
+             embedder)
+    b = Node(node_env(tmp_path, "b", warehouse), embedder)
+    try:
+        first = a.call("memory_write", content="Our office is in Lisbon", type="fact", scope="org")
+        second = a.call("memory_write", content="Our office is in Lisbon now", type="fact", scope="org")
+        a.settle()
+        a.sync()
+        b.sync()
+        b.settle()
+        assert b.call("embedder_status")["queued"] == 0
+        found = b.call("memory_search", query="which city is the office in", k=2, explain=True)["items"]
+        assert {item["id"] for item in found} == {first["id"], second["id"]}
+        assert all(item["explanation"]["cosine"] is not None for item in found)  # found by meaning
+        assert memory_row(b, first["id"])["retired_at"] is None  # type: ignore[index]
+    finally:
+        a.stop()
+        b.stop()
+
+
+def warehouse_summary(url: str) -> dict[str, int]:
+    wh = Warehouse(url)
+    try:
+        return wh.summary()
+    finally:
+        wh.close()
