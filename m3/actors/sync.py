@@ -18,6 +18,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, cast
 
+from sqlalchemy import Connection
+
 from m3.actors.reader import ConnectionOwner
 from m3.actors.supervisor import ActorHandle
 from m3.errors import ConfigError, M3Error, SyncNotConfigured
@@ -61,9 +63,14 @@ class SyncActor(ConnectionOwner):
         self.last: dict[str, Any] | None = None
 
     def setup(self) -> None:
-        super().setup()
+        # The store connection opens on first use: most stores never sync, and each engine's connections count.
         if self._background:
             self._arm(0.0)
+
+    def _local(self) -> Connection:
+        if self._conn is None:
+            super().setup()
+        return self.conn
 
     def release(self) -> None:
         if self._timer is not None:
@@ -136,8 +143,8 @@ class SyncActor(ConnectionOwner):
         self._ask(sy.StageChanges(tables=self._tables))
         after = 0
         while True:
-            with self.conn.begin():
-                batch, top = sync_reads.outbox_batch(self.conn, node, after=after, limit=self._batch)
+            with self._local().begin():
+                batch, top = sync_reads.outbox_batch(self._local(), node, after=after, limit=self._batch)
             if not batch:
                 return
             send = [v for v in batch if self._tables is None or v["tbl"] in self._tables]
@@ -151,8 +158,8 @@ class SyncActor(ConnectionOwner):
 
     def _pull(self, report: dict[str, Any]) -> None:
         node, wh = report["node"], self._wh()
-        with self.conn.begin():
-            mark = int(sync_state.get(self.conn, "pulled", 0))
+        with self._local().begin():
+            mark = int(sync_state.get(self._local(), "pulled", 0))
         arrived: list[str] = []
         while True:
             got = wh.pull(mark, self._batch)
@@ -168,8 +175,8 @@ class SyncActor(ConnectionOwner):
             mark = top
         if arrived:
             self._ask(sy.SettlePulled(ids=tuple(dict.fromkeys(arrived))))
-        with self.conn.begin():
-            seen = max((c["wid"] for c in sync_reads.conflicts(self.conn, 1)), default=0)
+        with self._local().begin():
+            seen = max((c["wid"] for c in sync_reads.conflicts(self._local(), 1)), default=0)
         while True:
             entries = wh.conflicts_after(seen, self._batch)
             if not entries:
@@ -184,8 +191,8 @@ class SyncActor(ConnectionOwner):
         found: list[dict[str, Any]] = []
         level = versions
         for _ in range(64):  # a chain of parent tasks is the deepest case
-            with self.conn.begin():
-                missing = sync_reads.missing_parents(self.conn, level + found)
+            with self._local().begin():
+                missing = sync_reads.missing_parents(self._local(), level + found)
             missing = {t: keys - {v["key"] for v in found if v["tbl"] == t} for t, keys in missing.items()}
             fetched = [_wire(v) for t, keys in missing.items() if keys for v in self._wh().fetch(t, sorted(keys))]
             if not fetched:
@@ -197,9 +204,9 @@ class SyncActor(ConnectionOwner):
     # -- status and log ----------------------------------------------------------------------------------------
 
     def _status(self, _msg: sy.SyncStatusOf) -> dict[str, Any]:
-        with self.conn.begin():
-            local = sync_reads.status(self.conn)
-            latest = sync_reads.runs(self.conn, 1)
+        with self._local().begin():
+            local = sync_reads.status(self._local())
+            latest = sync_reads.runs(self._local(), 1)
         out: dict[str, Any] = {"configured": bool(self._url), "interval_s": self._interval_s,
                                "background": self._background, "tables": list(self._tables or BY_NAME),
                                **local, "last_run": _plain(latest[0]) if latest else None, "warehouse": None,
@@ -212,9 +219,9 @@ class SyncActor(ConnectionOwner):
         return out
 
     def _log(self, msg: sy.SyncLogOf) -> dict[str, Any]:
-        with self.conn.begin():
-            return {"runs": [_plain(r) for r in sync_reads.runs(self.conn, msg.limit)],
-                    "conflicts": [_plain(c) for c in sync_reads.conflicts(self.conn, msg.limit)]}
+        with self._local().begin():
+            return {"runs": [_plain(r) for r in sync_reads.runs(self._local(), msg.limit)],
+                    "conflicts": [_plain(c) for c in sync_reads.conflicts(self._local(), msg.limit)]}
 
 
 def _wire(v: dict[str, Any]) -> dict[str, Any]:
