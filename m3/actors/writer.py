@@ -570,7 +570,8 @@ def _apply_pulled(tx: Tx, msg: sy.ApplyPulled) -> Outcome:
         tx.candidates.discard(memory_id)
     value = {"applied": done.applied, "pending": done.pending, "echoes": done.echoes, "orphaned": done.orphaned,
              "memories": done.memories}
-    return Outcome(value, Effects(erased=done.erased, archived=done.archived, restored=done.restored))
+    return Outcome(value, Effects(erased=done.erased, archived=done.archived, restored=done.restored,
+                                  notified=done.notified))
 
 
 SYNC_OPERATIONS: dict[type[Message], Operation] = {

@@ -144,6 +144,8 @@ class Applied:
     erased: list[str] = field(default_factory=list)
     archived: list[str] = field(default_factory=list)
     restored: list[str] = field(default_factory=list)
+    #: Agents a notification arrived for (their waiting calls wake up).
+    notified: list[str] = field(default_factory=list)
 
 
 def apply(conn: Connection, versions: Sequence[Mapping[str, Any]], *, watermark: int | None, now_ms: int) -> Applied:
@@ -254,6 +256,8 @@ def _write_row(conn: Connection, spec: SyncTable, data: dict[str, Any], local: A
     t = spec.table
     if spec.name == schema.memories.name:
         _note_memory(data, local, done)
+    if spec.name == schema.notifications.name and local is None:
+        done.notified.append(data["agent_id"])
     if local is not None and spec.name in _VECTOR_TABLES:
         # A new seq, so the Searcher's vector index (refreshed by seq) takes the new vector.
         conn.execute(delete(t).where(t.c.seq == local["seq"]))

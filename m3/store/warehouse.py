@@ -311,15 +311,22 @@ def _log_conflict(conn: Connection, spec: SyncTable, key: str, outcome: Outcome,
     done.conflicts += 1
     done.details.append({"tbl": spec.name, "key": key})
     live = outcome.write if outcome.write is not None else winner
-    if spec.name == schema.memories.name and not live["deleted"]:
-        _history_line(conn, key, loser, winner, now)
+    history = _HISTORY.get(spec.name)
+    if history is not None and not live["deleted"]:
+        _history_line(conn, history, key, loser, winner, now)
 
 
-def _history_line(conn: Connection, memory_id: str, loser: Mapping[str, Any], winner: Mapping[str, Any],
-                  now: datetime) -> None:
-    """A ``sync_conflict`` event in the memory's history, holding the losing version (a row every node pulls)."""
-    spec = BY_NAME[schema.memory_history.name]
-    row = {"memory_id": memory_id, "event": "sync_conflict", "actor": "sync", "at": now,
+#: Where a row's history lives: a conflict over a memory or a task is also told there.
+_HISTORY = {schema.memories.name: (schema.memory_history.name, "memory_id"),
+            schema.tasks.name: (schema.task_events.name, "task_id")}
+
+
+def _history_line(conn: Connection, history: tuple[str, str], row_id: str, loser: Mapping[str, Any],
+                  winner: Mapping[str, Any], now: datetime) -> None:
+    """A ``sync_conflict`` event in the row's history, holding the losing version (a row every node pulls)."""
+    table, column = history
+    spec = BY_NAME[table]
+    row = {column: row_id, "event": "sync_conflict", "actor": "sync", "at": now,
            "details": {"winner": {"hlc": int(winner["hlc"]), "origin": winner["origin"]},
                        "loser": {"hlc": int(loser["hlc"]), "origin": loser["origin"], "deleted": bool(loser["deleted"]),
                                  "data": loser["data"]}}}

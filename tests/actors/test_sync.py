@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import create_engine, select
@@ -212,3 +214,32 @@ def warehouse_summary(url: str) -> dict[str, int]:
         return wh.summary()
     finally:
         wh.close()
+
+
+def test_a_handoff_that_arrives_by_sync_wakes_the_agent_waiting_for_it(pair: tuple[Node, Node],
+                                                                         warehouse: str) -> None:
+    a, b = pair
+    b.call("agent_register", agent_id="b")
+    in_step(warehouse, a, b)
+    waited: dict[str, Any] = {}
+    waiter = threading.Thread(target=lambda: waited.update(b.call("notifications_wait", agent_id="b", timeout=60)))
+    waiter.start()
+    a.call("memory_handoff", to_agent="b", task="Take over the release notes")
+    a.sync()
+    b.sync()
+    waiter.join(90)
+    assert not waiter.is_alive()
+    assert [n["kind"] for n in waited["items"]] == ["handoff"]
+
+
+def test_a_task_both_machines_changed_keeps_the_losing_change_in_its_events(pair: tuple[Node, Node],
+                                                                             warehouse: str) -> None:
+    a, b = pair
+    task = a.call("task_create", title="Write the changelog")
+    in_step(warehouse, a, b)
+    a.call("task_update", id=task["id"], version=task["version"], priority=5)
+    b.call("task_update", id=task["id"], version=task["version"], priority=7)
+    in_step(warehouse, a, b)
+    events = a.call("task_get", id=task["id"], history=True)["history"]
+    [line] = [e for e in events if e["event"] == "sync_conflict"]
+    assert {line["details"]["loser"]["data"]["priority"], a.call("task_get", id=task["id"])["priority"]} == {5, 7}
