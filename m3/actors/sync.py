@@ -138,6 +138,8 @@ class SyncActor(ConnectionOwner):
 
     def _push(self, report: dict[str, Any]) -> None:
         node, wh = report["node"], self._wh()
+        if self._ask(sy.MeetWarehouse(warehouse=wh.identity(), now_ms=now_ms())):
+            log.warning("this store syncs with a new warehouse: sending everything and pulling from the start")
         upto, ahead = wh.node(node)
         self._ask(sy.ConfirmPush(node=node, upto=upto, ahead=tuple(ahead)))  # what an interrupted run sent
         self._ask(sy.StageChanges(tables=self._tables))

@@ -576,6 +576,7 @@ def _apply_pulled(tx: Tx, msg: sy.ApplyPulled) -> Outcome:
 
 SYNC_OPERATIONS: dict[type[Message], Operation] = {
     sy.EnableSync: _at_now(_enable_sync),
+    sy.MeetWarehouse: Operation(lambda tx, msg: Outcome(sync_capture.start_over(tx.conn, msg.warehouse, msg.now_ms))),
     sy.StageChanges: Operation(lambda tx, msg: Outcome(sync_writes.stage(tx.conn, tables=msg.tables))),
     sy.ConfirmPush: Operation(lambda tx, msg: Outcome(sync_writes.confirm(tx.conn, msg.node, msg.upto, msg.ahead))),
     sy.ApplyPulled: Operation(_apply_pulled, refusable=True),

@@ -44,6 +44,25 @@ def enable(conn: Connection, now_ms: int) -> int:
     return noted
 
 
+def start_over(conn: Connection, warehouse: str, now_ms: int) -> int:
+    """This store meets warehouse ``warehouse`` for the first time (a new or emptied warehouse after another):
+    forget what it agreed with the old one and note every row again, so the next push sends everything and the
+    pull starts from the beginning; rows noted. The first warehouse a store meets just has its id recorded."""
+    known = sync_state.get(conn, "warehouse")
+    sync_state.put(conn, "warehouse", warehouse)
+    if known is None or known == warehouse:
+        return 0
+    for name in ("sync_rows", "sync_outbox", "sync_changes"):
+        conn.execute(text(f"DELETE FROM {name}"))
+    sync_state.put(conn, "pulled", 0)
+    noted = 0
+    for one in SYNCED:
+        noted += conn.execute(text(
+            f"INSERT INTO sync_changes (tbl, row_seq, at_ms) SELECT '{one.name}', seq, {int(now_ms)} "
+            f"FROM {one.name} ORDER BY seq")).rowcount
+    return noted
+
+
 def triggers(one: SyncTable) -> list[str]:
     """The three triggers of one table (their names start with ``m3sync_``)."""
     note = "INSERT INTO sync_changes (tbl, row_seq, at_ms) VALUES ('{t}', {row}.seq, " + _NOW_MS + ");"

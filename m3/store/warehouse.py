@@ -12,6 +12,7 @@ losing version is kept in ``m3sync_conflicts`` (and, for a memory, in its histor
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -81,6 +82,11 @@ conflicts = Table(
     Column("at", DateTime(timezone=True), nullable=False),
     Column("note", Text),
 )
+meta_table = Table(
+    "m3sync_meta", meta,
+    Column("name", String(32), primary_key=True),
+    Column("value", Text, nullable=False),
+)
 #: One lock serialises pushes (and schema creation): wseq values then commit in the order they are drawn.
 _LOCK = 0x6D3373796E63  # "m3sync"
 #: The origin named on rows the warehouse writes itself (a memory's history line about a conflict).
@@ -127,6 +133,12 @@ class Warehouse:
             # Whatever the database said (gone, restarting, a failed statement), the transaction rolled back whole.
             first = (str(exc.orig).strip().splitlines() or [type(exc.orig).__name__])[0]
             raise WarehouseUnavailable(f"the warehouse failed: {first}") from None
+
+    def identity(self) -> str:
+        """The warehouse's own id, made when its tables were: a node that finds another id than the one it synced
+        with is talking to a new (or emptied) warehouse and starts over (docs/sync.md)."""
+        with self._tx() as conn:
+            return str(conn.execute(select(meta_table.c.value).where(meta_table.c.name == "id")).scalar_one())
 
     def node(self, node: str) -> tuple[int, list[int]]:
         """How far ``node``'s outbox was applied, and the entries past that applied early."""
@@ -196,6 +208,7 @@ class Warehouse:
 def _ensure(conn: Connection) -> None:
     conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _LOCK})
     meta.create_all(conn, checkfirst=True)
+    conn.execute(insert(meta_table).values(name="id", value=uuid.uuid4().hex).on_conflict_do_nothing())
 
 
 def _current(conn: Connection, versions: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:

@@ -243,3 +243,24 @@ def test_a_task_both_machines_changed_keeps_the_losing_change_in_its_events(pair
     events = a.call("task_get", id=task["id"], history=True)["history"]
     [line] = [e for e in events if e["event"] == "sync_conflict"]
     assert {line["details"]["loser"]["data"]["priority"], a.call("task_get", id=task["id"])["priority"]} == {5, 7}
+
+
+def test_a_store_moved_to_a_new_warehouse_sends_it_everything(tmp_path: Path, warehouse: str,
+                                                              pg_cluster: TestCluster,
+                                                              embedder: MiniLMEmbedder) -> None:
+    first = Node(node_env(tmp_path, "a", warehouse), embedder)
+    try:
+        first.call("memory_write", content="The backup runs at 02:00", type="fact", scope="org")
+        first.settle()
+        first.sync()
+    finally:
+        first.stop()
+    fresh = pg_cluster.new_database(migrated=False)
+    again = Node(node_env(tmp_path, "a", fresh), embedder)
+    try:
+        report = again.sync()
+        assert report["pushed"] == sum(len(rows) for rows in dump(again.url).values()) >= 3
+        assert warehouse_dump(fresh) == dump(again.url) == warehouse_dump(warehouse)
+    finally:
+        again.stop()
+        pg_cluster.drop(fresh)

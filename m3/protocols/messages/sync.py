@@ -49,6 +49,13 @@ class EnableSync(Request[dict[str, Any]]):
     now_ms: int
 
 
+class MeetWarehouse(Request[int]):
+    """Record the warehouse's id; a different one than before: start over with it (reply the rows noted)."""
+
+    warehouse: str
+    now_ms: int
+
+
 class StageChanges(Request[int]):
     """Stamp the noted changes (of ``tables``, or all) into the outbox; reply how many versions."""
 
