@@ -164,10 +164,9 @@ class SyncActor(ConnectionOwner):
             mark = int(sync_state.get(self._local(), "pulled", 0))
         arrived: list[str] = []
         while True:
-            got = wh.pull(mark, self._batch)
-            if not got:
+            got, top = wh.pull(mark, self._batch, node=node)
+            if top == mark:
                 break
-            top = max(int(v["wseq"]) for v in got)
             report["bytes_received"] += len(json.dumps([v["data"] for v in got], default=str))
             wanted = [_wire(v) for v in got if self._tables is None or v["tbl"] in self._tables]
             parents = self._parents_of(wanted)

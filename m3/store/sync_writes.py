@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Connection, and_, delete, func, insert, select, update
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from m3.protocols.messages.governance import Subject
 from m3.store import schema, sync_state
@@ -149,70 +150,144 @@ class Applied:
 
 
 def apply(conn: Connection, versions: Sequence[Mapping[str, Any]], *, watermark: int | None, now_ms: int) -> Applied:
-    """Write ``versions`` (``tbl``, ``key``, ``hlc``, ``origin``, ``deleted``, ``data``), parents before children
-    and deletions last, and move the pull watermark to ``watermark`` (when given), all in the caller's
-    transaction. Changes the writes cause here (a cascade, a cleared link) stay noted and are pushed back."""
+    """Write ``versions`` (``tbl``, ``key``, ``hlc``, ``origin``, ``deleted``, ``data``) and move the pull
+    watermark to ``watermark`` (when given), all in the caller's transaction. Deletions go first (children before
+    parents), then the rest (parents before children), so a row arriving with a parent deleted in the same batch
+    is an orphan. Changes the writes cause here (a cascade, a cleared link) stay noted and are pushed back."""
     before = conn.execute(select(func.coalesce(func.max(_CHANGES.c.seq), 0))).scalar_one()
-    clock = sync_state.HybridClock(conn)
-    done = Applied()
-    touched: dict[str, set[int]] = {}
-    renote: list[tuple[str, int]] = []
-    live = sorted((v for v in versions if not v["deleted"]), key=lambda v: order(v["tbl"]))
+    batch = _Batch(conn, versions, now_ms)
     dead = sorted((v for v in versions if v["deleted"]), key=lambda v: -order(v["tbl"]))
-    for version in [*live, *dead]:
-        clock.observe(int(version["hlc"]))
-        _apply_one(conn, version, clock, now_ms, done, touched, renote)
-    for tbl, seqs in touched.items():
+    live = sorted((v for v in versions if not v["deleted"]), key=lambda v: order(v["tbl"]))
+    for version in [*dead, *live]:
+        batch.clock.observe(int(version["hlc"]))
+        batch.apply(version)
+    batch.flush_agreed()
+    for tbl, seqs in batch.touched.items():
         for part in _chunks(sorted(seqs)):
             conn.execute(delete(_CHANGES).where(_CHANGES.c.seq > before, _CHANGES.c.tbl == tbl,
                                                 _CHANGES.c.row_seq.in_(part)))
-    for tbl, row_seq in renote:
+    for tbl, row_seq in batch.renote:
         conn.execute(insert(_CHANGES).values(tbl=tbl, row_seq=row_seq, at_ms=now_ms))
-    _erase_again(conn, [v for v in live if v["tbl"] == schema.erasures.name], done)
+    _erase_again(conn, [v for v in live if v["tbl"] == schema.erasures.name], batch.done)
     if watermark is not None:
         sync_state.put(conn, "pulled", watermark)
-    clock.save()
-    return done
+    batch.clock.save()
+    return batch.done
 
 
-def _apply_one(conn: Connection, v: Mapping[str, Any], clock: sync_state.HybridClock, now_ms: int, done: Applied,
-               touched: dict[str, set[int]], renote: list[tuple[str, int]]) -> None:
-    spec = BY_NAME[v["tbl"]]
-    key, hlc, origin = v["key"], int(v["hlc"]), v["origin"]
-    agreed = conn.execute(select(_ROWS).where(_ROWS.c.tbl == spec.name, _ROWS.c.key == key)).mappings().first()
-    if agreed is not None and (agreed["hlc"], agreed["origin"]) == (hlc, origin):
-        done.echoes += 1
-        return
-    local = _local_row(conn, spec, key, agreed)
-    if _pending(conn, spec.name, key, local):
-        done.pending += 1
-        return
-    seqs = touched.setdefault(spec.name, set())
-    if v["deleted"]:
-        if local is not None:
-            seqs.add(int(local["seq"]))
-            _delete_row(conn, spec, local, done)
-        _agree(conn, spec.name, key, None, hlc, origin, deleted=True)
+class _Batch:
+    """One pulled batch being applied: what this store agreed, has pending and holds, read once for the batch."""
+
+    def __init__(self, conn: Connection, versions: Sequence[Mapping[str, Any]], now_ms: int):
+        self.conn, self.now_ms = conn, now_ms
+        self.clock = sync_state.HybridClock(conn)
+        self.done = Applied()
+        self.touched: dict[str, set[int]] = {}
+        self.renote: list[tuple[str, int]] = []
+        self.agreed: dict[tuple[str, str], dict[str, Any]] = {}
+        self.outboxed: set[tuple[str, str]] = set()
+        by_table: dict[str, list[str]] = {}
+        for v in versions:
+            by_table.setdefault(v["tbl"], []).append(v["key"])
+        for tbl, keys in by_table.items():
+            for part in _chunks(keys):
+                for row in conn.execute(select(_ROWS).where(_ROWS.c.tbl == tbl, _ROWS.c.key.in_(part))).mappings():
+                    self.agreed[(tbl, row["key"])] = dict(row)
+                self.outboxed |= {(tbl, k) for (k,) in conn.execute(
+                    select(_OUTBOX.c.key).where(_OUTBOX.c.tbl == tbl, _OUTBOX.c.key.in_(part)))}
+        self.noted = {(t, int(r)) for t, r in conn.execute(select(_CHANGES.c.tbl, _CHANGES.c.row_seq))}
+        self.present = _present_parents(conn, versions)
+        self.agrees: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def apply(self, v: Mapping[str, Any]) -> None:
+        spec, done = BY_NAME[v["tbl"]], self.done
+        key, hlc, origin = v["key"], int(v["hlc"]), v["origin"]
+        agreed = self.agreed.get((spec.name, key))
+        if agreed is not None and (agreed["hlc"], agreed["origin"]) == (hlc, origin):
+            done.echoes += 1
+            return
+        local = _local_row(self.conn, spec, key, agreed)
+        if (spec.name, key) in self.outboxed or (local is not None and (spec.name, int(local["seq"])) in self.noted):
+            done.pending += 1  # changed here too, not pushed yet: the warehouse decides at the next push
+            return
+        if v["deleted"]:
+            self._remove(spec, local)
+            self.agree(spec.name, key, None, hlc, origin, deleted=True)
+            done.applied += 1
+            return
+        data = spec.decode(v["data"])
+        cleared = self._orphan_check(spec, data)
+        if cleared is None:  # a parent it cannot live without is gone here: gone too, and told back
+            self._remove(spec, local)
+            self.agree(spec.name, key, None, hlc, origin, deleted=True)
+            self.conn.execute(insert(_OUTBOX).values(tbl=spec.name, key=key, row_seq=None,
+                                                     hlc=self.clock.stamp(self.now_ms), base_hlc=hlc,
+                                                     base_origin=origin))
+            done.orphaned += 1
+            return
+        row_seq = _write_row(self.conn, spec, data, local, done)
+        self.touched.setdefault(spec.name, set()).add(row_seq)
+        if "id" in data and spec.name in self.present:
+            self.present[spec.name].add(data["id"])
+        self.agree(spec.name, key, row_seq, hlc, origin, deleted=False)
+        if cleared:
+            self.renote.append((spec.name, row_seq))
+            done.orphaned += 1
         done.applied += 1
-        return
-    data = spec.decode(v["data"])
-    cleared = _orphan_check(conn, spec, data)
-    if cleared is None:  # a parent it cannot live without is gone here
-        if local is not None:
-            seqs.add(int(local["seq"]))
-            _delete_row(conn, spec, local, done)
-        _agree(conn, spec.name, key, None, hlc, origin, deleted=True)
-        conn.execute(insert(_OUTBOX).values(tbl=spec.name, key=key, row_seq=None, hlc=clock.stamp(now_ms),
-                                            base_hlc=hlc, base_origin=origin))
-        done.orphaned += 1
-        return
-    row_seq = _write_row(conn, spec, data, local, done)
-    seqs.add(row_seq)
-    _agree(conn, spec.name, key, row_seq, hlc, origin, deleted=False)
-    if cleared:
-        renote.append((spec.name, row_seq))
-        done.orphaned += 1
-    done.applied += 1
+
+    def _remove(self, spec: SyncTable, local: Any) -> None:
+        if local is None:
+            return
+        self.touched.setdefault(spec.name, set()).add(int(local["seq"]))
+        if spec.name in self.present and "id" in local:
+            self.present[spec.name].discard(local["id"])
+        _delete_row(self.conn, spec, local, self.done)
+
+    def _orphan_check(self, spec: SyncTable, data: dict[str, Any]) -> bool | None:
+        """Clear links to parents gone here (``set_null``); None when a parent the row needs is gone
+        (``cascade``); else whether a link was cleared."""
+        cleared = False
+        for parent in spec.parents:
+            value = data.get(parent.column)
+            if value is None or value in self.present.get(parent.table, ()):
+                continue
+            if parent.on_gone == "set_null":
+                data[parent.column] = None
+                cleared = True
+            else:
+                return None
+        return cleared
+
+    def agree(self, tbl: str, key: str, row_seq: int | None, hlc: int, origin: str, *, deleted: bool) -> None:
+        self.agrees[(tbl, key)] = {"tbl": tbl, "key": key, "row_seq": row_seq, "hlc": hlc, "origin": origin,
+                                   "deleted": deleted}
+
+    def flush_agreed(self) -> None:
+        """Record every version agreed in this batch (one statement per chunk)."""
+        stmt = sqlite_insert(_ROWS)
+        stmt = stmt.on_conflict_do_update(index_elements=[_ROWS.c.tbl, _ROWS.c.key], set_={
+            c: stmt.excluded[c] for c in ("row_seq", "hlc", "origin", "deleted")})
+        items = list(self.agrees.values())
+        for start in range(0, len(items), CHUNK):
+            self.conn.execute(stmt, items[start:start + CHUNK])
+
+
+def _present_parents(conn: Connection, versions: Sequence[Mapping[str, Any]]) -> dict[str, set[str]]:
+    """Per parent table, the ids the batch's rows name that this store holds now."""
+    wanted: dict[str, set[str]] = {}
+    for v in versions:
+        if v["deleted"]:
+            continue
+        for parent in BY_NAME[v["tbl"]].parents:
+            value = (v["data"] or {}).get(parent.column)
+            if value is not None:
+                wanted.setdefault(parent.table, set()).add(value)
+    present: dict[str, set[str]] = {name: set() for name in (p.table for t in BY_NAME.values() for p in t.parents)}
+    for tbl, ids in wanted.items():
+        t = BY_NAME[tbl].table
+        for part in _chunks(sorted(ids)):
+            present[tbl] |= {i for (i,) in conn.execute(select(t.c.id).where(t.c.id.in_(part)))}
+    return present
 
 
 def _local_row(conn: Connection, spec: SyncTable, key: str, agreed: Mapping[Any, Any] | None) -> Any:
@@ -223,33 +298,6 @@ def _local_row(conn: Connection, spec: SyncTable, key: str, agreed: Mapping[Any,
         return conn.execute(select(t).where(t.c.seq == agreed["row_seq"])).mappings().first()
     values = spec.key_values(key)
     return conn.execute(select(t).where(and_(*(t.c[c] == values[c] for c in spec.key_columns)))).mappings().first()
-
-
-def _pending(conn: Connection, tbl: str, key: str, local: Any) -> bool:
-    """Whether this node changed the row since it last agreed with the warehouse (still to push)."""
-    if conn.execute(select(_OUTBOX.c.seq).where(_OUTBOX.c.tbl == tbl, _OUTBOX.c.key == key)).first() is not None:
-        return True
-    return local is not None and conn.execute(select(_CHANGES.c.seq).where(
-        _CHANGES.c.tbl == tbl, _CHANGES.c.row_seq == local["seq"])).first() is not None
-
-
-def _orphan_check(conn: Connection, spec: SyncTable, data: dict[str, Any]) -> bool | None:
-    """Clear links to parents gone here (``set_null``); None when a parent the row needs is gone (``cascade``);
-    else whether a link was cleared."""
-    cleared = False
-    for parent in spec.parents:
-        value = data.get(parent.column)
-        if value is None:
-            continue
-        table = BY_NAME[parent.table].table
-        if conn.execute(select(table.c.seq).where(table.c.id == value)).first() is not None:
-            continue
-        if parent.on_gone == "set_null":
-            data[parent.column] = None
-            cleared = True
-        else:
-            return None
-    return cleared
 
 
 def _write_row(conn: Connection, spec: SyncTable, data: dict[str, Any], local: Any, done: Applied) -> int:

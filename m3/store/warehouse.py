@@ -157,8 +157,10 @@ class Warehouse:
             fresh = [v for v in versions if v["seq"] > pushed_upto and v["seq"] not in ahead]
             done.skipped = len(versions) - len(fresh)
             current = _current(conn, fresh)
+            pending: dict[tuple[str, str], dict[str, Any]] = {}
             for version in fresh:
-                _push_one(conn, version, current, done, now)
+                _push_one(conn, version, current, pending, done, now)
+            _write_all(conn, pending)
             new_upto = max(pushed_upto, upto)
             new_ahead = sorted(s for s in ahead | {v["seq"] for v in versions if v["seq"] > upto} if s > new_upto)
             stmt = insert(nodes).values(node=node, pushed_upto=new_upto, ahead=new_ahead, pushed_at=now)
@@ -166,11 +168,19 @@ class Warehouse:
                 "pushed_upto": new_upto, "ahead": new_ahead, "pushed_at": now}))
         return done
 
-    def pull(self, after: int, limit: int) -> list[dict[str, Any]]:
-        """The next ``limit`` row versions committed after ``wseq`` ``after``, in commit order."""
+    def pull(self, after: int, limit: int, *, node: str) -> tuple[list[dict[str, Any]], int]:
+        """The next ``limit`` row versions committed after position ``after``, in commit order, leaving out those
+        ``node`` pushed itself (it holds them); and the position to pull from next time.
+
+        Positions commit in the order they are drawn (pushes hold one lock), so every version at or below the
+        highest committed position is visible now: when fewer than ``limit`` come back, the next pull may start
+        from that highest position."""
         with self._tx() as conn:
-            found = conn.execute(select(rows).where(rows.c.wseq > after).order_by(rows.c.wseq).limit(limit))
-            return [dict(r) for r in found.mappings()]
+            top = int(conn.execute(select(func.coalesce(func.max(rows.c.wseq), 0))).scalar_one())
+            found = [dict(r) for r in conn.execute(
+                select(rows).where(rows.c.wseq > after, rows.c.wseq <= top, rows.c.origin != node)
+                .order_by(rows.c.wseq).limit(limit)).mappings()]
+        return found, (int(found[-1]["wseq"]) if len(found) == limit else max(top, after))
 
     def fetch(self, tbl: str, keys: Sequence[str]) -> list[dict[str, Any]]:
         with self._tx() as conn:
@@ -221,19 +231,23 @@ def _current(conn: Connection, versions: Sequence[Mapping[str, Any]]) -> dict[tu
     return found
 
 
-def _push_one(conn: Connection, v: Mapping[str, Any], current: dict[tuple[str, str], dict[str, Any]],
-              done: Pushed, now: datetime) -> None:
+Pending = dict[tuple[str, str], dict[str, Any]]
+
+
+def _push_one(conn: Connection, v: Mapping[str, Any], current: Pending, pending: Pending, done: Pushed,
+              now: datetime) -> None:
     spec = BY_NAME[v["tbl"]]
-    have = current.get((v["tbl"], v["key"]))
+    where = (v["tbl"], v["key"])
+    have = current.get(where)
     outcome = resolve(spec, v, have)
     if outcome.loser is not None:
-        _log_conflict(conn, spec, v["key"], outcome, now, done)
+        _log_conflict(conn, spec, v["key"], outcome, now, done, pending)
     if outcome.write is not None:
-        current[(v["tbl"], v["key"])] = _write(conn, spec.name, v["key"], outcome.write)
+        current[where] = pending[where] = _row(spec.name, v["key"], outcome.write)
         done.applied += 1
     elif outcome.bump and have is not None:
-        # The pusher's version lost: give the winner a new wseq so every node (the pusher too) pulls it again.
-        current[(v["tbl"], v["key"])] = _write(conn, spec.name, v["key"], have)
+        # The pusher's version lost: the winner gets a new position so every node (the pusher too) pulls it again.
+        current[where] = pending[where] = _row(spec.name, v["key"], have)
     else:
         done.skipped += 1
 
@@ -279,7 +293,8 @@ def resolve(spec: SyncTable, v: Mapping[str, Any], have: Mapping[str, Any] | Non
     merged = _merged(spec, winner, loser)
     if merged is not None:
         top = max(int(v["hlc"]), int(have["hlc"])) + 1
-        return Outcome(write={"hlc": top, "origin": winner["origin"], "deleted": False, "data": merged},
+        # Named as the warehouse's own version: a new one for both sides (a puller leaves out only its own).
+        return Outcome(write={"hlc": top, "origin": WAREHOUSE, "deleted": False, "data": merged},
                        loser=loser, winner=winner)
     if winner is v:
         return Outcome(write=mine, loser=have, winner=v)
@@ -304,17 +319,23 @@ def _merged(spec: SyncTable, winner: Mapping[str, Any], loser: Mapping[str, Any]
     return merged
 
 
-def _write(conn: Connection, tbl: str, key: str, version: Mapping[str, Any]) -> dict[str, Any]:
-    values = {"hlc": int(version["hlc"]), "origin": version["origin"], "deleted": bool(version["deleted"]),
-              "data": None if version["deleted"] else version["data"], "wseq": wseq.next_value()}
-    stmt = insert(rows).values(tbl=tbl, key=key, **values)
-    got = conn.execute(stmt.on_conflict_do_update(index_elements=[rows.c.tbl, rows.c.key], set_=values)
-                       .returning(rows.c.wseq)).scalar_one()
-    return {**values, "wseq": got, "tbl": tbl, "key": key}
+def _row(tbl: str, key: str, version: Mapping[str, Any]) -> dict[str, Any]:
+    return {"tbl": tbl, "key": key, "hlc": int(version["hlc"]), "origin": version["origin"],
+            "deleted": bool(version["deleted"]), "data": None if version["deleted"] else version["data"]}
+
+
+def _write_all(conn: Connection, pending: Pending) -> None:
+    """Upsert the batch's rows in one statement per chunk, each drawing a new position (wseq) in order."""
+    stmt = insert(rows).values(wseq=wseq.next_value())
+    stmt = stmt.on_conflict_do_update(index_elements=[rows.c.tbl, rows.c.key], set_={
+        c: stmt.excluded[c] for c in ("hlc", "origin", "deleted", "data", "wseq")})
+    items = list(pending.values())
+    for start in range(0, len(items), 1000):
+        conn.execute(stmt, items[start:start + 1000])
 
 
 def _log_conflict(conn: Connection, spec: SyncTable, key: str, outcome: Outcome, now: datetime,
-                  done: Pushed) -> None:
+                  done: Pushed, pending: Pending) -> None:
     loser, winner = outcome.loser, outcome.winner
     assert loser is not None and winner is not None
     conn.execute(conflicts.insert().values(
@@ -326,7 +347,7 @@ def _log_conflict(conn: Connection, spec: SyncTable, key: str, outcome: Outcome,
     live = outcome.write if outcome.write is not None else winner
     history = _HISTORY.get(spec.name)
     if history is not None and not live["deleted"]:
-        _history_line(conn, history, key, loser, winner, now)
+        _history_line(pending, history, key, loser, winner, now)
 
 
 #: Where a row's history lives: a conflict over a memory or a task is also told there.
@@ -334,7 +355,7 @@ _HISTORY = {schema.memories.name: (schema.memory_history.name, "memory_id"),
             schema.tasks.name: (schema.task_events.name, "task_id")}
 
 
-def _history_line(conn: Connection, history: tuple[str, str], row_id: str, loser: Mapping[str, Any],
+def _history_line(pending: Pending, history: tuple[str, str], row_id: str, loser: Mapping[str, Any],
                   winner: Mapping[str, Any], now: datetime) -> None:
     """A ``sync_conflict`` event in the row's history, holding the losing version (a row every node pulls)."""
     table, column = history
@@ -344,5 +365,6 @@ def _history_line(conn: Connection, history: tuple[str, str], row_id: str, loser
                        "loser": {"hlc": int(loser["hlc"]), "origin": loser["origin"], "deleted": bool(loser["deleted"]),
                                  "data": loser["data"]}}}
     data = spec.encode(row)
-    _write(conn, spec.name, spec.key_of(row), {"hlc": int(winner["hlc"]), "origin": WAREHOUSE, "deleted": False,
-                                               "data": json.loads(json.dumps(data))})
+    key = spec.key_of(row)
+    pending[(spec.name, key)] = _row(spec.name, key, {"hlc": int(winner["hlc"]), "origin": WAREHOUSE,
+                                                      "deleted": False, "data": json.loads(json.dumps(data))})
