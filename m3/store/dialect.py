@@ -47,6 +47,8 @@ class Dialect(Protocol):
     nearest_in_sql: bool
     #: One write transaction at a time across all processes (SQLite): what one reads stays true to its commit.
     serial_writes: bool
+    #: The store can sync with a warehouse (docs/sync.md): a SQLite store; a PostgreSQL one is shared already.
+    syncs: bool
     #: What to check when a migration fails on this dialect.
     migration_hint: str | None
     #: The column type of an aware UTC datetime.

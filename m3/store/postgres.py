@@ -59,6 +59,7 @@ class PostgresDialect(Dialect):
 
     nearest_in_sql = True
     serial_writes = False
+    syncs = False
     migration_hint: str | None = ("On PostgreSQL the pgvector extension must be installed on the server, and m3's "
                                   "role must be allowed to create it or find it created (docs/postgres.md).")
     time_type: TypeEngine[Any] = DateTime(timezone=True)

@@ -44,6 +44,7 @@ class SqliteDialect(Dialect):
 
     nearest_in_sql = False
     serial_writes = True
+    syncs = True
     migration_hint: str | None = None
     time_type: TypeEngine[Any] = String(26)
 

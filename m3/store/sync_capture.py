@@ -13,6 +13,7 @@ from sqlalchemy import Connection, text
 
 from m3.errors import SyncUnsupported
 from m3.store import sync_state
+from m3.store.dialect import dialect_for
 from m3.store.sync_tables import SYNCED, SyncTable
 
 #: SQLite's wall clock in milliseconds since the epoch (julianday keeps the fraction of a second).
@@ -29,8 +30,9 @@ def enable(conn: Connection, now_ms: int) -> int:
     Raises:
         SyncUnsupported: the store is not SQLite.
     """
-    if conn.dialect.name != "sqlite":
-        raise SyncUnsupported(f"a {conn.dialect.name} store does not sync with a warehouse")
+    dialect = dialect_for(conn)
+    if not dialect.syncs:
+        raise SyncUnsupported("this store does not sync with a warehouse: only a SQLite store does")
     if enabled(conn):
         return 0
     noted = 0

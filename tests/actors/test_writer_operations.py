@@ -19,6 +19,7 @@ from m3.protocols.messages import (
     memory,
     observations,
     rollup,
+    sync,
 )
 
 
@@ -49,5 +50,5 @@ def test_only_writes_and_vectors_merge_with_their_neighbours() -> None:
 def test_the_table_holds_only_messages_of_the_protocol_modules() -> None:
     modules = {coordination.__name__, memory.__name__, conflicts.__name__, governance.__name__, entities.__name__,
                files.__name__, conversations.__name__, admin.__name__, loop.__name__, observations.__name__,
-               rollup.__name__, archive.__name__}
+               rollup.__name__, archive.__name__, sync.__name__}
     assert all(inspect.isclass(cls) and cls.__module__ in modules for cls in OPERATIONS)
