@@ -259,7 +259,8 @@ SETTINGS: tuple[Setting, ...] = (
             "The password a browser must give (HTTP Basic) when the dashboard listens off loopback.", secret=True),
     Setting("sync.warehouse_url", str, "",
             "PostgreSQL URL of the warehouse this SQLite store syncs with (docs/sync.md); empty: no sync. Keep it "
-            "in the vault (`m3 secret set sync.warehouse_url ...`): a URL with a password in the file is refused.",
+            "in the vault (`m3 secret set sync.warehouse_url`, the URL on stdin): one with a password in the file "
+            "is refused.",
             secret=True),
     Setting("sync.interval_s", float, 3600.0, "Time between two background syncs with the warehouse."),
     Setting("sync.tables", list, [],

@@ -308,8 +308,8 @@ class FipsUnavailable(ConfigError):
 
 class SyncNotConfigured(ConfigError):
     code = "sync_not_configured"
-    default_hint = ("Set the warehouse's URL as a secret: `m3 secret set sync.warehouse_url "
-                    "postgresql+psycopg://user:password@host/db`, then run `m3 sync now` (docs/sync.md).")
+    default_hint = ("Keep the warehouse's URL in the vault: `printf %s 'postgresql+psycopg://user:password@host/db' | "
+                    "m3 secret set sync.warehouse_url`, then run `m3 sync now` (docs/sync.md).")
 
 
 class SyncUnsupported(ConfigError):

@@ -50,8 +50,8 @@ def warehouse_url(config: Config) -> str:
     url: str = config["sync.warehouse_url"]
     if url and config.origin("sync.warehouse_url") == "file" and _has_password(url):
         raise ConfigError("sync.warehouse_url holds a password in m3_config.toml, a plain file",
-                          hint="Move it to the vault: `m3 secret set sync.warehouse_url <url>`, and remove it from "
-                               "m3_config.toml (or give the password through PGPASSFILE).")
+                          hint="Move it to the vault (`m3 secret set sync.warehouse_url` reads the URL from stdin) and "
+                               "remove it from m3_config.toml, or give the password through PGPASSFILE.")
     return url
 
 

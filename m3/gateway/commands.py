@@ -171,8 +171,9 @@ ADMIN_COMMANDS: tuple[AdminCommand, ...] = (
     AdminCommand("embedder", "reembed",
                  "Give every memory a vector of the configured model, with progress on stderr; search keeps "
                  "the previous model until this completes, then switches. Resumable.", _reembed),
-    AdminCommand("secret", "set", "Store a secret setting (store.url, embed.key, llm.key, dashboard.token), read from "
-                 "stdin, encrypted in the secrets vault.", _lazy("m3.gateway.secret_commands", "secret_set"),
+    AdminCommand("secret", "set", "Store a secret setting (store.url, embed.key, llm.key, dashboard.token, "
+                 "sync.warehouse_url), read from stdin, encrypted in the secrets vault.",
+                 _lazy("m3.gateway.secret_commands", "secret_set"),
                  _SECRET_KEY),
     AdminCommand("secret", "get", "Print a secret setting's value from the vault (for the local user only).",
                  _lazy("m3.gateway.secret_commands", "secret_get"), _SECRET_KEY),

@@ -69,34 +69,40 @@ def _stage_table(conn: Connection, spec: SyncTable, changed: dict[int, int], clo
             for row_seq, key in conn.execute(select(source.c.row_seq, source.c.key).where(
                     source.c.tbl == spec.name, source.c.row_seq.in_(part))):
                 known.setdefault(int(row_seq), set()).add(key)
-    staged = 0
+    stamps: dict[str, tuple[int | None, int]] = {}
     for row_seq in seqs:
         at = changed[row_seq]
         live = current.get(row_seq)
         if live is not None:
-            _stamp(conn, spec.name, live, row_seq, clock.stamp(at))
-            staged += 1
+            stamps[live] = (row_seq, clock.stamp(at))
         for gone in known.get(row_seq, set()) - {live}:
             # The row is deleted, or (a history row rewritten, a reused seq) now has another key.
-            _stamp(conn, spec.name, gone, None, clock.stamp(at))
-            staged += 1
-    return staged
+            stamps.setdefault(gone, (None, clock.stamp(at)))
+    _stamp_all(conn, spec.name, stamps)
+    return len(stamps)
 
 
-def _stamp(conn: Connection, tbl: str, key: str, row_seq: int | None, hlc: int) -> None:
-    """Queue version ``hlc`` of a row; an unsent version of it is replaced and its base kept."""
-    waiting = conn.execute(select(_OUTBOX.c.base_hlc, _OUTBOX.c.base_origin).where(
-        _OUTBOX.c.tbl == tbl, _OUTBOX.c.key == key)).first()
-    if waiting is not None:
-        base = (waiting.base_hlc, waiting.base_origin)
-        conn.execute(delete(_OUTBOX).where(_OUTBOX.c.tbl == tbl, _OUTBOX.c.key == key))
-    else:
-        agreed = conn.execute(select(_ROWS.c.hlc, _ROWS.c.origin).where(
-            _ROWS.c.tbl == tbl, _ROWS.c.key == key)).first()
-        base = (agreed.hlc, agreed.origin) if agreed is not None else (None, None)
-    # A new outbox seq: the entry goes to the end of the queue, past any push already acknowledged.
-    conn.execute(insert(_OUTBOX).values(tbl=tbl, key=key, row_seq=row_seq, hlc=hlc, base_hlc=base[0],
-                                        base_origin=base[1]))
+def _stamp_all(conn: Connection, tbl: str, stamps: Mapping[str, tuple[int | None, int]]) -> None:
+    """Queue a version (row seq, clock value) of each key; an unsent version of a key is replaced, its base kept
+    (what this node last agreed with the warehouse)."""
+    keys = list(stamps)
+    base: dict[str, tuple[Any, Any]] = {}
+    waiting: list[str] = []
+    for part in _chunks(keys):
+        for key, b_hlc, b_origin in conn.execute(select(_OUTBOX.c.key, _OUTBOX.c.base_hlc, _OUTBOX.c.base_origin)
+                                                 .where(_OUTBOX.c.tbl == tbl, _OUTBOX.c.key.in_(part))):
+            base[key] = (b_hlc, b_origin)
+            waiting.append(key)
+        for key, hlc, origin in conn.execute(select(_ROWS.c.key, _ROWS.c.hlc, _ROWS.c.origin)
+                                             .where(_ROWS.c.tbl == tbl, _ROWS.c.key.in_(part))):
+            base.setdefault(key, (hlc, origin))
+    for part in _chunks(waiting):
+        conn.execute(delete(_OUTBOX).where(_OUTBOX.c.tbl == tbl, _OUTBOX.c.key.in_(part)))
+    # New outbox seqs: each entry goes to the end of the queue, past any push already acknowledged.
+    rows = [{"tbl": tbl, "key": key, "row_seq": row_seq, "hlc": hlc, "base_hlc": base.get(key, (None, None))[0],
+             "base_origin": base.get(key, (None, None))[1]} for key, (row_seq, hlc) in stamps.items()]
+    for part in _chunks(rows):
+        conn.execute(insert(_OUTBOX), part)
 
 
 # -- confirming a push -----------------------------------------------------------------------------------------
@@ -108,24 +114,32 @@ def confirm(conn: Connection, node: str, upto: int, ahead: Sequence[int]) -> int
     if ahead:
         cond = cond | _OUTBOX.c.seq.in_(list(ahead))
     sent = conn.execute(select(_OUTBOX).where(cond)).mappings().all()
+    held: set[tuple[str, int]] = set()
+    by_table: dict[str, list[int]] = {}
     for entry in sent:
-        spec = BY_NAME[entry["tbl"]]
-        row_seq = entry["row_seq"] if entry["row_seq"] is not None and _row_exists(conn, spec, entry["row_seq"]) \
-            else None
-        _agree(conn, entry["tbl"], entry["key"], row_seq, entry["hlc"], node, deleted=row_seq is None)
+        if entry["row_seq"] is not None:
+            by_table.setdefault(entry["tbl"], []).append(int(entry["row_seq"]))
+    for tbl, seqs in by_table.items():
+        t = BY_NAME[tbl].table
+        for part in _chunks(seqs):
+            held |= {(tbl, int(r)) for (r,) in conn.execute(select(t.c.seq).where(t.c.seq.in_(part)))}
+    agreed = []
+    for entry in sent:
+        row_seq = entry["row_seq"] if (entry["tbl"], entry["row_seq"]) in held else None
+        agreed.append({"tbl": entry["tbl"], "key": entry["key"], "row_seq": row_seq, "hlc": entry["hlc"],
+                       "origin": node, "deleted": row_seq is None})
+    upsert_agreed(conn, agreed)
     conn.execute(delete(_OUTBOX).where(cond))
     return len(sent)
 
 
-def _row_exists(conn: Connection, spec: SyncTable, row_seq: int) -> bool:
-    return conn.execute(select(spec.table.c.seq).where(spec.table.c.seq == row_seq)).first() is not None
-
-
-def _agree(conn: Connection, tbl: str, key: str, row_seq: int | None, hlc: int, origin: str, *,
-           deleted: bool) -> None:
-    values = {"row_seq": row_seq, "hlc": hlc, "origin": origin, "deleted": deleted}
-    if not conn.execute(update(_ROWS).where(_ROWS.c.tbl == tbl, _ROWS.c.key == key).values(**values)).rowcount:
-        conn.execute(insert(_ROWS).values(tbl=tbl, key=key, **values))
+def upsert_agreed(conn: Connection, items: Sequence[Mapping[str, Any]]) -> None:
+    """Record versions this node and the warehouse agree on (``sync_rows``), one statement per chunk."""
+    stmt = sqlite_insert(_ROWS)
+    stmt = stmt.on_conflict_do_update(index_elements=[_ROWS.c.tbl, _ROWS.c.key], set_={
+        c: stmt.excluded[c] for c in ("row_seq", "hlc", "origin", "deleted")})
+    for part in _chunks(list(items)):
+        conn.execute(stmt, part)
 
 
 # -- applying a pulled batch -----------------------------------------------------------------------------------
@@ -263,13 +277,8 @@ class _Batch:
                                    "deleted": deleted}
 
     def flush_agreed(self) -> None:
-        """Record every version agreed in this batch (one statement per chunk)."""
-        stmt = sqlite_insert(_ROWS)
-        stmt = stmt.on_conflict_do_update(index_elements=[_ROWS.c.tbl, _ROWS.c.key], set_={
-            c: stmt.excluded[c] for c in ("row_seq", "hlc", "origin", "deleted")})
-        items = list(self.agrees.values())
-        for start in range(0, len(items), CHUNK):
-            self.conn.execute(stmt, items[start:start + CHUNK])
+        """Record every version agreed in this batch."""
+        upsert_agreed(self.conn, list(self.agrees.values()))
 
 
 def _present_parents(conn: Connection, versions: Sequence[Mapping[str, Any]]) -> dict[str, set[str]]:

@@ -38,7 +38,7 @@ def test_a_secret_is_set_encrypted_read_back_listed_and_deleted(cli: Run, config
     assert cli("secret", "get", "embed.key").document() == {"key": "embed.key", "value": EMBED_KEY}
     listed = cli("secret", "list").document()
     assert {r["key"]: r["set"] for r in listed["secrets"]} == {"store.url": False, "embed.key": True, "llm.key": False,
-                                                               "dashboard.token": False}
+                                                               "dashboard.token": False, "sync.warehouse_url": False}
     assert (listed["key_source"], listed["count"]) == ("file", 1)
     assert "s3cret" not in json.dumps(listed)
     shown = cli("config", "show", "--origin").document()["settings"]["embed.key"]
