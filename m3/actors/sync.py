@@ -109,7 +109,7 @@ class SyncActor(ConnectionOwner):
 
     def _run(self, msg: sy.RunSync) -> sy.SyncReport:
         if not self._url:
-            raise SyncNotConfigured("no warehouse is configured (sync.warehouse_url is empty)")
+            raise SyncNotConfigured("sync_now has no warehouse to sync with: sync.warehouse_url is empty")
         started, clock = datetime.now(UTC), time.perf_counter()
         report: dict[str, Any] = {"node": "", "trigger": msg.trigger, "pushed": 0, "pulled": 0, "conflicts": 0,
                                   "skipped": 0, "seconds": 0.0, "bytes_sent": 0, "bytes_received": 0}

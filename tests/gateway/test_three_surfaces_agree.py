@@ -88,11 +88,12 @@ NO_EMPTY_CALL = {"notifications_wait"}
 #: calls), or about the caller's connection (agent_whoami: bound through HTTP's token only): compared by their keys.
 PER_PROCESS = {"agent_whoami", "embedder_status", "tools_load_domain", "diagnostics_store_status",
                "diagnostics_actor_stats", "diagnostics_config", "diagnostics_health", "diagnostics_slow_calls",
-               "admin_engine_status", "admin_reembed", "admin_embedding_backlog", "admin_verify", "loop_status"}
-#: The admin domain and steering the loop are the local user's: HTTP calls here carry a token (a bound caller), so
-#: valid calls there end in ``forbidden`` and only MCP and the CLI (local) are compared with each other.
+               "admin_engine_status", "admin_reembed", "admin_embedding_backlog", "admin_verify", "loop_status",
+               "sync_status"}
+#: The admin domain, steering the loop and running a sync are the local user's: HTTP calls here carry a token (a
+#: bound caller), so valid calls there end in ``forbidden`` and only MCP and the CLI (local) are compared.
 LOCAL_ONLY = {t.spec.name for t in REGISTRY if t.spec.domain == "admin"} | {"loop_run_once", "loop_pause",
-                                                                           "loop_resume"}
+                                                                           "loop_resume", "sync_now"}
 #: Fields a read itself changes (access statistics), or that differ because each surface's write is its own.
 #: (A search's score includes recency, which moves with the clock between the three calls.)
 VOLATILE = {"access_count", "last_accessed_at", "last_seen_at", "score"}
