@@ -465,6 +465,9 @@ sync_outbox = Table(
     Column("base_hlc", BigInteger),
     Column("base_origin", String(64)),
     UniqueConstraint("tbl", "key", name="uq_sync_outbox_key"),
+    # Seqs are the push order the warehouse's per-node mark counts in: never reuse one (plain SQLite rowids
+    # restart after the emptied outbox, and the warehouse would skip every later push as already applied).
+    sqlite_autoincrement=True,
 )
 
 #: Small named values: the node id, the clock, the pull watermark, whether capture is on.

@@ -53,6 +53,7 @@ def upgrade() -> None:
         sa.Column("base_hlc", sa.BigInteger),
         sa.Column("base_origin", sa.String(64)),
         sa.UniqueConstraint("tbl", "key", name="uq_sync_outbox_key"),
+        sqlite_autoincrement=True,  # seqs never reused: the warehouse's per-node mark counts in them
     )
     op.create_table(
         "sync_state",
