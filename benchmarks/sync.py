@@ -124,8 +124,8 @@ class PhaseClock:
                     self.seconds[phase] += time.perf_counter() - started
             return run
 
-        SyncActor._push = timed("push", saved["push"])  # type: ignore[method-assign]
-        SyncActor._pull = timed("pull", saved["pull"])  # type: ignore[method-assign]
+        SyncActor._push = timed("push", saved["push"])  # type: ignore[method-assign,assignment]
+        SyncActor._pull = timed("pull", saved["pull"])  # type: ignore[method-assign,assignment]
         try:
             yield self
         finally:
