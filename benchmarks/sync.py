@@ -16,7 +16,8 @@ instead). Then:
 4. A writes ``--increment`` more memories and syncs (an incremental push), then B syncs (an incremental pull).
 
 Each run's counts and bytes are the ``SyncReport``'s (bytes = the JSON size of the rows sent or received, not
-PostgreSQL's wire bytes); push and pull seconds are timed around the Sync actor's push and pull steps. After the
+PostgreSQL's wire bytes); push and pull seconds are timed around the Sync actor's push and pull steps, and a
+second table splits each run into its parts (each Writer request by type, each warehouse call). After the
 last run the benchmark checks that A and B hold the same number of rows in every synced table and that the
 warehouse holds as many live rows as A (it exits non-zero otherwise).
 """
@@ -49,6 +50,7 @@ from m3.actors.system import ActorSystem
 from m3.config import load_config
 from m3.embed.base import Embedder
 from m3.protocols.messages.sync import RunSync, SyncReport
+from m3.store import sync_reads
 from m3.store.sync_tables import SYNCED
 from m3.store.warehouse import Warehouse
 
@@ -102,35 +104,40 @@ class Node:
 
 
 class PhaseClock:
-    """Seconds spent in the Sync actor's push and pull steps, per run (timers wrapped around its methods)."""
+    """Seconds per run in the Sync actor's push and pull steps and in the calls they make (each Writer request by
+    its type, each warehouse call, the outbox reads): timers wrapped around those methods while installed."""
 
     def __init__(self) -> None:
-        self.seconds = {"push": 0.0, "pull": 0.0}
+        self.seconds: dict[str, float] = {}
 
     def reset(self) -> None:
-        self.seconds = {"push": 0.0, "pull": 0.0}
+        self.seconds = {}
 
     @contextmanager
     def installed(self) -> Iterator[PhaseClock]:
-        saved = {"push": SyncActor._push, "pull": SyncActor._pull}
-
-        def timed(phase: str, step: Callable[[SyncActor, dict[str, Any]], None]
-                  ) -> Callable[[SyncActor, dict[str, Any]], None]:
-            def run(actor: SyncActor, report: dict[str, Any]) -> None:
-                started = time.perf_counter()
-                try:
-                    step(actor, report)
-                finally:
-                    self.seconds[phase] += time.perf_counter() - started
-            return run
-
-        SyncActor._push = timed("push", saved["push"])  # type: ignore[method-assign,assignment]
-        SyncActor._pull = timed("pull", saved["pull"])  # type: ignore[method-assign,assignment]
+        targets: list[tuple[Any, str, Callable[[tuple[Any, ...]], str]]] = [
+            (SyncActor, "_push", lambda _: "push"), (SyncActor, "_pull", lambda _: "pull"),
+            (SyncActor, "_ask", lambda args: "writer " + type(args[1]).__name__),
+            (sync_reads, "outbox_batch", lambda _: "outbox reads"),
+            *((Warehouse, name, lambda _, name=name: f"warehouse {name}") for name in ("push", "pull", "fetch"))]
+        saved = [(owner, name, getattr(owner, name)) for owner, name, _ in targets]
+        for (owner, name, label), (_, _, original) in zip(targets, saved, strict=True):
+            setattr(owner, name, self._timed(original, label))
         try:
             yield self
         finally:
-            SyncActor._push = saved["push"]  # type: ignore[method-assign]
-            SyncActor._pull = saved["pull"]  # type: ignore[method-assign]
+            for owner, name, original in saved:
+                setattr(owner, name, original)
+
+    def _timed(self, original: Callable[..., Any], label: Callable[[tuple[Any, ...]], str]) -> Callable[..., Any]:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                key = label(args)
+                self.seconds[key] = self.seconds.get(key, 0.0) + time.perf_counter() - started
+        return run
 
 
 def fill(node: Node, turns: list[Turn]) -> float:
@@ -149,7 +156,8 @@ def fill(node: Node, turns: list[Turn]) -> float:
 def timed_sync(node: Node, clock: PhaseClock, step: str, memories: int) -> dict[str, Any]:
     clock.reset()
     report = node.sync()
-    push_s, pull_s = clock.seconds["push"], clock.seconds["pull"]
+    spent = dict(clock.seconds)
+    push_s, pull_s = spent.get("push", 0.0), spent.get("pull", 0.0)
     return {"step": step, "memories": memories, "pushed": report["pushed"], "pulled": report["pulled"],
             "conflicts": report["conflicts"], "sync_s": report["seconds"], "push_s": round(push_s, 2),
             "pull_s": round(pull_s, 2), "push_rows_s": _rate(report["pushed"], push_s),
@@ -157,7 +165,8 @@ def timed_sync(node: Node, clock: PhaseClock, step: str, memories: int) -> dict[
             "received_mb": round(report["bytes_received"] / MB, 2),
             "sent_mb_s": _rate(report["bytes_sent"] / MB, push_s, 2),
             "received_mb_s": _rate(report["bytes_received"] / MB, pull_s, 2),
-            "bytes_sent": report["bytes_sent"], "bytes_received": report["bytes_received"]}
+            "bytes_sent": report["bytes_sent"], "bytes_received": report["bytes_received"],
+            "breakdown": {key: round(spent.get(key, 0.0), 2) for key, _ in BREAKDOWN}}
 
 
 def _rate(amount: float, seconds: float, digits: int = 0) -> float:
@@ -208,11 +217,25 @@ COLUMNS = [("step", "step"), ("memories", "memories in A"), ("pushed", "rows pus
            ("received_mb", "received MB"), ("received_mb_s", "received MB/s")]
 
 
-def markdown_table(rows: list[dict[str, Any]]) -> str:
-    head = "| " + " | ".join(title for _, title in COLUMNS) + " |"
-    rule = "|" + "|".join("---" if key == "step" else "---:" for key, _ in COLUMNS) + "|"
-    body = ["| " + " | ".join(_cell(row[key]) for key, _ in COLUMNS) + " |" for row in rows]
+#: Where a run's seconds go (PhaseClock keys): the push step's parts, then the pull step's.
+BREAKDOWN = [("writer StageChanges", "stage (Writer)"), ("outbox reads", "outbox reads"),
+             ("warehouse push", "warehouse push"), ("writer ConfirmPush", "confirm (Writer)"),
+             ("warehouse pull", "warehouse pull"), ("warehouse fetch", "parents fetched"),
+             ("writer ApplyPulled", "apply (Writer)"), ("writer SettlePulled", "settle (Writer)")]
+
+
+def markdown_table(rows: list[dict[str, Any]], columns: list[tuple[str, str]] | None = None) -> str:
+    columns = columns or COLUMNS
+    head = "| " + " | ".join(title for _, title in columns) + " |"
+    rule = "|" + "|".join("---" if key == "step" else "---:" for key, _ in columns) + "|"
+    body = ["| " + " | ".join(_cell(row[key]) for key, _ in columns) + " |" for row in rows]
     return "\n".join([head, rule, *body])
+
+
+def breakdown_table(rows: list[dict[str, Any]]) -> str:
+    """Seconds per part of each run."""
+    flat = [{"step": row["step"], "sync_s": row["sync_s"], **row["breakdown"]} for row in rows]
+    return markdown_table(flat, [("step", "step"), ("sync_s", "run s"), *((k, f"{t} s") for k, t in BREAKDOWN)])
 
 
 def _cell(value: Any) -> str:
@@ -277,6 +300,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         shutil.rmtree(root, ignore_errors=True)
     print(f"\n{summary['command']}\n")
     print(markdown_table(summary["runs"]))
+    print("\nseconds per part of each run:\n")
+    print(breakdown_table(summary["runs"]))
     print(f"\nfill of A: {args.memories} memories in {result['fill_s']} s; +{args.increment} in "
           f"{result['increment_fill_s']} s. Vectors: {vectors.cached} from the embedding cache, {vectors.synthetic} "
           f"synthetic ({cache.model_id}, {cache.dim} d). Sync batch {result['batch']} rows. Load average before "

@@ -40,8 +40,13 @@ def test_every_row_a_pushes_b_pulls_in_the_first_and_the_incremental_sync(
     assert next_a["pushed"] == per_memory * INCREMENT == next_b["pulled"]
     assert 0 < next_a["bytes_sent"] < first_a["bytes_sent"] and 0 < next_b["bytes_received"] < first_b["bytes_received"]
     assert first_a["push_s"] > 0 and first_b["pull_s"] > 0 and first_a["push_s"] <= first_a["sync_s"]
+    parts = first_a["breakdown"]
+    assert parts["warehouse push"] > 0 and parts["writer StageChanges"] > 0 and parts["writer ConfirmPush"] > 0
+    assert parts["warehouse push"] + parts["writer StageChanges"] + parts["writer ConfirmPush"] <= first_a["push_s"]
+    assert 0 < first_b["breakdown"]["writer ApplyPulled"] <= first_b["pull_s"]
     log = next((tmp_path / "results").glob("*-sync/questions.jsonl"))
     logged = [json.loads(line) for line in log.read_text().splitlines()]
     assert [r["pushed"] for r in logged] == [r["pushed"] for r in summary["runs"]]
     printed = capsys.readouterr().out
     assert "| A first sync (push all) | 200 | " in printed and f"| B sync after {INCREMENT} new |" in printed
+    assert "| step | run s | stage (Writer) s |" in printed
