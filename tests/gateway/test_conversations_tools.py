@@ -72,6 +72,11 @@ async def test_a_missing_conversation_is_a_coded_error_for_every_tool(service: S
     await write(service, A, "plan", *PLAN)
     assert await code_of(service, "conversations_delete", {"conversation_id": "plan"}, A) == "confirmation_required"
     assert await code_of(service, "conversations_promote", {"conversation_id": "plan", "turns": [99]}, A) == "not_found"
+    # A turn number no store can hold is the caller's mistake, refused before the store sees it (found by the fuzz
+    # test: 2**31 was a store_error on PostgreSQL, 2**63 one on SQLite).
+    for turn in (-1, 2**31, 2**63):
+        assert await code_of(service, "conversations_promote", {"conversation_id": "plan", "turns": [turn]},
+                             A) == "invalid_argument", turn
 
 
 @pytest.mark.anyio

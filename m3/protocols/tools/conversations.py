@@ -7,7 +7,7 @@ rows. docs/conversations.md.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import Field, model_validator
 
@@ -131,7 +131,8 @@ CONVERSATIONS_SEARCH = ToolSpec(
 
 class ConversationsPromoteArgs(ToolArgs):
     conversation_id: ConversationId
-    turns: list[int] | None = Field(None, min_length=1, max_length=MAX_PROMOTE, description=(
+    turns: list[Annotated[int, Field(ge=0, le=MAX_STORE_INT)]] | None = Field(
+        None, min_length=1, max_length=MAX_PROMOTE, description=(
         f"Which turns; default every turn (at most {MAX_PROMOTE} a call)."))
     type: MemoryType = Field("note", description="The memory type of the memories written.")
     importance: float = Field(0.5, ge=0.0, le=1.0)
