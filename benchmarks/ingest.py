@@ -59,12 +59,20 @@ def store_url(store: str, root: Path) -> Iterator[str]:
     if store == "sqlite":
         yield f"sqlite:///{root / 'm3.db'}"
         return
+    with private_postgres(root, "m3") as url:
+        yield url
+
+
+@contextmanager
+def private_postgres(root: Path, database: str) -> Iterator[str]:
+    """The URL of an empty database ``database`` on a new embedded PostgreSQL cluster under ``root``, destroyed
+    afterwards (the ``postgres`` extra)."""
     from m3.store import embedded_pg, postgres
 
     cluster = embedded_pg.ensure_cluster(root / "pg" / "data", root / "pg" / "run")
     try:
-        postgres.create_database(cluster.url("postgres"), "m3")
-        yield cluster.url("m3")
+        postgres.create_database(cluster.url("postgres"), database)
+        yield cluster.url(database)
     finally:
         embedded_pg.destroy(cluster.pgdata)
 

@@ -40,7 +40,7 @@ from sqlalchemy.pool import NullPool
 
 from benchmarks.data import Turn, default_data_dir
 from benchmarks.embedding import cached_embedder, default_cache_path, describe
-from benchmarks.ingest import write_turns
+from benchmarks.ingest import private_postgres, write_turns
 from benchmarks.perf_search import corpus
 from benchmarks.precomputed import PrecomputedEmbedder
 from benchmarks.progress import Progress
@@ -246,19 +246,6 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-@contextmanager
-def private_warehouse(root: Path) -> Iterator[str]:
-    """An empty database on a new embedded PostgreSQL cluster under ``root``, destroyed afterwards."""
-    from m3.store import embedded_pg, postgres
-
-    cluster = embedded_pg.ensure_cluster(root / "pg" / "data", root / "pg" / "run")
-    try:
-        postgres.create_database(cluster.url("postgres"), "warehouse")
-        yield cluster.url("warehouse")
-    finally:
-        embedded_pg.destroy(cluster.pgdata)
-
-
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--memories", type=int, default=100_000, help="memories in A before its first sync")
@@ -286,7 +273,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 result = run(args.warehouse, vectors, turns, memories=args.memories, increment=args.increment,
                              batch=args.batch, root=root)
             else:
-                with private_warehouse(root) as url:
+                with private_postgres(root, "warehouse") as url:
                     result = run(url, vectors, turns, memories=args.memories, increment=args.increment,
                                  batch=args.batch, root=root)
             for row in result["runs"]:

@@ -9,6 +9,8 @@ generated ``tsvector`` columns on PostgreSQL.
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import (
     BigInteger,
     Boolean,
@@ -24,6 +26,7 @@ from sqlalchemy import (
     UniqueConstraint,
     text,
 )
+from sqlalchemy.types import TypeEngine
 
 from m3.store.types import UTCDateTime, VectorType, json_type
 
@@ -478,20 +481,31 @@ sync_state = Table(
     Column("updated_at", UTCDateTime(), nullable=False),
 )
 
-#: Concurrent changes the warehouse resolved, copied from it: the winning and the losing version of a row.
+def conflict_log_columns(json: TypeEngine[Any], time: TypeEngine[Any]) -> list[Column[Any]]:
+    """The columns of one entry of the sync conflict log, the warehouse's (``m3sync_conflicts``) and each node's
+    copy of it alike: which row, the winning and the losing version, the loser's columns, when."""
+    return [
+        Column("tbl", String(40), nullable=False),
+        Column("key", String(300), nullable=False),
+        Column("winner_hlc", BigInteger, nullable=False),
+        Column("winner_origin", String(64), nullable=False),
+        Column("loser_hlc", BigInteger, nullable=False),
+        Column("loser_origin", String(64), nullable=False),
+        Column("loser_deleted", Boolean, nullable=False),
+        Column("loser_data", json),
+        Column("at", time, nullable=False),
+    ]
+
+
+#: The fields of a conflict log entry (:func:`conflict_log_columns`), as copied from the warehouse.
+CONFLICT_LOG_FIELDS = tuple(c.name for c in conflict_log_columns(json_type(), UTCDateTime()))
+
+#: Concurrent changes the warehouse resolved, copied from it (``wid``: the entry's id in the warehouse).
 sync_conflicts = Table(
     "sync_conflicts", metadata,
     Column("seq", SeqType, primary_key=True, autoincrement=True),
     Column("wid", BigInteger, nullable=False, unique=True),
-    Column("tbl", String(40), nullable=False),
-    Column("key", String(300), nullable=False),
-    Column("winner_hlc", BigInteger, nullable=False),
-    Column("winner_origin", String(64), nullable=False),
-    Column("loser_hlc", BigInteger, nullable=False),
-    Column("loser_origin", String(64), nullable=False),
-    Column("loser_deleted", Boolean, nullable=False),
-    Column("loser_data", json_type()),
-    Column("at", UTCDateTime(), nullable=False),
+    *conflict_log_columns(json_type(), UTCDateTime()),
 )
 
 #: One row per sync run: when, why, what moved, and the error if it failed.

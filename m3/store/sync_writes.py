@@ -397,9 +397,7 @@ def record_conflicts(conn: Connection, entries: Sequence[Mapping[str, Any]]) -> 
     """Copy warehouse conflict log entries (by their warehouse id, once each)."""
     t = schema.sync_conflicts
     known = {w for (w,) in conn.execute(select(t.c.wid).where(t.c.wid.in_([e["id"] for e in entries])))}
-    fresh = [{"wid": e["id"], **{c: e[c] for c in ("tbl", "key", "winner_hlc", "winner_origin", "loser_hlc",
-                                                    "loser_origin", "loser_deleted", "loser_data", "at")}}
-             for e in entries if e["id"] not in known]
+    fresh = [{"wid": e["id"], **{c: e[c] for c in schema.CONFLICT_LOG_FIELDS}} for e in entries if e["id"] not in known]
     if fresh:
         conn.execute(insert(t), fresh)
     return len(fresh)

@@ -71,16 +71,7 @@ nodes = Table(
 conflicts = Table(
     "m3sync_conflicts", meta,
     Column("id", BigInteger, primary_key=True, autoincrement=True),
-    Column("tbl", String(40), nullable=False),
-    Column("key", String(300), nullable=False),
-    Column("winner_hlc", BigInteger, nullable=False),
-    Column("winner_origin", String(64), nullable=False),
-    Column("loser_hlc", BigInteger, nullable=False),
-    Column("loser_origin", String(64), nullable=False),
-    Column("loser_deleted", Boolean, nullable=False),
-    Column("loser_data", JSONB),
-    Column("at", DateTime(timezone=True), nullable=False),
-    Column("note", Text),
+    *schema.conflict_log_columns(JSONB(), DateTime(timezone=True)),
 )
 meta_table = Table(
     "m3sync_meta", meta,

@@ -56,6 +56,20 @@ class Node:
         self.system.stop(drain_embeddings=False)
 
 
+def sync_until_quiet(machines: list[Node] | tuple[Node, ...], rounds: int = 6) -> None:
+    """Let each node finish its vectors and sync, round after round, until a round moves nothing (an erasure or
+    an orphan arriving may make a node push deletions back); AssertionError if ``rounds`` are not enough."""
+    for _ in range(rounds):
+        moved = 0
+        for node in machines:
+            node.settle()
+            report = node.sync()
+            moved += report["pushed"] + report["pulled"]
+        if moved == 0:
+            return
+    raise AssertionError(f"the stores did not settle after {rounds} rounds of syncs")
+
+
 @contextmanager
 def nodes(root: Path, warehouse_url: str, embedder: MiniLMEmbedder, *names: str) -> Iterator[list[Node]]:
     started: list[Node] = []

@@ -18,7 +18,7 @@ from m3.errors import ConfigError, SyncNotConfigured, SyncUnsupported, Warehouse
 from m3.protocols.messages.sync import RunSync
 from m3.store import schema
 from m3.store.warehouse import Warehouse
-from tests.actors.sync_nodes import Node, dump, node_env, nodes, warehouse_dump
+from tests.actors.sync_nodes import Node, dump, node_env, nodes, sync_until_quiet, warehouse_dump
 from tests.pg import TestCluster
 
 
@@ -37,14 +37,7 @@ def pair(tmp_path: Path, warehouse: str, embedder: MiniLMEmbedder) -> Iterator[t
 
 def in_step(warehouse: str, *machines: Node) -> None:
     """Sync every node until a round moves nothing, then check every store holds what the warehouse holds."""
-    for _ in range(4):
-        moved = 0
-        for node in machines:
-            node.settle()
-            report = node.sync()
-            moved += report["pushed"] + report["pulled"]
-        if moved == 0:
-            break
+    sync_until_quiet(machines)
     expected = warehouse_dump(warehouse)
     for node in machines:
         assert dump(node.url) == expected, f"node {node.env['M3_IDENTITY_AGENT_ID']} differs from the warehouse"

@@ -23,7 +23,7 @@ import pytest
 from m3.embed.minilm import MiniLMEmbedder
 from m3.errors import M3Error
 from m3.store.warehouse import Warehouse
-from tests.actors.sync_nodes import Node, dump, nodes, warehouse_dump
+from tests.actors.sync_nodes import Node, dump, nodes, sync_until_quiet, warehouse_dump
 from tests.pg import TestCluster
 
 SEEDS = int(os.environ.get("M3_SYNC_SEEDS", "2"))
@@ -159,7 +159,7 @@ def test_random_changes_and_killed_syncs_end_with_every_store_holding_the_same_r
                         node.sync()
                 else:
                     history.step(node)
-            _final_sync(machines)
+            sync_until_quiet(machines)
             expected = warehouse_dump(warehouse)
             for node in machines:
                 assert dump(node.url) == expected
@@ -168,19 +168,6 @@ def test_random_changes_and_killed_syncs_end_with_every_store_holding_the_same_r
     finally:
         pg_cluster.drop(warehouse)
     print(f"seed {seed}: {kills} syncs killed")
-
-
-def _final_sync(machines: list[Node]) -> None:
-    """Sync round after round until one moves nothing (an erasure arriving may cause deletions to push back)."""
-    for _ in range(6):
-        moved = 0
-        for node in machines:
-            node.settle()
-            report = node.sync()
-            moved += report["pushed"] + report["pulled"]
-        if moved == 0:
-            return
-    raise AssertionError("the stores did not settle after six rounds of syncs")
 
 
 def _check_contents(history: History, machines: list[Node], expected: dict[str, list[str]]) -> None:
