@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import UTC, datetime
 from typing import Any
 
@@ -72,6 +74,10 @@ log = logging.getLogger(__name__)
 ITEM_COLUMNS = tuple(sorted(set(r.SearchItem.model_fields) - {"bm25_score", "score", "explanation"}))
 #: Most candidates per search whose vector is computed on the spot because the Embedder has not stored it yet.
 PENDING_EMBED_MAX = 32
+#: Longest wait for a query's embedding before the search goes on by keyword alone.
+QUERY_EMBED_TIMEOUT_S = 60.0
+#: A query's vector and the dense leg's proposals for it.
+Embedded = tuple[Vector, list[tuple[str, float]] | None]
 
 
 class Searcher(StoreReader):
@@ -91,6 +97,14 @@ class Searcher(StoreReader):
         self._writer = writer
         self._dialect = dialect_for(options.url)
         self._dense: DenseLeg = leg_for(self._dialect)
+        #: One thread embedding queries while the Searcher's own thread runs the keyword leg.
+        self._embedding_pool: ThreadPoolExecutor | None = None
+
+    def release(self) -> None:
+        if self._embedding_pool is not None:
+            self._embedding_pool.shutdown(wait=True)
+            self._embedding_pool = None
+        super().release()
 
     def handlers(self) -> dict[type[Message], Callable[[Any], Any]]:
         return {
@@ -138,8 +152,11 @@ class Searcher(StoreReader):
         clause = search_clause(msg.filter, now)
         terms = fulltext.query_terms(msg.query)
         n = max(self._candidates, k)
+        # The query embeds, and the in-memory index proposes its nearest memories, on another thread while
+        # SQLite finds the keyword matches on this one (the model, the index and SQLite release the GIL).
+        embedding = self._start_embedding(msg.query, n, msg.filter.include_archived)
         hits = self._dialect.memory_hits(self.conn, msg.query, clause, n, selective=narrows(msg.filter))
-        dense, query_vec = self._dense_hits(msg.query, clause, n, msg.filter.include_archived)
+        dense, query_vec = self._dense_hits(embedding, clause, n, msg.filter.include_archived)
         if named and query_vec is not None:
             dense = self._with_window_hits(dense, query_vec, clause, named, msg.filter.include_archived)
         # Narrow rows (no content) for ranking; the chosen few are completed below.
@@ -154,18 +171,38 @@ class Searcher(StoreReader):
         self._touch([c.id for c in chosen], now)
         return r.MemorySearchResult(count=len(items), items=items, query=msg.query, grade_with="score")
 
-    def _dense_hits(self, query: str, clause: Any, n: int,
+    def _start_embedding(self, query: str, n: int, include_archived: bool) -> Future[Embedded] | None:
+        """The query's vector and the dense leg's proposals, started on the helper thread; None when there are
+        no vectors to compare. The leg is refreshed here, on the Searcher's thread, before the helper reads it;
+        nothing changes it until the search has its answer."""
+        self._follow_active_model()
+        embedder, dense = self._embedder, self._dense
+        if embedder is None or not dense.ready(self.conn, self._model):
+            return None
+
+        def embed_and_propose() -> Embedded:
+            vector = embedder.embed([query])[0]
+            return vector, dense.propose(vector, n, include_archived)
+
+        if self._embedding_pool is None:
+            self._embedding_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="m3-searcher-embed")
+        return self._embedding_pool.submit(embed_and_propose)
+
+    def _dense_hits(self, embedding: Future[Embedded] | None, clause: Any, n: int,
                     include_archived: bool) -> tuple[list[tuple[str, float]], Vector | None]:
         """The dense leg's filtered top ``n`` and the query vector (None when there are no vectors to compare)."""
-        self._follow_active_model()
-        if self._embedder is None or not self._dense.ready(self.conn, self._model):
+        if embedding is None:
             return [], None
         try:
-            query_vec = self._embedder.embed([query])[0]
+            query_vec, proposed = embedding.result(timeout=QUERY_EMBED_TIMEOUT_S)
         except EmbedderUnavailable as exc:
             log.warning("searching by keyword only: %s", exc.message)
             return [], None
-        return self._dense.top(self.conn, self._model, query_vec, clause, n, include_archived), query_vec
+        except FutureTimeout:
+            log.warning("searching by keyword only: the query took over %s s to embed", QUERY_EMBED_TIMEOUT_S)
+            return [], None
+        return self._dense.top(self.conn, self._model, query_vec, clause, n, include_archived,
+                               proposed=proposed), query_vec
 
     def _with_window_hits(self, dense: list[tuple[str, float]], query_vec: Vector, clause: Any,
                           named: list[timewords.Window], include_archived: bool) -> list[tuple[str, float]]:
@@ -176,7 +213,7 @@ class Searcher(StoreReader):
         """
         within = or_(*(and_(m.c.valid_from >= w.start, m.c.valid_from < w.end) for w in named))
         extra = self._dense.top(self.conn, self._model, query_vec, and_(clause, within),
-                                max(1, self._candidates // 2), include_archived)
+                                max(1, self._candidates // 2), include_archived, narrow=True)
         seen = {i for i, _ in dense}
         return dense + [(i, s) for i, s in extra if i not in seen]
 

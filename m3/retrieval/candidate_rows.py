@@ -1,8 +1,8 @@
 """The rows of one search's candidates: loaded narrow, completed only where needed.
 
-Ranking reads small columns (:data:`~m3.store.memories.RANKING_COLUMNS`, one query for every
-candidate); the large ones (content, metadata, source) only the k results, the fresh memories embedded
-on the spot and MMR's word overlap need. A row gets them when the Searcher asks
+Ranking reads a few small columns (:data:`~m3.store.memories.RANKING_COLUMNS`, one query for every
+candidate); the others (content, metadata, source, the times of the item shown) only the k results, the
+fresh memories embedded on the spot and MMR's word overlap need. A row gets them when the Searcher asks
 (:meth:`CandidateRows.complete`) or, the first time any row is asked for a column it lacks, every row
 not completed yet gets them in one query: never one query per row. All of it runs inside the
 Searcher's read transaction.

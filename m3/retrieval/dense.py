@@ -33,9 +33,15 @@ class DenseLeg(Protocol):
     def ready(self, conn: Connection, model: str) -> bool:
         """True when ``model`` has stored vectors (refreshing what the leg knows)."""
 
+    def propose(self, query: Vector, n: int, include_archived: bool = False) -> Hits | None:
+        """What :meth:`top` would check first for ``n`` hits, computed without the connection (so on another
+        thread, while the Searcher's runs the keyword leg); None when the leg ranks in SQL."""
+
     def top(self, conn: Connection, model: str, query: Vector, clause: Any, n: int,
-            include_archived: bool = False) -> Hits:
-        """The ``n`` best hits passing ``clause`` (which says whether archived memories count)."""
+            include_archived: bool = False, *, narrow: bool = False, proposed: Hits | None = None) -> Hits:
+        """The ``n`` best hits passing ``clause`` (which says whether archived memories count); ``narrow``: the
+        clause admits few memories (a window of valid time), so rank among those it admits at once;
+        ``proposed``: :meth:`propose`'s answer for this query, ``n`` and ``include_archived``."""
 
     def vectors(self, conn: Connection, model: str, ids: Sequence[str]) -> dict[str, Vector]:
         """Stored vectors of ``ids`` (those that have one)."""
@@ -67,16 +73,34 @@ class MatrixLeg:
             self.index.hide(archive_writes.archived_ids(conn, ids))
             self.index.last_seq = last
 
+    def propose(self, query: Vector, n: int, include_archived: bool = False) -> Hits | None:
+        return self.index.top(query, n * 4, include_hidden=include_archived)
+
     def top(self, conn: Connection, model: str, query: Vector, clause: Any, n: int,
-            include_archived: bool = False) -> Hits:
-        proposed = self.index.top(query, n * 4, include_hidden=include_archived)
-        visible = rows.visible_ids(conn, [i for i, _ in proposed], clause)
-        hits = [(i, s) for i, s in proposed if i in visible][:n]
+            include_archived: bool = False, *, narrow: bool = False, proposed: Hits | None = None) -> Hits:
+        if narrow:
+            return self.index.top(query, n, self._admitted(conn, clause))
+        if proposed is None:
+            proposed = self.index.top(query, n * 4, include_hidden=include_archived)
+        # Most searches keep every proposal: check the first few, and the rest only when some failed.
+        first = n + n // 4 + 8
+        hits = self._passing(conn, proposed[:first], clause)
+        if len(hits) < n and len(proposed) > first:
+            hits += self._passing(conn, proposed[first:], clause)
+        hits = hits[:n]
         if len(hits) < n and len(proposed) < len(self.index):
             # The filters pruned the global top: rank among the ids they admit.
-            allowed = [r[0] for r in conn.execute(select(m.c.id).where(clause).limit(500_000))]
-            hits = self.index.top(query, n, allowed)
+            hits = self.index.top(query, n, self._admitted(conn, clause))
         return hits
+
+    @staticmethod
+    def _passing(conn: Connection, proposed: Hits, clause: Any) -> Hits:
+        visible = rows.visible_ids(conn, [i for i, _ in proposed], clause)
+        return [(i, s) for i, s in proposed if i in visible]
+
+    @staticmethod
+    def _admitted(conn: Connection, clause: Any) -> list[str]:
+        return [r[0] for r in conn.execute(select(m.c.id).where(clause).limit(500_000))]
 
     def vectors(self, conn: Connection, model: str, ids: Sequence[str]) -> dict[str, Vector]:
         found = {memory_id: self.index.vector(memory_id) for memory_id in ids}
@@ -104,8 +128,11 @@ class SqlLeg:
         self._seen = {}
         return has_vectors(conn, model)
 
+    def propose(self, query: Vector, n: int, include_archived: bool = False) -> Hits | None:
+        return None
+
     def top(self, conn: Connection, model: str, query: Vector, clause: Any, n: int,
-            include_archived: bool = False) -> Hits:
+            include_archived: bool = False, *, narrow: bool = False, proposed: Hits | None = None) -> Hits:
         from m3.store.pg_nearest import nearest
 
         dim = int(query.shape[0])

@@ -7,6 +7,7 @@ Code asks :func:`dialect_for` once and calls the interface; no other module comp
 from __future__ import annotations
 
 import importlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import URL, Connection, Engine, TextClause, make_url
+from sqlalchemy import URL, ColumnElement, Connection, Engine, TextClause, make_url
 from sqlalchemy.engine import Dialect as SqlaDialect
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.types import TypeEngine
@@ -91,6 +92,10 @@ class Dialect(Protocol):
 
     def chat_matches(self, query: str) -> TextClause | None:
         """(seq, score) of chat messages matching any word of ``query``; None when it holds nothing to search for."""
+
+    def ids_in(self, column: ColumnElement[Any], ids: Sequence[str]) -> ColumnElement[bool]:
+        """``column IN ids``; a dialect may pass the list as one parameter (one cached statement for any length)."""
+        return column.in_(ids)
 
     def bind_time(self, value: datetime) -> Any:
         """An aware UTC datetime as ``time_type`` takes it."""

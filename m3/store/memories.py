@@ -17,6 +17,7 @@ from sqlalchemy import Connection, RowMapping, and_, bindparam, delete, func, in
 from m3.errors import AmbiguousId, NotFound, NotShared
 from m3.protocols.messages.memory import MemoryFilter, NewMemory
 from m3.protocols.tools.memory import MemoryRecord
+from m3.store.dialect import dialect_for
 from m3.store.filters import isolation_clause, time_clause
 from m3.store.schema import memories as m
 from m3.store.schema import memory_embeddings as e
@@ -278,8 +279,9 @@ def count_current(conn: Connection) -> int:
     return int(conn.execute(select(func.count()).select_from(m).where(m.c.retired_at.is_(None))).scalar_one())
 
 
-#: The columns of a memory row except the large ones (content, metadata, source): what search ranks by.
-RANKING_COLUMNS = tuple(c for c in m.c if c.name not in ("content", "metadata", "source"))
+#: The columns search ranks by (m3.retrieval.ranking reads these); any other is loaded when first asked for.
+RANKING_COLUMNS = tuple(m.c[name] for name in ("id", "title", "importance", "valid_from", "access_count", "pinned",
+                                                "conversation_id", "recorded_at"))
 
 
 def rows_by_ids(conn: Connection, ids: Sequence[str], where: Any = None,
@@ -288,8 +290,9 @@ def rows_by_ids(conn: Connection, ids: Sequence[str], where: Any = None,
     dict keyed by id."""
     out: dict[str, RowMapping] = {}
     wanted = list(columns) if columns is not None else [m]
+    dialect = dialect_for(conn)
     for chunk in chunks(ids):
-        query = select(*wanted).where(m.c.id.in_(chunk), true() if where is None else where)
+        query = select(*wanted).where(dialect.ids_in(m.c.id, chunk), true() if where is None else where)
         out.update((row["id"], row) for row in conn.execute(query).mappings())
     return out
 
@@ -297,8 +300,9 @@ def rows_by_ids(conn: Connection, ids: Sequence[str], where: Any = None,
 def visible_ids(conn: Connection, ids: Sequence[str], where: Any) -> set[str]:
     """Those of ``ids`` whose rows satisfy ``where``."""
     out: set[str] = set()
+    dialect = dialect_for(conn)
     for chunk in chunks(ids):
-        out.update(row[0] for row in conn.execute(select(m.c.id).where(m.c.id.in_(chunk), where)))
+        out.update(row[0] for row in conn.execute(select(m.c.id).where(dialect.ids_in(m.c.id, chunk), where)))
     return out
 
 

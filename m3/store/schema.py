@@ -67,6 +67,8 @@ memories = Table(
     Index("ix_memories_conversation", "conversation_id"),
     Index("ix_memories_hash", "content_hash"),
     Index("ix_memories_recorded", "recorded_at"),
+    # A question naming a time ranks the memories valid then (migration 0014).
+    Index("ix_memories_valid_from", "valid_from"),
     # Partial: an index holding NULL for every current row misleads SQLite's planner (migration 0004).
     Index("ix_memories_retired", "retired_at", sqlite_where=text("retired_at IS NOT NULL"),
           postgresql_where=text("retired_at IS NOT NULL")),

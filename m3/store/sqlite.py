@@ -4,15 +4,17 @@ one at a time), FTS5 keyword statements, times as fixed-width text (string order
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import Connection, Engine, LargeBinary, String, TextClause, create_engine, event, text
+from sqlalchemy import ColumnElement, Connection, Engine, LargeBinary, String, TextClause, create_engine, event, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import NullPool
 from sqlalchemy.types import TypeEngine
@@ -30,6 +32,8 @@ PREFILTER_FACTOR = 4
 #: What to do when an erasure committed but its scrub could not finish.
 SCRUB_HINT = ("Another m3 process kept a transaction open on the store: call gdpr_forget again once it is done or "
               "stopped (it finds nothing left to erase and scrubs the files).")
+#: How much of the database file a reading connection maps into memory (address space, not resident memory).
+READ_MMAP_BYTES = 1 << 30
 #: The FTS5 tables kept by triggers (migration 0001).
 FTS_TABLES = ("memories_fts", "chatlog_fts")
 _FTS5_SCORE = "bm25(memories_fts, 0.0, 1.0)"  # title weight 0: the title is searched, not scored
@@ -68,6 +72,10 @@ class SqliteDialect(Dialect):
             _enable_wal(cur, options.busy_timeout_ms)
             cur.execute(f"PRAGMA synchronous = {synchronous}")
             cur.execute("PRAGMA foreign_keys = ON")
+            if role != "writer":
+                # Reads through a memory map: no system call per page a search looks up (3x fewer ms for one
+                # search's candidate rows at 100k memories). The map is read-only; writes go through the writer.
+                cur.execute(f"PRAGMA mmap_size = {READ_MMAP_BYTES}")
             cur.close()
 
         @event.listens_for(engine, "begin")
@@ -93,6 +101,10 @@ class SqliteDialect(Dialect):
             if len(hits) == limit:
                 return hits
         return fulltext.ranked(conn, _fts5_matches(match), where, limit)
+
+    def ids_in(self, column: ColumnElement[Any], ids: Sequence[str]) -> ColumnElement[bool]:
+        # One JSON parameter: the statement compiles once, where an expanded IN list is rendered anew per length.
+        return column.in_(text("SELECT value FROM json_each(:ids)").bindparams(ids=json.dumps(list(ids))))
 
     def chat_matches(self, query: str) -> TextClause | None:
         terms = fulltext.query_terms(query)

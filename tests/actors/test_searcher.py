@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
 
-from m3.actors.system import ActorSystem
+from m3.actors.searcher import Searcher
+from m3.actors.supervisor import ActorHandle
+from m3.actors.system import ActorSystem, search_weights
 from m3.protocols.messages.memory import MemoryFilter, SearchMemories
 from tests.actors.conftest import WAIT_S, write_one
 from tests.stored import count
@@ -75,3 +78,23 @@ def test_memories_of_one_conversation_share_its_support_and_a_memory_without_one
     for item in items:
         parts = item["explanation"]["signals"]
         assert sum(p["contribution"] for p in parts.values()) == pytest.approx(item["score"], abs=1e-5)
+
+
+def embedding_threads() -> int:
+    return sum(1 for t in threading.enumerate() if t.name.startswith("m3-searcher-embed"))
+
+
+def test_a_search_embeds_its_query_on_a_helper_thread_that_ends_with_the_searcher(
+        system: ActorSystem, older_embedded: None) -> None:
+    before = embedding_threads()
+    config = system.config
+    searcher = ActorHandle("searcher-extra", Searcher, system.options, embedder=system.embedder_backend,
+                           weights=search_weights(config), candidates=config["search.candidates"], writer=None).start()
+    try:
+        found = searcher.ask(SearchMemories(query="Berlin VPN port", k=2, filter=MemoryFilter(), explain=True), WAIT_S)
+        assert "Berlin" in found.items[0].content
+        assert found.items[0].explanation is not None and found.items[0].explanation["cosine"] > 0.3
+        assert embedding_threads() == before + 1
+    finally:
+        searcher.stop()
+    assert embedding_threads() == before

@@ -12,12 +12,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from sqlalchemy import Connection, Engine, event
+from sqlalchemy import Connection, Engine, and_, event, select
 
 from m3.protocols.messages.memory import MemoryFilter, NewMemory
 from m3.store import memories as rows
 from m3.store import vectors
 from m3.store.filters import search_clause
+from m3.store.schema import memories as m
 from tests.stored import is_postgres
 
 IDS = [f"00000000-0000-4000-8000-{i:012d}" for i in range(400)]
@@ -56,7 +57,9 @@ def test_candidate_rows_are_looked_up_by_id(sqlite_conn: Connection, flt: Memory
     for call in (lambda c: rows.rows_by_ids(c, IDS, clause), lambda c: rows.visible_ids(c, IDS, clause),
                  lambda c: rows.rows_by_ids(c, IDS, clause, columns=rows.RANKING_COLUMNS)):
         plan = plan_of(sqlite_conn, call)
-        own = [step for step in plan if "memory_grants" not in step and "SUBQUERY" not in step]
+        # The ids come as one JSON parameter (json_each): a scan of that list, then one lookup by id per entry.
+        own = [step for step in plan if "memory_grants" not in step and "SUBQUERY" not in step
+               and "SCAN json_each" not in step]
         assert own and all("(id=?)" in step for step in own), plan
         # Isolation asks whether a private memory was shared with the reader: one lookup by key per row.
         assert all("(memory_id=? AND agent_id=?)" in step for step in plan if "memory_grants" in step), plan
@@ -76,3 +79,11 @@ def test_time_travel_can_still_use_the_retired_index(sqlite_conn: Connection) ->
 def test_reusable_vectors_are_found_from_the_given_ids(sqlite_conn: Connection) -> None:
     plan = plan_of(sqlite_conn, lambda c: vectors.reusable(c, "some-model", IDS[:64]))
     assert "(id=?)" in plan[0] and not any("ix_embeddings_model_seq" in step for step in plan), plan
+
+
+def test_memories_valid_in_a_named_window_are_found_by_the_valid_time_index(sqlite_conn: Connection) -> None:
+    # The Searcher's time leg ranks the memories a query's named window admits (migration 0014).
+    start, end = datetime(2026, 5, 25, tzinfo=UTC), datetime(2026, 5, 26, tzinfo=UTC)
+    clause = and_(search_clause(MemoryFilter(), datetime.now(UTC)), m.c.valid_from >= start, m.c.valid_from < end)
+    plan = plan_of(sqlite_conn, lambda c: c.execute(select(m.c.id).where(clause)).all())
+    assert any("ix_memories_valid_from" in step for step in plan), plan

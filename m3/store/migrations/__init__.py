@@ -4,4 +4,4 @@
 needs no Alembic import; a test checks it against Alembic's own head.
 """
 
-HEAD = "0013_sync"
+HEAD = "0014_valid_from"

@@ -1,0 +1,85 @@
+"""The dense leg: the filtered top n by cosine, however much of the store the filters admit."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+
+import numpy as np
+import pytest
+from sqlalchemy import Connection
+
+from m3.actors.supervisor import ActorHandle
+from m3.protocols.messages.memory import MemoryFilter, NewMemory, StoreVectors, WriteMemories
+from m3.retrieval.dense import DenseLeg, leg_for
+from m3.store.dialect import dialect_for
+from m3.store.engine import StoreOptions, open_engine
+from m3.store.filters import search_clause
+from m3.store.schema import memories as m
+from tests.actors.conftest import WAIT_S
+
+MODEL, DIM, COUNT = "test-model", 16, 90
+
+
+@pytest.fixture
+def stored(start_writer: Callable[..., ActorHandle]) -> dict[str, tuple[str, np.ndarray]]:
+    """COUNT memories with random unit vectors: every third a ``fact``, the five last ``event``, the rest
+    ``note``; id -> (type, vector)."""
+    writer = start_writer()
+    kinds = ["event" if i >= COUNT - 5 else "fact" if i % 3 == 0 else "note" for i in range(COUNT)]
+    written = writer.ask(WriteMemories(memories=tuple(NewMemory(type=kind, content=f"memory {i}")
+                                                      for i, kind in enumerate(kinds)), actor="tester"), WAIT_S)
+    rng = np.random.default_rng(7)
+    matrix = rng.standard_normal((COUNT, DIM)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    ids = [w.id for w in written]
+    writer.ask(StoreVectors(model=MODEL, dim=DIM, ids=tuple(ids), vectors=matrix.astype("<f4").tobytes(),
+                            supersede=False), WAIT_S)
+    return {memory_id: (kind, matrix[i]) for i, (memory_id, kind) in enumerate(zip(ids, kinds, strict=True))}
+
+
+@pytest.fixture
+def conn(store_options: StoreOptions) -> Iterator[Connection]:
+    engine = open_engine(store_options, "reader")
+    with engine.connect() as connection, connection.begin():
+        yield connection
+    engine.dispose()
+
+
+def exact_top(stored: dict[str, tuple[str, np.ndarray]], query: np.ndarray, kind: str | None, n: int) -> list[str]:
+    admitted = [(float(vec @ query), i) for i, (k, vec) in stored.items() if kind is None or k == kind]
+    return [i for _, i in sorted(admitted, reverse=True)[:n]]
+
+
+def ready_leg(conn: Connection) -> DenseLeg:
+    leg = leg_for(dialect_for(conn))
+    assert leg.ready(conn, MODEL)
+    return leg
+
+
+@pytest.mark.parametrize("kind", [None, "fact", "event"], ids=["all admitted", "a third admitted", "five admitted"])
+def test_the_leg_returns_the_exact_filtered_top_n_however_many_the_filters_admit(
+        stored: dict[str, tuple[str, np.ndarray]], conn: Connection, kind: str | None) -> None:
+    leg = ready_leg(conn)
+    clause = search_clause(MemoryFilter(type=kind), datetime.now(UTC))
+    for seed in range(5):
+        query = next(iter(stored.values()))[1] if seed == 0 else np.random.default_rng(seed).standard_normal(DIM)
+        query = (query / np.linalg.norm(query)).astype(np.float32)
+        hits = leg.top(conn, MODEL, query, clause, 10)
+        assert [i for i, _ in hits] == exact_top(stored, query, kind, 10)
+        assert all(abs(s - float(stored[i][1] @ query)) < 1e-5 for i, s in hits)
+
+
+def test_proposals_made_apart_and_a_narrow_clause_give_the_same_hits(
+        stored: dict[str, tuple[str, np.ndarray]], conn: Connection) -> None:
+    # The Searcher asks for the proposals on its helper thread, and ranks a named time window as narrow.
+    leg = ready_leg(conn)
+    query = np.random.default_rng(11).standard_normal(DIM).astype(np.float32)
+    query /= np.linalg.norm(query)
+    for kind in (None, "fact"):
+        clause = search_clause(MemoryFilter(type=kind), datetime.now(UTC))
+        expected = leg.top(conn, MODEL, query, clause, 8)
+        assert leg.top(conn, MODEL, query, clause, 8, proposed=leg.propose(query, 8)) == expected
+        assert [i for i, _ in leg.top(conn, MODEL, query, clause, 8, narrow=True)] == [i for i, _ in expected]
+    few = search_clause(MemoryFilter(), datetime.now(UTC)) & m.c.type.in_(["event"])
+    assert [i for i, _ in leg.top(conn, MODEL, query, few, 8, narrow=True)] == exact_top(stored, query, "event", 8)
