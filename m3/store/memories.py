@@ -18,6 +18,7 @@ from m3.errors import AmbiguousId, NotFound, NotShared
 from m3.protocols.messages.memory import MemoryFilter, NewMemory
 from m3.protocols.tools.memory import MemoryRecord
 from m3.store.dialect import dialect_for
+from m3.store.direct import DirectInsert
 from m3.store.filters import isolation_clause, time_clause
 from m3.store.schema import memories as m
 from m3.store.schema import memory_embeddings as e
@@ -113,8 +114,9 @@ _CURRENT_BY_HASH = select(
         m.c.type.in_(bindparam("types", expanding=True))).order_by(m.c.seq)
 # A text repeated in many conversations ("Thanks!") must not bring back every one of them.
 _CURRENT_BY_HASH_IN = _CURRENT_BY_HASH.where(m.c.conversation_id.in_(bindparam("conversations", expanding=True)))
-_INSERT_MEMORY = insert(m)
-_INSERT_HISTORY = insert(h)
+# Run on the DB-API cursor: every write runs both (m3.store.direct).
+_INSERT_MEMORY = DirectInsert(m, [c.key for c in m.c if c.key not in ("seq", "archived_at", "archive_reason")])
+_INSERT_HISTORY = DirectInsert(h, ["memory_id", "event", "actor", "at", "details"])
 
 
 def find_duplicates(conn: Connection, wanted: Sequence[tuple[NewMemory, str]]) -> dict[DuplicateKey, RowMapping]:
@@ -154,14 +156,12 @@ def memory_values(mem: NewMemory, *, memory_id: str, digest: str, now: datetime)
 
 def insert_memories(conn: Connection, values: Sequence[dict[str, Any]]) -> None:
     """Insert rows built by :func:`memory_values` (one executemany)."""
-    if values:
-        conn.execute(_INSERT_MEMORY, list(values))
+    _INSERT_MEMORY(conn, values)
 
 
 def record_events(conn: Connection, events: Sequence[dict[str, Any]]) -> None:
     """Append history rows: dicts of memory_id, event, actor, at, details."""
-    if events:
-        conn.execute(_INSERT_HISTORY, [dict(e) for e in events])
+    _INSERT_HISTORY(conn, events)
 
 
 def event(memory_id: str, name: str, actor: str | None, at: datetime, **details: Any) -> dict[str, Any]:

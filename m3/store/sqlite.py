@@ -22,6 +22,7 @@ from sqlalchemy.types import TypeEngine
 from m3.errors import ConfigError, StoreError
 from m3.store import fulltext
 from m3.store.dialect import Dialect, Fact, parse_url
+from m3.store.direct import driver_errors
 from m3.store.files import log_tightened, private_dir, private_file
 
 if TYPE_CHECKING:
@@ -80,7 +81,9 @@ class SqliteDialect(Dialect):
 
         @event.listens_for(engine, "begin")
         def _on_begin(conn: Any) -> None:
-            conn.exec_driver_sql(begin)
+            # On the DB-API connection: SQLAlchemy's execution path would cost more than the BEGIN itself.
+            with driver_errors(conn, begin):
+                conn.connection.dbapi_connection.execute(begin)
 
         return engine
 
