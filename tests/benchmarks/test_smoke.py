@@ -19,6 +19,7 @@ import numpy.typing as npt
 import pytest
 
 from benchmarks import (
+    entity_index,
     loop_decay,
     perf_search,
     perf_search_ab,
@@ -151,6 +152,7 @@ def test_perf_search_grows_one_store_of_either_kind(tmp_path: Path, data: Path, 
     assert summary["store"] == store
     assert [row["memories"] for row in summary["sizes"]] == [30, 60]
     assert summary["vectors"]["synthetic"] >= 60
+    assert summary["settled"] and [row["entity_backlog"] for row in summary["sizes"]] == [0, 0]
 
 
 def test_perf_search_stores_runs_on_both_stores(tmp_path: Path, data: Path) -> None:
@@ -186,3 +188,12 @@ def test_loop_decay_sweeps_the_store_in_ticks_of_its_budget_and_archives_the_fai
     assert (quiet["ticks"], quiet["seen"], quiet["archived"]) == (3, 60, 0)
     assert archiving["seen"] == 60 and 0 < archiving["archived"] < 60
     assert summary["search_ms_after_archiving"]["cpu_ms_mean"] >= 0
+
+
+@pytest.mark.parametrize("store", ["sqlite", "postgres"])
+def test_entity_index_indexes_the_whole_backlog_it_wrote_on_either_store(tmp_path: Path, data: Path,
+                                                                          store: str) -> None:
+    [row] = entity_index.main(["--data", str(data), "--memories", "40", "--store", store,
+                               "--cache", str(tmp_path / "c.sqlite")])
+    assert (row["store"], row["memories"]) == (store, 40)
+    assert row["mentions"] > 0 and row["entities"] > 0 and row["writer_cpu_s"] > 0

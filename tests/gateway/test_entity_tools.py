@@ -123,6 +123,21 @@ async def test_merge_moves_mentions_keeps_the_alias_and_unmerge_undoes_it(quiet:
     assert (alone["id"], alone["merged_from"], alone["mentions"]) == (bob["id"], None, 1)
 
 
+async def test_a_new_mention_follows_a_chain_of_merges_to_its_end(quiet: Service) -> None:
+    await write(quiet, "We asked Bob about it. Robert Miller agreed. Later Rob Miller signed.", scope="org")
+    await extract(quiet)
+    [bob], [robert], [rob] = await find(quiet, "bob"), await find(quiet, "robert"), await find(quiet, "rob miller")
+    await quiet.call("entity_merge", {"source_id": bob["id"], "target_id": robert["id"]}, A)
+    await quiet.call("entity_merge", {"source_id": robert["id"], "target_id": rob["id"]}, A)
+    await write(quiet, "The budget was approved by Bob and by Dana Lee.", scope="org")
+    await write(quiet, "We met Dana Lee and Bob again.", scope="org")
+    done = await extract(quiet)
+    assert (done["memories"], done["entities_created"]) == (2, 1)  # Dana Lee once, though named twice
+    assert (await quiet.call("entity_get", {"id": rob["id"]}, A))["mentions"] == 5  # Bob's two new ones, two hops on
+    [dana] = await find(quiet, "dana")
+    assert dana["mentions"] == 2
+
+
 async def test_a_missing_entity_and_a_bad_merge_get_coded_errors(quiet: Service) -> None:
     await write(quiet, "Alice Smith works at Acme Corp.", scope="org")
     await extract(quiet)

@@ -54,8 +54,8 @@ def _stored(conn: Any, table: Any, key: Any, value: str) -> dict[str, Any]:
 def test_a_direct_insert_stores_the_values_sqlalchemys_insert_stores(
         engine: Engine, content: str, title: str | None, metadata: dict[str, Any], importance: float, pinned: bool,
         expires: datetime | None, valid_from: datetime | None, now: datetime, details: dict[str, Any]) -> None:
-    memory = NewMemory(type="note", content=content, title=title, metadata=metadata, importance=importance, pinned=pinned,
-                       expires_at=expires, valid_from=valid_from, agent_id="a", conversation_id="c")
+    memory = NewMemory(type="note", content=content, title=title, metadata=metadata, importance=importance,
+                       pinned=pinned, expires_at=expires, valid_from=valid_from, agent_id="a", conversation_id="c")
     direct_id, core_id = str(uuid.uuid4()), str(uuid.uuid4())
     with engine.begin() as conn:
         for memory_id, run in ((direct_id, "direct"), (core_id, "core")):
@@ -76,8 +76,9 @@ def test_a_direct_insert_of_many_rows_keeps_their_order_and_runs_in_the_callers_
     now = datetime(2026, 1, 1, tzinfo=UTC)
     ids = [str(uuid.uuid4()) for _ in range(5)]
     with engine.begin() as conn:
-        rows.insert_memories(conn, [rows.memory_values(NewMemory(type="note", content=f"direct {i}"), memory_id=memory_id,
-                                                       digest=rows.content_hash(f"direct {i}"), now=now)
+        rows.insert_memories(conn, [rows.memory_values(NewMemory(type="note", content=f"direct {i}"),
+                                                       memory_id=memory_id, digest=rows.content_hash(f"direct {i}"),
+                                                       now=now)
                                     for i, memory_id in enumerate(ids)])
         stored = conn.execute(select(m.c.id).where(m.c.id.in_(ids)).order_by(m.c.seq)).scalars().all()
         assert stored == ids
