@@ -147,7 +147,7 @@ class SqlLeg:
         out = {i: self._seen[i] for i in ids if i in self._seen}
         missing = [i for i in ids if i not in out]
         if missing:
-            out.update(zip(*vectors.vectors_for(conn, model, m.c.id.in_(missing)), strict=True))
+            out.update(vectors.vectors_of(conn, model, missing))
         return out
 
     def forget(self, ids: Iterable[str]) -> None:
