@@ -8,7 +8,8 @@ actor and ``StoreVectors``, looked up in the embedding cache (a text missing
 from it gets a pseudo-random unit vector; the count is reported). At each
 size the same questions are searched (k=10) by a Searcher per mode whose
 query embedder is the live MiniLM model, so every search pays for embedding
-its query as in production; the query-embedding time alone is reported too.
+its query as in production (with m3's default number of onnxruntime threads, one less than the CPUs: a
+query embedding on every core slows the search it runs beside); the query-embedding time alone is reported too.
 
 Before the searches at each size the store is let **settle**: the entity indexer works off the backlog the
 fill left (``ExtractEntities`` over all of it, the pass the background runs every few seconds), so the
@@ -34,7 +35,7 @@ from benchmarks.progress import Progress
 from benchmarks.report import RunDir, rows_text
 from benchmarks.retrieval import int_list
 from m3.actors.system import ActorSystem
-from m3.embed.base import Embedder
+from m3.embed.base import Embedder, usable_cpus
 from m3.protocols.messages.entities import ExtractEntities
 
 FILL_BATCH = 1000
@@ -125,12 +126,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--source", choices=["s", "oracle"], default="s", help="LongMemEval split giving the texts")
     parser.add_argument("--store", choices=STORES, default="sqlite")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--threads", type=int, default=max(1, usable_cpus() - 1),
+                        help="onnxruntime threads of the live query embedder (default: m3's embed.threads rule, "
+                             "one less than the CPUs)")
     parser.add_argument("--no-settle", action="store_true",
                         help="search right after the fill, beside the indexing of what it wrote")
     args = parser.parse_args(argv)
     sizes, modes = int_list(args.sizes), [m for m in args.modes.split(",") if m]
     turns, queries = corpus(args.data, sizes[-1], args.queries, args.source)
-    cache = cached_embedder(args.cache)
+    cache = cached_embedder(args.cache, args.threads)
     vectors = PrecomputedEmbedder(cache)
     rows: list[dict[str, Any]] = []
     with RunDir("perf_search", args.out) as run, store_system(args.store, vectors) as system:
