@@ -66,7 +66,7 @@ def measure(store: str, data: Path, cache: Path, memories: int) -> dict[str, Any
         writer_module.Writer._commit = original  # type: ignore[method-assign]
     return {"store": store, "memories": done.memories, "mentions": done.mentions, "entities": done.entities_created,
             "load": round(os.getloadavg()[0], 1), "index_s": round(took, 2),
-            "memories_per_s": round(done.memories / took, 1), "writer_cpu_s": round(writer_cpu[0], 2)}
+            "memories_per_s": round(done.memories / took, 1), "writer_cpu_s": round(writer_cpu[0], 4)}
 
 
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
