@@ -16,8 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -26,7 +24,6 @@ from typing import Any
 from benchmarks.data import default_data_dir
 from benchmarks.embedding import cached_embedder, default_cache_path
 from benchmarks.ingest import bench_config, store_url
-from benchmarks.latency import ratio
 from benchmarks.perf_search import corpus, fill
 from benchmarks.precomputed import PrecomputedEmbedder
 from benchmarks.report import rows_text
@@ -81,18 +78,11 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     if args.baseline is None:
         rows = [measure(args.store, args.data, args.cache, args.memories)]
     else:
-        rows = []
-        here = Path(__file__).resolve()
-        for version, root in (("before", args.baseline.resolve()), ("after", here.parent.parent)):
-            # This file runs with the other checkout's m3 and benchmarks package (first on the path).
-            out = subprocess.run([sys.executable, str(here), "--json", "--store", args.store, "--memories",
-                                  str(args.memories), "--data", str(args.data), "--cache", str(args.cache)],
-                                 cwd=root, env={**os.environ, "PYTHONPATH": str(root)}, check=True,
-                                 capture_output=True, text=True).stdout
-            rows.append({"version": version, **json.loads(out.strip().splitlines()[-1])})
-        for row in rows:
-            for key in ("index_s", "memories_per_s", "writer_cpu_s"):
-                row[key + "_x"] = ratio(row[key], rows[0][key])
+        from benchmarks.versions import add_ratios, run_versions  # parent process only (see benchmarks.versions)
+
+        rows = run_versions(Path(__file__), args.baseline, ["--store", args.store, "--memories", str(args.memories),
+                                                            "--data", str(args.data), "--cache", str(args.cache)])
+        add_ratios(rows, ("index_s", "memories_per_s", "writer_cpu_s"))
     if args.json:
         print(json.dumps(rows[0]))
     else:

@@ -21,8 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -33,7 +31,6 @@ import trio
 from benchmarks.data import default_data_dir
 from benchmarks.embedding import cached_embedder, default_cache_path, prewarm
 from benchmarks.ingest import STORES, store_system
-from benchmarks.latency import ratio
 from benchmarks.perf_write import write_texts
 from benchmarks.report import rows_text
 from m3.actors import writer as writer_module
@@ -124,18 +121,12 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     if args.baseline is None:
         rows = [measure(args.store, args.data, args.cache, args.writes)]
     else:
-        rows = []
-        here = Path(__file__).resolve()
-        for version, root in (("before", args.baseline.resolve()), ("after", here.parent.parent)):
-            # This file runs with the other checkout's m3 (its own benchmarks package first on the path).
-            out = subprocess.run([sys.executable, str(here), "--json", "--store", args.store, "--writes",
-                                  str(args.writes), "--data", str(args.data), "--cache", str(args.cache)],
-                                 cwd=root, env={**os.environ, "PYTHONPATH": str(root)}, check=True,
-                                 capture_output=True, text=True).stdout
-            rows.append({"version": version, **json.loads(out.strip().splitlines()[-1])})
-        for row in rows:
-            for key in ("wall_p50_ms", "caller_cpu_p50_ms", "writer_cpu_p50_ms", "cpu_p50_ms"):
-                row[key.replace("_ms", "_x")] = ratio(row[key], rows[0][key])
+        from benchmarks.versions import add_ratios, run_versions  # parent process only (see benchmarks.versions)
+
+        rows = run_versions(Path(__file__), args.baseline, ["--store", args.store, "--writes", str(args.writes),
+                                                            "--data", str(args.data), "--cache", str(args.cache)])
+        add_ratios(rows, ("wall_p50_ms", "caller_cpu_p50_ms", "writer_cpu_p50_ms", "cpu_p50_ms"),
+                   lambda key: key.replace("_ms", "_x"))
     if args.json:
         print(json.dumps(rows[0]))
     else:

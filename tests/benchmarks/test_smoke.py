@@ -197,3 +197,14 @@ def test_entity_index_indexes_the_whole_backlog_it_wrote_on_either_store(tmp_pat
                                "--cache", str(tmp_path / "c.sqlite")])
     assert (row["store"], row["memories"]) == (store, 40)
     assert row["mentions"] > 0 and row["entities"] > 0 and row["writer_cpu_s"] > 0
+
+
+def test_write_cpu_and_entity_index_compare_a_baseline_checkout_with_this_one(tmp_path: Path, data: Path) -> None:
+    root = Path(write_cpu.__file__).resolve().parent.parent  # this checkout as its own baseline
+    common = ["--data", str(data), "--cache", str(tmp_path / "c.sqlite"), "--baseline", str(root)]
+    cpu = write_cpu.main([*common, "--writes", "4"])
+    assert [(row["version"], row["writes"]) for row in cpu] == [("before", 4), ("after", 4)]
+    assert cpu[0]["cpu_p50_x"] == 1.0 and cpu[1]["cpu_p50_x"] > 0
+    entities = entity_index.main([*common, "--memories", "20"])
+    assert [(row["version"], row["memories"]) for row in entities] == [("before", 20), ("after", 20)]
+    assert entities[0]["memories_per_s_x"] == 1.0 and entities[1]["writer_cpu_s_x"] > 0
