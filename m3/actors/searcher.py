@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import UTC, datetime
 from typing import Any
@@ -48,6 +48,7 @@ from m3.protocols.tools import memory as r
 from m3.retrieval import chat_search, native, ranking, timewords
 from m3.retrieval.candidate_rows import CandidateRows
 from m3.retrieval.dense import DenseLeg, Vector, leg_for
+from m3.retrieval.query_embedding import QueryEmbedding
 from m3.store import (
     chat_reads,
     conversations,
@@ -76,8 +77,6 @@ ITEM_COLUMNS = tuple(sorted(set(r.SearchItem.model_fields) - {"bm25_score", "sco
 PENDING_EMBED_MAX = 32
 #: Longest wait for a query's embedding before the search goes on by keyword alone.
 QUERY_EMBED_TIMEOUT_S = 60.0
-#: A query's vector and the dense leg's proposals for it.
-Embedded = tuple[Vector, list[tuple[str, float]] | None]
 
 
 class Searcher(StoreReader):
@@ -145,23 +144,25 @@ class Searcher(StoreReader):
 
     def search(self, msg: SearchMemories) -> r.MemorySearchResult:
         now = datetime.now(UTC)
+        k = self._k(msg.k)
+        n = max(self._candidates, k)
+        # The query embeds first, on another thread, and the in-memory index then proposes its nearest memories
+        # there; meanwhile this thread reads the filter, the keyword matches and their rows (the model, the index
+        # and SQLite release the GIL). The query vector is awaited only when nothing else is left to do.
+        embedding = self._start_embedding(msg.query, n, msg.filter.include_archived)
         # The question's time: relative times in the query and recency count from it.
         asked = msg.now or msg.filter.as_of or now
         named = timewords.windows(msg.query, asked)
-        k = self._k(msg.k)
         clause = search_clause(msg.filter, now)
         terms = fulltext.query_terms(msg.query)
-        n = max(self._candidates, k)
-        # The query embeds, and the in-memory index proposes its nearest memories, on another thread while
-        # SQLite finds the keyword matches on this one (the model, the index and SQLite release the GIL).
-        embedding = self._start_embedding(msg.query, n, msg.filter.include_archived)
         hits = self._dialect.memory_hits(self.conn, msg.query, clause, n, selective=narrows(msg.filter))
-        dense, query_vec = self._dense_hits(embedding, clause, n, msg.filter.include_archived)
+        # Narrow rows (no content) for ranking; the chosen few are completed below.
+        loaded = CandidateRows(self.conn, clause)
+        loaded.fetch([h.id for h in hits])
+        dense, query_vec = self._dense_hits(embedding, clause, n, msg.filter.include_archived, loaded)
         if named and query_vec is not None:
             dense = self._with_window_hits(dense, query_vec, clause, named, msg.filter.include_archived)
-        # Narrow rows (no content) for ranking; the chosen few are completed below.
-        loaded = CandidateRows(self.conn)
-        found = loaded.fetch(list(dict.fromkeys([h.id for h in hits] + [i for i, _ in dense])), clause)
+        found = loaded.fetch([h.id for h in hits] + [i for i, _ in dense])
         cands = self._candidates_from(found, hits, [(i, s) for i, s in dense if i in found], query_vec, loaded)
         ranking.fuse(cands, terms, self._weights, asked, named)
         by_relevance = {c.id: r for r, c in enumerate(sorted(cands, key=lambda c: c.score, reverse=True), 1)}
@@ -171,30 +172,37 @@ class Searcher(StoreReader):
         self._touch([c.id for c in chosen], now)
         return r.MemorySearchResult(count=len(items), items=items, query=msg.query, grade_with="score")
 
-    def _start_embedding(self, query: str, n: int, include_archived: bool) -> Future[Embedded] | None:
+    def _start_embedding(self, query: str, n: int, include_archived: bool) -> QueryEmbedding | None:
         """The query's vector and the dense leg's proposals, started on the helper thread; None when there are
-        no vectors to compare. The leg is refreshed here, on the Searcher's thread, before the helper reads it;
-        nothing changes it until the search has its answer."""
+        no vectors to compare. The leg is refreshed meanwhile, on this thread, before the helper reads it."""
         self._follow_active_model()
-        embedder, dense = self._embedder, self._dense
-        if embedder is None or not dense.ready(self.conn, self._model):
+        started = self._embed_query(query, n, include_archived)
+        if started is None:
             return None
+        ready = False
+        try:
+            ready = self._dense.ready(self.conn, self._model)
+        finally:
+            started.leg_refreshed(ready)
+        # Without stored vectors there is nothing to compare: the vector, still being computed, is left unread.
+        return started if ready else None
 
-        def embed_and_propose() -> Embedded:
-            vector = embedder.embed([query])[0]
-            return vector, dense.propose(vector, n, include_archived)
-
+    def _embed_query(self, query: str, n: int, include_archived: bool) -> QueryEmbedding | None:
+        if self._embedder is None:
+            return None
         if self._embedding_pool is None:
             self._embedding_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="m3-searcher-embed")
-        return self._embedding_pool.submit(embed_and_propose)
+        return QueryEmbedding(self._embedding_pool, self._embedder, self._dense, query, n, include_archived,
+                              wait_s=QUERY_EMBED_TIMEOUT_S)
 
-    def _dense_hits(self, embedding: Future[Embedded] | None, clause: Any, n: int,
-                    include_archived: bool) -> tuple[list[tuple[str, float]], Vector | None]:
-        """The dense leg's filtered top ``n`` and the query vector (None when there are no vectors to compare)."""
+    def _dense_hits(self, embedding: QueryEmbedding | None, clause: Any, n: int, include_archived: bool,
+                    loaded: CandidateRows) -> tuple[list[tuple[str, float]], Vector | None]:
+        """The dense leg's filtered top ``n`` and the query vector (None when there are no vectors to compare);
+        the rows it checks against the filter are loaded for ranking on the way."""
         if embedding is None:
             return [], None
         try:
-            query_vec, proposed = embedding.result(timeout=QUERY_EMBED_TIMEOUT_S)
+            query_vec, proposed = embedding.result(QUERY_EMBED_TIMEOUT_S)
         except EmbedderUnavailable as exc:
             log.warning("searching by keyword only: %s", exc.message)
             return [], None
@@ -202,7 +210,7 @@ class Searcher(StoreReader):
             log.warning("searching by keyword only: the query took over %s s to embed", QUERY_EMBED_TIMEOUT_S)
             return [], None
         return self._dense.top(self.conn, self._model, query_vec, clause, n, include_archived,
-                               proposed=proposed), query_vec
+                               proposed=proposed, passing=loaded.passing), query_vec
 
     def _with_window_hits(self, dense: list[tuple[str, float]], query_vec: Vector, clause: Any,
                           named: list[timewords.Window], include_archived: bool) -> list[tuple[str, float]]:

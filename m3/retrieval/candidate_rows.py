@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, RowMapping
+from sqlalchemy import Connection
 
 from m3.store import memories as rows
 from m3.store.schema import memories as m
@@ -27,9 +27,10 @@ class CandidateRow(Mapping[str, Any]):
 
     __slots__ = ("_owner", "_values")
 
-    def __init__(self, owner: CandidateRows, values: Mapping[Any, Any]):
+    def __init__(self, owner: CandidateRows, values: dict[str, Any]):
+        """``values``: the row's columns so far, a dict this row takes over."""
         self._owner = owner
-        self._values = dict(values)
+        self._values = values
 
     def __getitem__(self, key: str) -> Any:
         try:
@@ -56,25 +57,33 @@ class CandidateRow(Mapping[str, Any]):
 
 
 class CandidateRows:
-    """Narrow rows of one search's candidates, completed on demand; lives for one request."""
+    """Narrow rows of one search's candidates under one filter, completed on demand; lives for one request."""
 
-    def __init__(self, conn: Connection):
+    def __init__(self, conn: Connection, where: Any):
         self._conn = conn
+        #: The search's filter: only rows satisfying it are loaded, so a loaded row has passed it.
+        self._where = where
         self._rows: dict[str, CandidateRow] = {}
 
-    def fetch(self, ids: Sequence[str], where: Any) -> dict[str, CandidateRow]:
-        """Ranking columns of those of ``ids`` that satisfy ``where`` (one query per 500 ids)."""
-        found = rows.rows_by_ids(self._conn, ids, where, columns=rows.RANKING_COLUMNS)
-        out = {memory_id: CandidateRow(self, row) for memory_id, row in found.items()}
-        self._rows.update(out)
-        return out
+    def fetch(self, ids: Sequence[str]) -> dict[str, CandidateRow]:
+        """Ranking columns of those of ``ids`` that satisfy the filter, read once per id (one query per 500 ids
+        not loaded yet)."""
+        missing = [i for i in dict.fromkeys(ids) if i not in self._rows]
+        if missing:
+            found = rows.rows_by_ids(self._conn, missing, self._where, columns=rows.RANKING_COLUMNS)
+            self._rows.update((memory_id, CandidateRow(self, row)) for memory_id, row in found.items())
+        return {i: self._rows[i] for i in ids if i in self._rows}
+
+    def passing(self, ids: Sequence[str]) -> set[str]:
+        """Those of ``ids`` that satisfy the filter, their rows kept for ranking (the dense leg's check)."""
+        return set(self.fetch(ids))
 
     def complete(self, ids: Sequence[str]) -> None:
         """Load every column of the rows among ``ids`` that lack some."""
         todo = [i for i in ids if i in self._rows and not self._rows[i].complete]
         if not todo:
             return
-        full: dict[str, RowMapping] = rows.rows_by_ids(self._conn, todo)
+        full = rows.rows_by_ids(self._conn, todo)
         for memory_id in todo:
             if memory_id in full:
                 self._rows[memory_id]._fill(full[memory_id])

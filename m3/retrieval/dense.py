@@ -12,7 +12,7 @@ Both return the hits that pass the filters, best first, as (id, cosine), and the
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -27,6 +27,8 @@ from m3.store.schema import memories as m
 
 Vector = npt.NDArray[np.float32]
 Hits = list[tuple[str, float]]
+#: Which of these memory ids pass the search's filter (the Searcher's row loader, which keeps the rows it reads).
+Passing = Callable[[Sequence[str]], Collection[str]]
 
 
 class DenseLeg(Protocol):
@@ -38,10 +40,12 @@ class DenseLeg(Protocol):
         thread, while the Searcher's runs the keyword leg); None when the leg ranks in SQL."""
 
     def top(self, conn: Connection, model: str, query: Vector, clause: Any, n: int,
-            include_archived: bool = False, *, narrow: bool = False, proposed: Hits | None = None) -> Hits:
+            include_archived: bool = False, *, narrow: bool = False, proposed: Hits | None = None,
+            passing: Passing | None = None) -> Hits:
         """The ``n`` best hits passing ``clause`` (which says whether archived memories count); ``narrow``: the
         clause admits few memories (a window of valid time), so rank among those it admits at once;
-        ``proposed``: :meth:`propose`'s answer for this query, ``n`` and ``include_archived``."""
+        ``proposed``: :meth:`propose`'s answer for this query, ``n`` and ``include_archived``; ``passing``: checks
+        ids against ``clause`` where the leg checks them outside SQL (default: a query of its own)."""
 
     def vectors(self, conn: Connection, model: str, ids: Sequence[str]) -> dict[str, Vector]:
         """Stored vectors of ``ids`` (those that have one)."""
@@ -77,16 +81,18 @@ class MatrixLeg:
         return self.index.top(query, n * 4, include_hidden=include_archived)
 
     def top(self, conn: Connection, model: str, query: Vector, clause: Any, n: int,
-            include_archived: bool = False, *, narrow: bool = False, proposed: Hits | None = None) -> Hits:
+            include_archived: bool = False, *, narrow: bool = False, proposed: Hits | None = None,
+            passing: Passing | None = None) -> Hits:
         if narrow:
             return self.index.top(query, n, self._admitted(conn, clause))
         if proposed is None:
             proposed = self.index.top(query, n * 4, include_hidden=include_archived)
+        check = passing or (lambda ids: rows.visible_ids(conn, ids, clause))
         # Most searches keep every proposal: check the first few, and the rest only when some failed.
         first = n + n // 4 + 8
-        hits = self._passing(conn, proposed[:first], clause)
+        hits = self._passing(check, proposed[:first])
         if len(hits) < n and len(proposed) > first:
-            hits += self._passing(conn, proposed[first:], clause)
+            hits += self._passing(check, proposed[first:])
         hits = hits[:n]
         if len(hits) < n and len(proposed) < len(self.index):
             # The filters pruned the global top: rank among the ids they admit.
@@ -94,8 +100,8 @@ class MatrixLeg:
         return hits
 
     @staticmethod
-    def _passing(conn: Connection, proposed: Hits, clause: Any) -> Hits:
-        visible = rows.visible_ids(conn, [i for i, _ in proposed], clause)
+    def _passing(check: Passing, proposed: Hits) -> Hits:
+        visible = check([i for i, _ in proposed])
         return [(i, s) for i, s in proposed if i in visible]
 
     @staticmethod
@@ -132,7 +138,8 @@ class SqlLeg:
         return None
 
     def top(self, conn: Connection, model: str, query: Vector, clause: Any, n: int,
-            include_archived: bool = False, *, narrow: bool = False, proposed: Hits | None = None) -> Hits:
+            include_archived: bool = False, *, narrow: bool = False, proposed: Hits | None = None,
+            passing: Passing | None = None) -> Hits:
         from m3.store.pg_nearest import nearest
 
         dim = int(query.shape[0])

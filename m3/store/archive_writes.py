@@ -20,7 +20,7 @@ from m3.store import memories as rows
 from m3.store.schema import memories as m
 
 
-def _eligible(row: RowMapping | None, item: ArchiveItem, decided_at: datetime) -> bool:
+def _eligible(row: Mapping[str, Any] | None, item: ArchiveItem, decided_at: datetime) -> bool:
     """Whether ``row`` may still be archived for ``item.reason`` (see the module docstring)."""
     if row is None or row["retired_at"] is not None or row["archived_at"] is not None:
         return False

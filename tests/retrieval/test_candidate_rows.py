@@ -42,8 +42,8 @@ def reader(store_options: StoreOptions) -> Iterator[tuple[Connection, list[str]]
 def test_candidates_are_loaded_without_their_content_and_filtered_like_the_search(
         written: list[str], reader: tuple[Connection, list[str]]) -> None:
     conn, statements = reader
-    loaded = CandidateRows(conn)
-    found = loaded.fetch([*written, "no-such-id"], search_clause(MemoryFilter(), datetime.now(UTC)))
+    loaded = CandidateRows(conn, search_clause(MemoryFilter(), datetime.now(UTC)))
+    found = loaded.fetch([*written, "no-such-id"])
     assert set(found) == set(written[:4])
     row = found[written[0]]
     assert row["title"] == "title 0" and row["importance"] == 0.5 and row["valid_from"].tzinfo is not None
@@ -53,7 +53,7 @@ def test_candidates_are_loaded_without_their_content_and_filtered_like_the_searc
 def test_reading_a_large_column_loads_it_for_every_candidate_in_one_query(
         written: list[str], reader: tuple[Connection, list[str]]) -> None:
     conn, statements = reader
-    found = CandidateRows(conn).fetch(written, true())
+    found = CandidateRows(conn, true()).fetch(written)
     before = len(statements)
     assert found[written[2]]["content"] == "memory number 2"
     assert [found[i]["metadata"] for i in written] == [{"i": i} for i in range(5)]
@@ -65,8 +65,8 @@ def test_reading_a_large_column_loads_it_for_every_candidate_in_one_query(
 def test_completing_the_chosen_rows_loads_only_those(
         written: list[str], reader: tuple[Connection, list[str]]) -> None:
     conn, statements = reader
-    loaded = CandidateRows(conn)
-    found = loaded.fetch(written, true())
+    loaded = CandidateRows(conn, true())
+    found = loaded.fetch(written)
     loaded.complete(written[:2])
     assert all(found[i].complete for i in written[:2]) and not any(found[i].complete for i in written[2:])
     before = len(statements)
@@ -75,3 +75,18 @@ def test_completing_the_chosen_rows_loads_only_those(
     assert len(statements) == before
     with pytest.raises(KeyError):
         found[written[0]]["no_such_column"]
+
+
+def test_a_row_is_read_once_however_often_it_is_asked_for_and_the_filter_check_keeps_it(
+        written: list[str], reader: tuple[Connection, list[str]]) -> None:
+    # The Searcher loads the keyword matches first; the dense leg's filter check then reads only the new ids.
+    conn, statements = reader
+    loaded = CandidateRows(conn, search_clause(MemoryFilter(), datetime.now(UTC)))
+    first = loaded.fetch(written[:2])
+    assert loaded.passing([written[1], written[2], written[4], "no-such-id"]) == {written[1], written[2]}
+    assert len(statements) == 2
+    again = loaded.fetch(list(reversed(written)))
+    assert list(again) == [written[3], written[2], written[1], written[0]]
+    assert again[written[0]] is first[written[0]]
+    assert len(statements) == 3
+    assert loaded.fetch(written[:3]) and len(statements) == 3
