@@ -90,7 +90,7 @@ class Dialect(Protocol):
         a dialect may use to choose how it searches; the hits are the same either way.
         """
 
-    def chat_matches(self, query: str) -> TextClause | None:
+    def chat_matches(self, conn: Connection, query: str) -> TextClause | None:
         """(seq, score) of chat messages matching any word of ``query``; None when it holds nothing to search for."""
 
     def ids_in(self, column: ColumnElement[Any], ids: Sequence[str]) -> ColumnElement[bool]:

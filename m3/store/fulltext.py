@@ -72,7 +72,7 @@ def ranked(conn: Connection, matches: TextClause, where: Any, limit: int) -> lis
 
 def chat_hits(conn: Connection, query: str, where: Any, limit: int) -> list[tuple[Any, float]]:
     """Chat rows matching ``where`` and any word of ``query`` with their keyword score (positive)."""
-    inner = dialect_for(conn).chat_matches(query)
+    inner = dialect_for(conn).chat_matches(conn, query)
     if inner is None:
         return []
     return [(row, max(0.0, float(row.score))) for row in _best(conn, inner, chatlog, [chatlog], where, limit)]

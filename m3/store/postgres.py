@@ -34,7 +34,8 @@ from sqlalchemy.types import DateTime, TypeEngine
 
 from m3.errors import ConfigError, ExtraNotInstalled, StoreError
 from m3.store.dialect import Dialect, Fact
-from m3.store.fulltext import MAX_TERMS, KeywordHit, ranked
+from m3.store.fulltext import KeywordHit, ranked
+from m3.store.pg_fulltext import matches
 from m3.store.schema import memory_embeddings as e
 from m3.store.types import pg_vector_of
 
@@ -117,10 +118,12 @@ class PostgresDialect(Dialect):
     def memory_hits(self, conn: Connection, query: str, where: Any, limit: int, *, selective: bool
                     ) -> list[KeywordHit]:
         # The title is searched but not scored, as on SQLite.
-        return ranked(conn, _matches("memories", "t.fts_content @@ q.tsq OR t.fts_title @@ q.tsq", query), where, limit)
+        matching = "t.fts_content @@ CAST(:msq AS tsquery) OR t.fts_title @@ CAST(:msq AS tsquery)"
+        found = matches(conn, "memories", matching, query)
+        return [] if found is None else ranked(conn, found, where, limit)
 
-    def chat_matches(self, query: str) -> TextClause | None:
-        return _matches("chatlog", "t.fts_content @@ q.tsq", query)
+    def chat_matches(self, conn: Connection, query: str) -> TextClause | None:
+        return matches(conn, "chatlog", "t.fts_content @@ CAST(:msq AS tsquery)", query)
 
     def vector_type(self) -> TypeEngine[Any]:
         return pg_vector_of(None)
@@ -181,33 +184,6 @@ class PostgresDialect(Dialect):
 
 
 DIALECT: Dialect = PostgresDialect()
-
-
-# -- full-text search ------------------------------------------------------------------------------
-
-#: Longest query text handed to PostgreSQL's parser.
-MAX_QUERY_CHARS = 10_000
-
-# The OR of the query's lexemes (the first MAX_TERMS by position), each quoted with ' and \ doubled so
-# that the cast never meets an operator; NULL when the text has no lexeme: no rows, and no NOTICE.
-_OR_TSQUERY = rf"""
-    NULLIF(array_to_string(ARRAY(
-        SELECT '''' || replace(replace(t.lexeme, '\', '\\'), '''', '''''') || ''''
-        FROM unnest(to_tsvector('english', CAST(:text AS text))) AS t
-        ORDER BY t.positions[1], t.lexeme LIMIT {MAX_TERMS}
-    ), ' | '), '')::tsquery
-"""
-
-
-def clean_query(query: str) -> str:
-    """The query without what PostgreSQL cannot take (NUL, lone surrogates), capped in length."""
-    return query[:MAX_QUERY_CHARS].replace("\x00", " ").encode("utf-8", "replace").decode("utf-8")
-
-
-def _matches(table: str, matching: str, query: str) -> TextClause:
-    """(seq, score) of the rows of ``table`` (as ``t``) where ``matching`` holds for the query's tsquery ``q.tsq``."""
-    return text(f"SELECT t.seq, ts_rank(t.fts_content, q.tsq, 1) AS score FROM {table} AS t, (SELECT {_OR_TSQUERY} "
-                f"AS tsq) AS q WHERE q.tsq IS NOT NULL AND ({matching})").bindparams(text=clean_query(query))
 
 
 def _require_driver() -> None:

@@ -109,7 +109,7 @@ class SqliteDialect(Dialect):
         # One JSON parameter: the statement compiles once, where an expanded IN list is rendered anew per length.
         return column.in_(text("SELECT value FROM json_each(:ids)").bindparams(ids=json.dumps(list(ids))))
 
-    def chat_matches(self, query: str) -> TextClause | None:
+    def chat_matches(self, conn: Connection, query: str) -> TextClause | None:
         terms = fulltext.query_terms(query)
         if not terms:
             return None

@@ -14,7 +14,7 @@ from sqlalchemy import Engine, event, text, true
 
 from m3.protocols.messages.memory import NewMemory, WriteChat
 from m3.store import chat_writes as chat
-from m3.store import fulltext, postgres, schema
+from m3.store import fulltext, pg_fulltext, schema
 from m3.store import memories as rows
 from m3.store.dialect import dialect_for
 from m3.store.engine import StoreOptions, migrate, open_engine
@@ -241,8 +241,8 @@ def pg_engine(engine: Engine) -> Engine:
 def tsquery(engine: Engine, query: str) -> str | None:
     with engine.connect() as conn:
         # The tsquery the store's keyword statement searches for, as text (None: no lexeme).
-        found = conn.execute(text(f"SELECT CAST(({postgres._OR_TSQUERY}) AS text)"),
-                             {"text": postgres.clean_query(query)}).scalar()
+        found = conn.execute(text(f"SELECT CAST(({pg_fulltext.OR_TSQUERY}) AS text)"),
+                             {"text": pg_fulltext.clean_query(query)}).scalar()
         conn.rollback()
     return None if found is None else str(found)
 

@@ -1,0 +1,74 @@
+"""PostgreSQL's keyword leg: the rarer lexemes of a query choose the rows to rank, every lexeme scores them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import pytest
+from sqlalchemy import Connection, Engine, text, true
+
+from m3.protocols.messages.memory import NewMemory
+from m3.store import memories as rows
+from m3.store.dialect import dialect_for
+from m3.store.engine import StoreOptions, migrate, open_engine
+from m3.store.pg_fulltext import MATCH_BUDGET, tsqueries
+from tests.stored import is_postgres
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+COMMON = MATCH_BUDGET + 500  # memories about the weather: more than the budget by themselves
+BOTH, RARE_ONLY = 5, 3
+
+
+@pytest.fixture
+def common_word(store_url: str) -> Iterator[Engine]:
+    """COMMON memories say "weather"; BOTH of them say "volcano" too, and RARE_ONLY others only "volcano".
+    Autovacuum is off for the table, so it is analyzed only when a test says so."""
+    if not is_postgres(store_url):
+        pytest.skip("PostgreSQL only: SQLite's FTS5 reads term frequencies from its own index")
+    eng = open_engine(StoreOptions(url=store_url), "writer")
+    migrate(eng)
+    texts = [f"weather report number {i}" for i in range(COMMON - BOTH)]
+    texts += [f"weather and volcano ash number {i}" for i in range(BOTH)]
+    texts += [f"volcano eruption number {i}" for i in range(RARE_ONLY)]
+    with eng.begin() as conn:
+        conn.execute(text("ALTER TABLE memories SET (autovacuum_enabled = false)"))
+        rows.insert_memories(conn, [rows.memory_values(NewMemory(type="note", content=t), memory_id=f"m{i:05d}",
+                                                       digest=rows.content_hash(t), now=NOW)
+                                    for i, t in enumerate(texts)])
+    yield eng
+    eng.dispose()
+
+
+def analyze(engine: Engine) -> None:
+    with engine.connect() as conn:
+        conn.execute(text("ANALYZE memories"))
+        conn.commit()
+
+
+def hits(conn: Connection, query: str, limit: int = 50) -> list[tuple[str, float]]:
+    return [(h.id, h.bm25) for h in dialect_for(conn).memory_hits(conn, query, true(), limit, selective=False)]
+
+
+def test_a_lexeme_in_most_memories_no_longer_chooses_rows_once_the_table_is_analyzed(common_word: Engine) -> None:
+    with common_word.connect() as conn:
+        assert tsqueries(conn, "memories", "volcano weather") == ("'volcano' | 'weather'", "'volcano' | 'weather'")
+        before = hits(conn, "volcano weather")
+    assert len(before) == 50
+    analyze(common_word)
+    with common_word.connect() as conn:
+        assert tsqueries(conn, "memories", "volcano weather") == ("'volcano' | 'weather'", "'volcano'")
+        after = hits(conn, "volcano weather")
+    # Only the memories naming the volcano are ranked, and those naming the weather too still rank first:
+    # every lexeme of the query scores a chosen row, exactly as before.
+    assert sorted(i for i, _ in after) == sorted(f"m{i:05d}" for i in range(COMMON - BOTH, COMMON + RARE_ONLY))
+    assert {i for i, _ in after[:BOTH]} == {f"m{i:05d}" for i in range(COMMON - BOTH, COMMON)}
+    assert dict(after) == {i: s for i, s in before if i in dict(after)}
+
+
+def test_a_query_of_only_common_lexemes_still_searches_for_the_rarest(common_word: Engine) -> None:
+    analyze(common_word)
+    with common_word.connect() as conn:
+        assert tsqueries(conn, "memories", "the weather report") == ("'weather' | 'report'", "'report'")
+        assert len(hits(conn, "weather report")) == 50
+        assert tsqueries(conn, "memories", "and then,") is None and hits(conn, "and then,") == []
