@@ -127,12 +127,16 @@ class SqlLeg:
 
     def __init__(self) -> None:
         self._seen: dict[str, Vector] = {}
+        #: The model had stored vectors at some search: a leg serves one model, and a store whose vectors were all
+        #: erased since only finds nothing by meaning, so the question is not asked again (a round trip a search).
+        self._had_vectors = False
 
     def ready(self, conn: Connection, model: str) -> bool:
         from m3.store.postgres import has_vectors
 
         self._seen = {}
-        return has_vectors(conn, model)
+        self._had_vectors = self._had_vectors or has_vectors(conn, model)
+        return self._had_vectors
 
     def propose(self, query: Vector, n: int, include_archived: bool = False) -> Hits | None:
         return None

@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 from sqlalchemy import Connection, bindparam, delete, func, insert, select
 
+from m3.store.dialect import dialect_for
 from m3.store.schema import memories as m
 from m3.store.schema import memory_embeddings as e
 
@@ -74,10 +75,11 @@ def vectors_of(conn: Connection, model: str, ids: Sequence[str]) -> dict[str, Ma
     statistics still count a model's vectors in tens, and the join then walked every vector of the model
     (22 ms for 100 ids at 1k memories, against 0.6 ms by key; docs/benchmarks.md)."""
     out: dict[str, Matrix] = {}
+    dialect = dialect_for(conn)
     for start in range(0, len(ids), _CHUNK):
         chunk = list(ids[start : start + _CHUNK])
         out.update((row[0], row[1]) for row in conn.execute(
-            select(e.c.memory_id, e.c.vector).where(e.c.memory_id.in_(chunk), e.c.model == model)))
+            select(e.c.memory_id, e.c.vector).where(dialect.ids_in(e.c.memory_id, chunk), e.c.model == model)))
     return out
 
 

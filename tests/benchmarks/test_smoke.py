@@ -20,6 +20,7 @@ import pytest
 
 from benchmarks import (
     entity_index,
+    keyword_scale,
     loop_decay,
     perf_search,
     perf_search_ab,
@@ -208,3 +209,24 @@ def test_write_cpu_and_entity_index_compare_a_baseline_checkout_with_this_one(tm
     entities = entity_index.main([*common, "--memories", "20"])
     assert [(row["version"], row["memories"]) for row in entities] == [("before", 20), ("after", 20)]
     assert entities[0]["memories_per_s_x"] == 1.0 and entities[1]["writer_cpu_s_x"] > 0
+
+
+@pytest.mark.parametrize("store", ["sqlite", "postgres"])
+def test_keyword_scale_times_the_keyword_leg_and_scores_the_questions_on_either_store(
+        tmp_path: Path, data: Path, store: str) -> None:
+    [row] = keyword_scale.main(["--data", str(data), "--size", "50", "--queries", "4", "--store", store,
+                                "--cache", str(tmp_path / "c.sqlite")])
+    assert row["memories"] == 50 and row["keyword_p50"] > 0 and row["search_p50"] > 0 and row["questions"] > 0
+    for mode in ("m3", "bm25"):
+        rates = [row[f"{mode}_hit@{k}"] for k in (1, 5, 10)]
+        assert rates == sorted(rates) and rates[0] >= 0 and rates[-1] <= 1
+
+
+def test_keyword_scale_measures_a_baseline_checkout_and_this_one_on_the_same_store(tmp_path: Path, data: Path) -> None:
+    root = Path(keyword_scale.__file__).resolve().parent.parent  # this checkout as its own baseline
+    rows = keyword_scale.main(["--data", str(data), "--size", "40", "--queries", "3", "--store", "sqlite",
+                               "--cache", str(tmp_path / "c.sqlite"), "--baseline", str(root)])
+    assert [(row["version"], row["memories"]) for row in rows] == [("before", 40), ("after", 40)]
+    assert rows[0]["questions"] == rows[1]["questions"] > 0 and rows[0]["keyword_p50_x"] == 1.0
+    # The same code on the same store finds the same things.
+    assert all(rows[0][key] == rows[1][key] for key in rows[0] if "hit@" in key)
