@@ -118,18 +118,6 @@ def measure(url: str, args: argparse.Namespace) -> dict[str, Any]:
     return row
 
 
-def analyze(url: str) -> None:
-    """What autovacuum does within a minute or so of a bulk write (its first pass may come before the last
-    rows): the planner's and the keyword leg's statistics, for the whole store."""
-    engine = open_engine(StoreOptions(url=url), "writer")
-    try:
-        with engine.connect() as conn:
-            conn.exec_driver_sql("ANALYZE")
-            conn.commit()
-    finally:
-        engine.dispose()
-
-
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=default_data_dir())
@@ -157,11 +145,9 @@ def fill_and_measure(args: argparse.Namespace) -> list[dict[str, Any]]:
         system = ActorSystem(config, PrecomputedEmbedder(cached_embedder(args.cache, 1))).start()
         try:
             fill_s = fill(system, turns)
-            settle_s, _ = settle(system)
+            settle_s, _ = settle(system)  # on PostgreSQL this checkout's settle analyzes the store too
         finally:
             system.stop(drain_embeddings=False)
-        if args.store == "postgres":
-            analyze(url)
         common = ["--url", url, "--work", tmp, "--queries", str(args.queries), "--data", str(args.data),
                   "--cache", str(args.cache)]
         if args.baseline is None:

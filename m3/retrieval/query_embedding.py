@@ -19,9 +19,6 @@ from m3.retrieval.dense import DenseLeg, Hits
 Vector = npt.NDArray[np.float32]
 #: A query's vector and the dense leg's proposals for it (None: the leg proposes nothing, or was not ready).
 Embedded = tuple[Vector, Hits | None]
-#: Longest the Searcher's thread waits for the helper to pick the query up (a hand-over of the GIL, normally
-#: tens of microseconds; the helper may still be busy with an earlier query whose vector was left unread).
-HANDOVER_WAIT_S = 0.01
 
 
 class QueryEmbedding:
@@ -29,16 +26,15 @@ class QueryEmbedding:
 
     def __init__(self, pool: Executor, embedder: Embedder, dense: DenseLeg, query: str, n: int,
                  include_archived: bool, *, wait_s: float):
-        self._started, self._refreshed = threading.Event(), threading.Event()
+        self._refreshed = threading.Event()
         self._ready = False
         self._wait_s = wait_s
+        # The Searcher's thread keeps Python's lock: handing it to the helper at once started the embedding
+        # ~1 ms sooner but delayed this thread as much, a loss on PostgreSQL, where this thread's work is the
+        # longer (docs/search.md).
         self._future = pool.submit(self._run, embedder, dense, query, n, include_archived)
-        # Hand the helper the GIL now: otherwise it starts only when this thread next releases it, which
-        # measured 1-1.5 ms into a search.
-        self._started.wait(HANDOVER_WAIT_S)
 
     def _run(self, embedder: Embedder, dense: DenseLeg, query: str, n: int, include_archived: bool) -> Embedded:
-        self._started.set()
         vector = embedder.embed([query])[0]
         if not self._refreshed.wait(self._wait_s) or not self._ready:
             return vector, None
