@@ -302,6 +302,12 @@ def rows_by_ids(conn: Connection, ids: Sequence[str], where: Any = None,
     return out
 
 
+def count_at_most(conn: Connection, where: Any, cap: int) -> int:
+    """How many memories satisfy ``where``, counted up to ``cap + 1`` (a bounded cost however many do)."""
+    admitted = select(m.c.seq).where(where).limit(cap + 1).subquery()
+    return int(conn.execute(select(func.count()).select_from(admitted)).scalar_one())
+
+
 def visible_ids(conn: Connection, ids: Sequence[str], where: Any) -> set[str]:
     """Those of ``ids`` whose rows satisfy ``where``."""
     out: set[str] = set()

@@ -7,11 +7,12 @@ from datetime import UTC, datetime
 
 import numpy as np
 import pytest
-from sqlalchemy import Connection
+from sqlalchemy import Connection, event
 
 from m3.actors.supervisor import ActorHandle
 from m3.protocols.messages.memory import MemoryFilter, NewMemory, StoreVectors, WriteMemories
-from m3.retrieval.dense import DenseLeg, leg_for
+from m3.retrieval import dense
+from m3.retrieval.dense import DenseLeg, SqlLeg, leg_for
 from m3.store.dialect import dialect_for
 from m3.store.engine import StoreOptions, open_engine
 from m3.store.filters import search_clause
@@ -83,3 +84,39 @@ def test_proposals_made_apart_and_a_narrow_clause_give_the_same_hits(
         assert [i for i, _ in leg.top(conn, MODEL, query, clause, 8, narrow=True)] == [i for i, _ in expected]
     few = search_clause(MemoryFilter(), datetime.now(UTC)) & m.c.type.in_(["event"])
     assert [i for i, _ in leg.top(conn, MODEL, query, few, 8, narrow=True)] == exact_top(stored, query, "event", 8)
+
+
+def test_on_postgresql_a_narrow_filter_admitting_few_rows_compares_them_without_the_index(
+        stored: dict[str, tuple[str, np.ndarray]], conn: Connection, monkeypatch: pytest.MonkeyPatch) -> None:
+    if not isinstance(leg_for(dialect_for(conn)), SqlLeg):
+        pytest.skip("PostgreSQL only: SQLite's leg ranks a narrow filter's rows in memory")
+    statements: list[str] = []
+    event.listen(conn, "before_cursor_execute", lambda *args: statements.append(args[2]))
+    leg = ready_leg(conn)
+    query = np.random.default_rng(5).standard_normal(DIM).astype(np.float32)
+    query /= np.linalg.norm(query)
+    few = search_clause(MemoryFilter(), datetime.now(UTC)) & m.c.type.in_(["event"])
+    statements.clear()
+    assert [i for i, _ in leg.top(conn, MODEL, query, few, 8, narrow=True)] == exact_top(stored, query, "event", 8)
+    nearest = [s for s in statements if "<=>" in s]
+    assert len(nearest) == 1 and f"VECTOR({DIM})" not in nearest[0].upper()  # the exact scan, not the HNSW cast
+    # Above the bound the index is walked first, as for any other filter.
+    monkeypatch.setattr(dense, "EXACT_SCAN_MAX_ROWS", 4)
+    statements.clear()
+    assert [i for i, _ in leg.top(conn, MODEL, query, few, 3, narrow=True)] == exact_top(stored, query, "event", 3)
+    assert f"VECTOR({DIM})" in next(s for s in statements if "<=>" in s).upper()
+
+
+def test_the_vectors_of_every_hit_of_a_search_are_kept_for_it_the_time_legs_too(
+        stored: dict[str, tuple[str, np.ndarray]], conn: Connection) -> None:
+    leg = ready_leg(conn)
+    query = np.random.default_rng(9).standard_normal(DIM).astype(np.float32)
+    query /= np.linalg.norm(query)
+    clause = search_clause(MemoryFilter(), datetime.now(UTC))
+    hits = leg.top(conn, MODEL, query, clause, 5) + leg.top(conn, MODEL, query, clause & m.c.type.in_(["event"]),
+                                                             5, narrow=True)
+    statements: list[str] = []
+    event.listen(conn, "before_cursor_execute", lambda *args: statements.append(args[2]))
+    found = leg.vectors(conn, MODEL, [i for i, _ in hits])
+    assert set(found) == {i for i, _ in hits} and statements == []
+    assert all(np.allclose(found[i], stored[i][1]) for i in found)
