@@ -101,6 +101,14 @@ def wait_for(found: Any, seconds: float = 20.0) -> Any:
     raise AssertionError("waited in vain")
 
 
+def complete_json(path: Path) -> Any:
+    """The JSON document in ``path``, or None while the file is missing or still being written."""
+    try:
+        return json.loads(path.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
 @pytest.mark.store_only("sqlite", reason="the pages call the same tools on both stores; test_pages.py covers both")
 def test_a_person_browses_filters_pins_resolves_and_exports_in_chromium(service: Service, tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
@@ -143,7 +151,7 @@ def test_a_person_browses_filters_pins_resolves_and_exports_in_chromium(service:
         driver.get(base + "/audit")
         driver.find_element(By.CSS_SELECTOR, 'form[action="/gdpr/export"] input[name="subject"]').send_keys("alice")
         driver.find_element(By.XPATH, "//button[text()='Download export']").click()
-        exported = wait_for(lambda: [p for p in tmp_path.glob("m3-gdpr-alice.json")])
-        document = json.loads(exported[0].read_text())
+        # The browser may show the file before it has written all of it: wait for a whole JSON document.
+        document = wait_for(lambda: complete_json(tmp_path / "m3-gdpr-alice.json"))
         assert document["subject"] == {"kind": "user", "id": "alice"}
         assert {m["id"] for m in document["memories"]} >= {ids["order_a"], ids["order_b"]}
