@@ -142,6 +142,33 @@ def numpy_top_rows(mat: Matrix, norms: Matrix, query: Matrix, n: int, rows: Rows
     return shortlist[order].astype(np.int64), scores[order]
 
 
+#: Largest query-by-row product :func:`rows_above` holds at once (16 MiB of float32).
+ABOVE_CHUNK = 4_000_000
+
+
+def rows_above(mat: Matrix, norms: Matrix, queries: Matrix, live: npt.NDArray[np.bool_],
+               threshold: float) -> list[Rows]:
+    """For each row of ``queries``, the ``live`` rows of ``mat`` whose reference dot with it may exceed
+    ``threshold``: every row that does, perhaps a few just under.
+
+    One BLAS product serves many queries (a vector's supersession candidates, a unit of vectors at a time);
+    ranking the rows found with :func:`top_rows` gives exactly the rows above ``threshold`` that a
+    :func:`top_rows` over every live row would, since the cut is loosened by twice the error bound of
+    :func:`numpy_top_rows` (the bound covers BLAS against the reference on either side).
+    """
+    if queries.shape[0] == 0 or mat.shape[0] == 0:
+        return [np.zeros(0, dtype=np.int64) for _ in range(queries.shape[0])]
+    largest = float(norms.max(initial=0.0))
+    cuts = threshold - (4.04 * gamma(mat.shape[1]) * largest * np.linalg.norm(queries, axis=1) + 1e-6)
+    step = max(1, ABOVE_CHUNK // mat.shape[0])
+    found: list[Rows] = []
+    for start in range(0, queries.shape[0], step):
+        approx = queries[start:start + step] @ mat.T
+        above = (approx > cuts[start:start + step, None].astype(np.float32)) & live
+        found.extend(np.flatnonzero(mask).astype(np.int64) for mask in above)
+    return found
+
+
 # -- MMR --------------------------------------------------------------------------------------------------------
 
 def mmr_order(vectors: Matrix, scores: npt.NDArray[np.float64], k: int, lam: float) -> list[int]:

@@ -95,6 +95,8 @@ class CandidateIndex:
         self._groups: dict[GroupKey, VectorIndex] = {}
         self._group_of: dict[str, GroupKey] = {}
         self._last_seq: dict[str, int] = {}
+        #: Each vector of the current unit: the ids gather() found possibly above the threshold, until near().
+        self._proposed: dict[str, list[str]] = {}
 
     def prepare(self, conn: Connection, batch: Sequence[Message]) -> None:
         # Nothing is written yet in this transaction: the committed vectors not seen yet are loaded, no others.
@@ -120,18 +122,28 @@ class CandidateIndex:
             self._groups[key].remove([memory_id])
 
     def gather(self, conn: Connection, model: str, dim: int, stored: Sequence[RowMapping], threshold: float) -> None:
-        return None  # the index is in memory: each near() is a matrix product
+        # One matrix product per owner group for the whole unit: a pass over the group per vector cost the
+        # Writer ~0.45 ms a vector at 6k rows (docs/benchmarks.md); near() still ranks exactly.
+        self._proposed.clear()
+        by_group: dict[GroupKey, list[str]] = {}
+        for row in stored:
+            key = (model, row["type"], row["agent_id"], row["user_id"])
+            if key in self._groups and row["id"] in self._group_of:
+                by_group.setdefault(key, []).append(row["id"])
+        for key, ids in by_group.items():
+            self._proposed.update(zip(ids, self._groups[key].ids_above(ids, threshold), strict=True))
 
     def reset(self) -> None:
         # A rolled-back transaction may have left vectors here that were never committed; near() only
         # proposes, and _apply_rule re-reads the stored vectors, so they are harmless and are kept.
-        return None
+        self._proposed.clear()
 
     def near(self, conn: Connection, model: str, row: RowMapping, vector: Vector, threshold: float) -> list[str]:
         group = self._groups.get((model, row["type"], row["agent_id"], row["user_id"]))
+        proposed = self._proposed.pop(row["id"], None)  # None: not gathered, every row of the group
         if group is None:
             return []
-        return [i for i, cos in group.top(vector, 32) if cos > threshold and i != row["id"]]
+        return [i for i, cos in group.top(vector, 32, proposed) if cos > threshold and i != row["id"]]
 
 
 def supersede_similar(conn: Connection, msg: StoreVectors, policy: SupersessionPolicy,

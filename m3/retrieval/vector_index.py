@@ -102,3 +102,17 @@ class VectorIndex:
             rows = np.flatnonzero(live).astype(np.int64)
         found, sims = native.top_rows(self._mat[:used], self._norm[:used], query, n, rows)
         return [(self._ids[int(r)], float(s)) for r, s in zip(found, sims, strict=True)]
+
+    def ids_above(self, ids: Sequence[str], threshold: float) -> list[list[str]]:
+        """For each of ``ids`` (ids in this index), the ids shown by default whose cosine with its vector may
+        exceed ``threshold``: all that do and perhaps a few just under (one matrix product for all of them).
+
+        :meth:`top` with them as ``allowed`` then gives exactly the hits above ``threshold`` that it gives
+        over every row shown by default.
+        """
+        used = len(self._ids)
+        queries = self._mat[[self._row[i] for i in ids]]
+        live = self._alive[:used] & ~self._hidden[:used]
+        found = native.rows_above(self._mat[:used], self._norm[:used], queries, live, threshold)
+        return [[self._ids[int(r)] for r in rows] for rows in found]
+

@@ -78,6 +78,28 @@ def test_the_numpy_top_is_the_reference_scores_sorted_best_first_ties_by_row(cas
     np.testing.assert_array_equal(scores, every[expected])
 
 
+@CHECK
+@given(cases(), st.integers(0, 4), st.sampled_from([-1, 0, 1]))
+def test_rows_above_a_threshold_are_every_row_whose_exact_score_exceeds_it_among_few_others(
+        case: tuple, pick: int, nudge: int) -> None:
+    mat, query, rows, n = case
+    live = np.zeros(len(mat), dtype=bool)
+    live[rows] = True
+    queries = np.stack([query, *mat[:2]]) if len(mat) else query.reshape(1, -1)
+    for q in queries:
+        exact = native.reference_dot(mat, q) if len(mat) else np.zeros(0, np.float32)
+        # The hardest cut: exactly one row's score, or the float next to it on either side.
+        score = exact[rows[pick % rows.size]] if rows.size else np.float32(0.5)
+        cut = float(np.nextafter(score, np.float32(nudge * np.inf)) if nudge else score)
+        found = native.rows_above(mat, norms(mat), q.reshape(1, -1), live, cut)[0]
+        assert set(rows[exact[rows] > cut].tolist()) <= set(found.tolist()) <= set(rows.tolist())
+        # Ranked, they give the hits above the cut that a top over every live row gives, in the same order.
+        every = native.top_rows(mat, norms(mat), q, n, rows)
+        among = native.top_rows(mat, norms(mat), q, n, found)
+        assert [(int(r), float(s)) for r, s in zip(*every, strict=True) if s > cut] == \
+            [(int(r), float(s)) for r, s in zip(*among, strict=True) if s > cut]
+
+
 def test_equal_scores_come_in_the_order_the_rows_were_added(numpy_path: None) -> None:
     index = VectorIndex()
     same_vector = np.ones((6, 4), dtype=np.float32) / 2
