@@ -80,10 +80,15 @@ class Candidates(Protocol):
 
 
 _COMMITTED_AFTER = (
-    select(e.c.seq, e.c.memory_id, e.c.vector, m.c.type, m.c.agent_id, m.c.user_id)
-    .join(m, m.c.id == e.c.memory_id)
+    select(e.c.seq, e.c.memory_id)
     .where(e.c.model == bindparam("model"), e.c.seq > bindparam("after"))
     .order_by(e.c.seq).limit(bindparam("page"))
+)
+_VECTORS_AT = (
+    select(e.c.memory_id, e.c.vector, m.c.type, m.c.agent_id, m.c.user_id)
+    .join(m, m.c.id == e.c.memory_id)
+    .where(e.c.seq.in_(bindparam("seqs", expanding=True)))
+    .order_by(e.c.seq)
 )
 
 
@@ -95,23 +100,36 @@ class CandidateIndex:
         self._groups: dict[GroupKey, VectorIndex] = {}
         self._group_of: dict[str, GroupKey] = {}
         self._last_seq: dict[str, int] = {}
+        #: Per model, the memories whose vectors this Writer added since the last prepare() (its own writes).
+        self._added: dict[str, set[str]] = {}
         #: Each vector of the current unit: the ids gather() found possibly above the threshold, until near().
         self._proposed: dict[str, list[str]] = {}
 
     def prepare(self, conn: Connection, batch: Sequence[Message]) -> None:
         # Nothing is written yet in this transaction: the committed vectors not seen yet are loaded, no others.
+        # The vectors this Writer stored itself are in the index already (the same values: a memory's vector
+        # of one model is computed from its unchanging content), so only the others' are read in full.
         for model in {msg.model for msg in batch if isinstance(msg, StoreVectors)}:
+            own = self._added.pop(model, set())
             while True:
                 found = conn.execute(_COMMITTED_AFTER, {"model": model, "after": self._last_seq.get(model, 0),
                                                         "page": LOAD_PAGE}).all()
-                for seq, memory_id, vector, mtype, agent, user in found:
-                    self._last_seq[model] = int(seq)
-                    if mtype not in self._exempt:
-                        self.add(model, memory_id, (mtype, agent, user), vector)
+                others = [int(seq) for seq, memory_id in found if memory_id not in own]
+                for start in range(0, len(others), 500):
+                    for memory_id, vector, mtype, agent, user in conn.execute(
+                            _VECTORS_AT, {"seqs": others[start:start + 500]}):
+                        if mtype not in self._exempt:
+                            self._index(model, memory_id, (mtype, agent, user), vector)
+                if found:
+                    self._last_seq[model] = int(found[-1][0])
                 if len(found) < LOAD_PAGE:
                     break
 
     def add(self, model: str, memory_id: str, owner: tuple[str, str | None, str | None], vector: Vector) -> None:
+        self._added.setdefault(model, set()).add(memory_id)
+        self._index(model, memory_id, owner, vector)
+
+    def _index(self, model: str, memory_id: str, owner: tuple[str, str | None, str | None], vector: Vector) -> None:
         key = (model, *owner)
         self._groups.setdefault(key, VectorIndex()).add([memory_id], vector.reshape(1, -1))
         self._group_of[memory_id] = key

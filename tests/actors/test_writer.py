@@ -9,8 +9,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import numpy as np
 import pytest
-from sqlalchemy import text
+from sqlalchemy import select, text
 from sqlalchemy.exc import OperationalError
 
 from m3.actors.base import ThreadReply
@@ -24,10 +25,12 @@ from m3.protocols.messages.memory import (
     NewMemory,
     PinMemory,
     SearchMemories,
+    StoreVectors,
     UpdateMemory,
     WriteMemories,
     WriteOutcome,
 )
+from m3.store import schema
 from m3.store.engine import StoreOptions
 from tests.actors.conftest import WAIT_S, write_one
 from tests.stored import count, dump, existing_ids, fresh, is_postgres, sqlite_path
@@ -262,6 +265,30 @@ class LosesOneRace(Writer):
 
 class DeadlockDetected(Exception):
     sqlstate = "40P01"
+
+
+def test_a_vector_another_writer_committed_since_this_writer_last_wrote_is_a_supersession_candidate(
+        start_writer: Callable[..., ActorHandle], store_options: StoreOptions) -> None:
+    ours, theirs = start_writer(), start_writer()  # two Writers on one store, as two processes have
+    older = theirs.ask(write_one("The API uses the old PostgreSQL version", type="fact", agent_id="ops"), WAIT_S)[0].id
+    newer = ours.ask(write_one("The API uses the newest PostgreSQL version", type="fact", agent_id="ops"),
+                     WAIT_S)[0].id
+    unrelated = ours.ask(write_one("Lunch is at noon", type="fact", agent_id="ops"), WAIT_S)[0].id
+    rng = np.random.default_rng(3)
+    base, other = rng.standard_normal(16), rng.standard_normal(16)
+    pair = np.stack([base + 0.02 * rng.standard_normal(16) for _ in range(2)] + [other])
+    pair = (pair / np.linalg.norm(pair, axis=1, keepdims=True)).astype("<f4")
+
+    def store(writer: ActorHandle, memory_id: str, row: int) -> None:
+        writer.ask(StoreVectors(model="test-model", dim=16, ids=(memory_id,), vectors=pair[row].tobytes()), WAIT_S)
+
+    store(ours, unrelated, 2)  # our Writer has read every vector committed so far
+    store(theirs, older, 0)  # then the other one commits a vector
+    store(ours, newer, 1)
+    m = schema.memories
+    with fresh(store_options.url) as conn:
+        current = {r[0] for r in conn.execute(select(m.c.id).where(m.c.retired_at.is_(None)))}
+    assert current == {newer, unrelated}
 
 
 @pytest.mark.store_only("postgres", reason="only PostgreSQL's writers race; SQLite's wait for its one write lock")
