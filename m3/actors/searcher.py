@@ -14,7 +14,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import and_, or_, select
+from sqlalchemy import Connection, and_, or_, select
 
 from m3.actors.reader import StoreReader
 from m3.actors.supervisor import ActorHandle
@@ -95,9 +95,14 @@ class Searcher(StoreReader):
         self._candidates = candidates
         self._writer = writer
         self._dialect = dialect_for(options.url)
-        self._dense: DenseLeg = leg_for(self._dialect)
+        self._dense: DenseLeg = leg_for(self._dialect, self._side_connection)
         #: One thread embedding queries while the Searcher's own thread runs the keyword leg.
         self._embedding_pool: ThreadPoolExecutor | None = None
+
+    def _side_connection(self) -> Connection:
+        """A second connection of this actor's engine, for its query-embedding thread (the pool keeps it)."""
+        assert self._engine is not None, "the actor is not running"
+        return self._engine.connect()
 
     def release(self) -> None:
         if self._embedding_pool is not None:
@@ -149,11 +154,11 @@ class Searcher(StoreReader):
         # The query embeds first, on another thread, and the in-memory index then proposes its nearest memories
         # there; meanwhile this thread reads the filter, the keyword matches and their rows (the model, the index
         # and SQLite release the GIL). The query vector is awaited only when nothing else is left to do.
-        embedding = self._start_embedding(msg.query, n, msg.filter.include_archived)
+        clause = search_clause(msg.filter, now)
+        embedding = self._start_embedding(msg.query, n, msg.filter.include_archived, clause)
         # The question's time: relative times in the query and recency count from it.
         asked = msg.now or msg.filter.as_of or now
         named = timewords.windows(msg.query, asked)
-        clause = search_clause(msg.filter, now)
         terms = fulltext.query_terms(msg.query)
         hits = self._dialect.memory_hits(self.conn, msg.query, clause, n, selective=narrows(msg.filter))
         # Narrow rows (no content) for ranking; the chosen few are completed below.
@@ -172,11 +177,11 @@ class Searcher(StoreReader):
         self._touch([c.id for c in chosen], now)
         return r.MemorySearchResult(count=len(items), items=items, query=msg.query, grade_with="score")
 
-    def _start_embedding(self, query: str, n: int, include_archived: bool) -> QueryEmbedding | None:
+    def _start_embedding(self, query: str, n: int, include_archived: bool, clause: Any) -> QueryEmbedding | None:
         """The query's vector and the dense leg's proposals, started on the helper thread; None when there are
         no vectors to compare. The leg is refreshed meanwhile, on this thread, before the helper reads it."""
         self._follow_active_model()
-        started = self._embed_query(query, n, include_archived)
+        started = self._embed_query(query, n, include_archived, clause)
         if started is None:
             return None
         ready = False
@@ -187,13 +192,13 @@ class Searcher(StoreReader):
         # Without stored vectors there is nothing to compare: the vector, still being computed, is left unread.
         return started if ready else None
 
-    def _embed_query(self, query: str, n: int, include_archived: bool) -> QueryEmbedding | None:
+    def _embed_query(self, query: str, n: int, include_archived: bool, clause: Any) -> QueryEmbedding | None:
         if self._embedder is None:
             return None
         if self._embedding_pool is None:
             self._embedding_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="m3-searcher-embed")
         return QueryEmbedding(self._embedding_pool, self._embedder, self._dense, query, n, include_archived,
-                              wait_s=QUERY_EMBED_TIMEOUT_S)
+                              wait_s=QUERY_EMBED_TIMEOUT_S, clause=clause)
 
     def _dense_hits(self, embedding: QueryEmbedding | None, clause: Any, n: int, include_archived: bool,
                     loaded: CandidateRows) -> tuple[list[tuple[str, float]], Vector | None]:
@@ -236,7 +241,7 @@ class Searcher(StoreReader):
             return
         log.info("search switches from %s to %s vectors", self._model, active)
         self._model = active
-        self._dense = leg_for(self._dialect)
+        self._dense = leg_for(self._dialect, self._side_connection)
         self._embedder = self._resolve(active)
         if self._embedder is None:
             log.warning("no embedder for %s in this process: searching by keyword until it is available", active)

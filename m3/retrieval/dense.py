@@ -4,7 +4,9 @@
   exact), loading what was added since it last looked before each search; the filters run in SQL on
   the ids it proposes, and when they prune too much, it ranks among the ids they admit.
 * PostgreSQL, :class:`SqlLeg`: the model's HNSW index with the filters in one statement, and an exact
-  scan of the filtered rows when the index yields fewer than asked; no vectors held between searches.
+  scan of the filtered rows when the index yields fewer than asked; no vectors held between searches. Given
+  a second connection, it proposes there, on the query embedding's thread, while the Searcher's connection
+  runs the keyword leg (the server works both statements at once).
 
 Both return the hits that pass the filters, best first, as (id, cosine), and the candidates' vectors
 (for MMR and fresh-write scoring); the Searcher loads the rows it ranks.
@@ -12,12 +14,14 @@ Both return the hits that pass the filters, best first, as (id, cosine), and the
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 from sqlalchemy import Connection, select
+from sqlalchemy.exc import SQLAlchemyError
 
 from m3.retrieval.vector_index import VectorIndex
 from m3.store import archive_writes, vectors
@@ -29,15 +33,20 @@ Vector = npt.NDArray[np.float32]
 Hits = list[tuple[str, float]]
 #: Which of these memory ids pass the search's filter (the Searcher's row loader, which keeps the rows it reads).
 Passing = Callable[[Sequence[str]], Collection[str]]
+#: Opens a connection of the Searcher's own (a second one beside its main connection) for the helper thread.
+SideConnection = Callable[[], Connection]
+
+log = logging.getLogger(__name__)
 
 
 class DenseLeg(Protocol):
     def ready(self, conn: Connection, model: str) -> bool:
         """True when ``model`` has stored vectors (refreshing what the leg knows)."""
 
-    def propose(self, query: Vector, n: int, include_archived: bool = False) -> Hits | None:
-        """What :meth:`top` would check first for ``n`` hits, computed without the connection (so on another
-        thread, while the Searcher's runs the keyword leg); None when the leg ranks in SQL."""
+    def propose(self, query: Vector, n: int, include_archived: bool = False, clause: Any = None) -> Hits | None:
+        """What :meth:`top` would check first for ``n`` hits under ``clause`` (the search's filter, when known),
+        computed without the Searcher's connection (so on another thread, while the Searcher's runs the keyword
+        leg); None when the leg has nothing to propose that way."""
 
     def top(self, conn: Connection, model: str, query: Vector, clause: Any, n: int,
             include_archived: bool = False, *, narrow: bool = False, proposed: Hits | None = None,
@@ -77,7 +86,7 @@ class MatrixLeg:
             self.index.hide(archive_writes.archived_ids(conn, ids))
             self.index.last_seq = last
 
-    def propose(self, query: Vector, n: int, include_archived: bool = False) -> Hits | None:
+    def propose(self, query: Vector, n: int, include_archived: bool = False, clause: Any = None) -> Hits | None:
         return self.index.top(query, n * 4, include_hidden=include_archived)
 
     def top(self, conn: Connection, model: str, query: Vector, clause: Any, n: int,
@@ -132,7 +141,10 @@ EXACT_SCAN_MAX_ROWS = 5000
 class SqlLeg:
     """pgvector HNSW in SQL, filters in the same statement; keeps only the current search's vectors."""
 
-    def __init__(self) -> None:
+    def __init__(self, side: SideConnection | None = None) -> None:
+        #: Where :meth:`propose` runs its statement (None: it proposes nothing and :meth:`top` does the work).
+        self._side = side
+        self._model: str | None = None
         self._seen: dict[str, Vector] = {}
         #: The model had stored vectors at some search: a leg serves one model, and a store whose vectors were all
         #: erased since only finds nothing by meaning, so the question is not asked again (a round trip a search).
@@ -142,15 +154,30 @@ class SqlLeg:
         from m3.store.postgres import has_vectors
 
         self._seen = {}
+        self._model = model
         self._had_vectors = self._had_vectors or has_vectors(conn, model)
         return self._had_vectors
 
-    def propose(self, query: Vector, n: int, include_archived: bool = False) -> Hits | None:
-        return None
+    def propose(self, query: Vector, n: int, include_archived: bool = False, clause: Any = None) -> Hits | None:
+        # Its own snapshot, taken a moment after the Searcher's: a hit committed in between is dropped when the
+        # Searcher loads the rows under its snapshot; a write acknowledged before the search is in both.
+        if self._side is None or clause is None or self._model is None:
+            return None
+        try:
+            with self._side() as side, side.begin():
+                return self._top(side, self._model, query, clause, n)
+        except SQLAlchemyError as exc:
+            log.warning("the dense leg's second connection failed (%s); it runs on the Searcher's", exc)
+            return None
 
     def top(self, conn: Connection, model: str, query: Vector, clause: Any, n: int,
             include_archived: bool = False, *, narrow: bool = False, proposed: Hits | None = None,
             passing: Passing | None = None) -> Hits:
+        if proposed is not None and not narrow:
+            return proposed  # ranked in SQL under the same clause: the Searcher's row loading checks it again
+        return self._top(conn, model, query, clause, n, narrow=narrow)
+
+    def _top(self, conn: Connection, model: str, query: Vector, clause: Any, n: int, *, narrow: bool = False) -> Hits:
         from m3.store.pg_nearest import nearest
 
         dim = int(query.shape[0])
@@ -182,6 +209,7 @@ class SqlLeg:
         return None
 
 
-def leg_for(dialect: Dialect) -> DenseLeg:
-    """pgvector SQL where the database ranks vectors itself; else an in-memory matrix."""
-    return SqlLeg() if dialect.nearest_in_sql else MatrixLeg()
+def leg_for(dialect: Dialect, side: SideConnection | None = None) -> DenseLeg:
+    """pgvector SQL where the database ranks vectors itself (proposing on ``side`` connections, when given);
+    else an in-memory matrix."""
+    return SqlLeg(side) if dialect.nearest_in_sql else MatrixLeg()

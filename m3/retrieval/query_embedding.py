@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import Executor
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -25,22 +26,23 @@ class QueryEmbedding:
     """One query's vector and proposals, started on ``pool`` at construction."""
 
     def __init__(self, pool: Executor, embedder: Embedder, dense: DenseLeg, query: str, n: int,
-                 include_archived: bool, *, wait_s: float):
+                 include_archived: bool, *, wait_s: float, clause: Any = None):
         self._refreshed = threading.Event()
         self._ready = False
         self._wait_s = wait_s
         # The Searcher's thread keeps Python's lock: handing it to the helper at once started the embedding
         # ~1 ms sooner but delayed this thread as much, a loss on PostgreSQL, where this thread's work is the
         # longer (docs/search.md).
-        self._future = pool.submit(self._run, embedder, dense, query, n, include_archived)
+        self._future = pool.submit(self._run, embedder, dense, query, n, include_archived, clause)
 
-    def _run(self, embedder: Embedder, dense: DenseLeg, query: str, n: int, include_archived: bool) -> Embedded:
+    def _run(self, embedder: Embedder, dense: DenseLeg, query: str, n: int, include_archived: bool,
+             clause: Any) -> Embedded:
         vector = embedder.embed([query])[0]
         if not self._refreshed.wait(self._wait_s) or not self._ready:
             return vector, None
         # The leg is read only after the Searcher's thread has finished refreshing it, and it is not changed
         # again before the Searcher has this answer.
-        return vector, dense.propose(vector, n, include_archived)
+        return vector, dense.propose(vector, n, include_archived, clause)
 
     def leg_refreshed(self, ready: bool) -> None:
         """The Searcher is done refreshing the leg; ``ready``: the leg has vectors to propose from."""

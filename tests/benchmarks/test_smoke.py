@@ -27,6 +27,7 @@ from benchmarks import (
     perf_search_stores,
     perf_vector_store,
     perf_write,
+    pg_dense_overlap,
     pg_nearest_ab,
     write_cpu,
 )
@@ -220,6 +221,14 @@ def test_keyword_scale_times_the_keyword_leg_and_scores_the_questions_on_either_
     for mode in ("m3", "bm25"):
         rates = [row[f"{mode}_hit@{k}"] for k in (1, 5, 10)]
         assert rates == sorted(rates) and rates[0] >= 0 and rates[-1] <= 1
+
+
+def test_pg_dense_overlap_times_one_and_two_connections_on_one_postgresql_store(tmp_path: Path, data: Path) -> None:
+    rows = pg_dense_overlap.main(["--data", str(data), "--size", "40", "--queries", "4",
+                                  "--cache", str(tmp_path / "c.sqlite")])
+    assert [row["dense leg"] for row in rows] == ["two connections", "one connection"]
+    assert rows[0]["queries"] == rows[1]["queries"] > 0 and all(row["p50_ms"] > 0 for row in rows)
+    assert rows[1]["p50_x"] == 1.0
 
 
 def test_keyword_scale_measures_a_baseline_checkout_and_this_one_on_the_same_store(tmp_path: Path, data: Path) -> None:

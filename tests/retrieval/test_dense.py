@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 from sqlalchemy import Connection, event
+from sqlalchemy.exc import OperationalError
 
 from m3.actors.supervisor import ActorHandle
 from m3.protocols.messages.memory import MemoryFilter, NewMemory, StoreVectors, WriteMemories
@@ -120,3 +121,56 @@ def test_the_vectors_of_every_hit_of_a_search_are_kept_for_it_the_time_legs_too(
     found = leg.vectors(conn, MODEL, [i for i, _ in hits])
     assert set(found) == {i for i, _ in hits} and statements == []
     assert all(np.allclose(found[i], stored[i][1]) for i in found)
+
+
+def test_on_postgresql_the_proposals_come_from_a_second_connection_and_are_the_leg_s_own_top(
+        stored: dict[str, tuple[str, np.ndarray]], conn: Connection, store_options: StoreOptions) -> None:
+    if not isinstance(leg_for(dialect_for(conn)), SqlLeg):
+        pytest.skip("PostgreSQL only: SQLite's leg proposes from its in-memory matrix")
+    side_engine = open_engine(store_options, "reader")
+    side_statements: list[str] = []
+    event.listen(side_engine, "before_cursor_execute", lambda *args: side_statements.append(args[2]))
+    try:
+        leg = leg_for(dialect_for(conn), side_engine.connect)
+        assert leg.ready(conn, MODEL)
+        query = np.random.default_rng(13).standard_normal(DIM).astype(np.float32)
+        query /= np.linalg.norm(query)
+        for kind in (None, "fact"):
+            clause = search_clause(MemoryFilter(type=kind), datetime.now(UTC))
+            side_statements.clear()
+            proposed = leg.propose(query, 8, clause=clause)
+            assert any("<=>" in s for s in side_statements)
+            assert [i for i, _ in proposed or []] == exact_top(stored, query, kind, 8)
+            main: list[str] = []
+            record = main_recorder(main)
+            event.listen(conn, "before_cursor_execute", record)
+            assert leg.top(conn, MODEL, query, clause, 8, proposed=proposed) == proposed  # nothing asked again
+            event.remove(conn, "before_cursor_execute", record)
+            assert main == []
+            assert proposed == leg.top(conn, MODEL, query, clause, 8)
+        assert leg.propose(query, 8) is None  # no filter given: nothing to rank in SQL apart
+    finally:
+        side_engine.dispose()
+
+
+def main_recorder(into: list[str]) -> Callable[..., None]:
+    return lambda *args: into.append(args[2])
+
+
+def test_when_the_second_connection_fails_the_leg_ranks_on_the_searchers_connection(
+        stored: dict[str, tuple[str, np.ndarray]], conn: Connection, caplog: pytest.LogCaptureFixture) -> None:
+    if not isinstance(leg_for(dialect_for(conn)), SqlLeg):
+        pytest.skip("PostgreSQL only: SQLite's leg proposes from its in-memory matrix")
+
+    def broken() -> Connection:
+        raise OperationalError("connect", {}, ConnectionRefusedError("the server went away"))
+
+    leg = leg_for(dialect_for(conn), broken)
+    assert leg.ready(conn, MODEL)
+    query = np.random.default_rng(17).standard_normal(DIM).astype(np.float32)
+    query /= np.linalg.norm(query)
+    clause = search_clause(MemoryFilter(), datetime.now(UTC))
+    assert leg.propose(query, 8, clause=clause) is None
+    assert "second connection failed" in caplog.text
+    hits = leg.top(conn, MODEL, query, clause, 8, proposed=None)
+    assert [i for i, _ in hits] == exact_top(stored, query, None, 8)

@@ -1,0 +1,102 @@
+"""PostgreSQL search with the dense leg's statement on a second connection, against one connection, interleaved.
+
+``python -m benchmarks.pg_dense_overlap --size 100000 [--queries 300] [--live] [--url URL]``: one new embedded
+PostgreSQL store (or the filled store at ``--url``) is filled with ``size`` distinct LongMemEval_S turns
+(``perf_search``'s fill, vectors from the embedding cache) and let settle (``ANALYZE`` included). One Searcher
+then answers each question twice, once with its dense leg proposing on a second connection (the default: the
+HNSW statement runs on the query embedding's thread while the Searcher's connection runs the keyword leg) and
+once on the Searcher's connection alone, alternating which goes first; both on the same store, in one
+process, so the machine's drift touches both alike. Query vectors come from the embedding cache unless
+``--live`` (then each search embeds its query with the MiniLM model, one onnxruntime thread). Prints p50/p95
+of each and the ratio of the medians (two connections ÷ one).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from benchmarks.data import default_data_dir
+from benchmarks.embedding import cached_embedder, default_cache_path
+from benchmarks.ingest import bench_config, store_url
+from benchmarks.latency import percentiles_ms
+from benchmarks.perf_search import corpus, fill, settle
+from benchmarks.precomputed import PrecomputedEmbedder
+from benchmarks.report import rows_text
+from m3.actors.searcher import Searcher
+from m3.actors.system import ActorSystem, search_weights, store_options
+from m3.protocols.messages.memory import MemoryFilter, SearchMemories
+from m3.retrieval.dense import leg_for
+from m3.store.dialect import dialect_for
+
+WARMUP = 10
+
+
+def filled(stack: ExitStack, args: argparse.Namespace) -> tuple[str, Path]:
+    """The store's URL and a work folder: ``--url`` as given, else a new store filled and settled."""
+    tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="m3-dense-overlap-")))
+    if args.url is not None:
+        return args.url, tmp
+    url = stack.enter_context(store_url("postgres", tmp))
+    turns, _ = corpus(args.data, args.size, 1)
+    config = bench_config(tmp).with_overrides(store__url=url, actors__ask_timeout_s=3600.0)
+    system = ActorSystem(config, PrecomputedEmbedder(cached_embedder(args.cache, 1))).start()
+    try:
+        fill(system, turns)
+        settle(system)
+    finally:
+        system.stop(drain_embeddings=False)
+    return url, tmp
+
+
+def measure(url: str, work: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
+    _, queries = corpus(args.data, 1, args.queries + WARMUP)
+    warm = min(WARMUP, len(queries) // 2)  # a small data set has fewer questions than asked
+    cache = cached_embedder(args.cache, 1)
+    config = bench_config(work).with_overrides(store__url=url)
+    searcher = Searcher(store_options(config), embedder=cache.inner if args.live else PrecomputedEmbedder(cache),
+                        weights=search_weights(config), candidates=config["search.candidates"], writer=None,
+                        stats=None, on_crash=None)
+    searcher.setup()
+    try:
+        legs = {"two connections": leg_for(dialect_for(url), searcher._side_connection),
+                "one connection": leg_for(dialect_for(url))}
+        latencies: dict[str, list[float]] = {name: [] for name in legs}
+        for i, query in enumerate(queries):
+            for name in sorted(legs, reverse=i % 2 == 1):
+                searcher._dense = legs[name]
+                started = time.perf_counter()
+                with searcher.conn.begin():
+                    searcher.search(SearchMemories(query=query, k=10, filter=MemoryFilter()))
+                if i >= warm:
+                    latencies[name].append(time.perf_counter() - started)
+    finally:
+        searcher.release()
+    base = statistics.median(latencies["one connection"])
+    return [{"dense leg": name, "queries": len(v), **percentiles_ms(v), "p50_x": round(statistics.median(v) / base, 3),
+             "query_vectors": "live" if args.live else "cached"} for name, v in latencies.items()]
+
+
+def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=default_data_dir())
+    parser.add_argument("--cache", type=Path, default=default_cache_path())
+    parser.add_argument("--size", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--live", action="store_true", help="embed each query with the model (default: cached)")
+    parser.add_argument("--url", default=None, help="measure on this filled PostgreSQL store")
+    args = parser.parse_args(argv)
+    with ExitStack() as stack:
+        url, work = filled(stack, args)
+        rows = measure(url, work, args)
+    print(rows_text(rows, f"PostgreSQL search, dense leg on one or two connections ({args.size} memories)"))
+    return rows
+
+
+if __name__ == "__main__":
+    main()
