@@ -161,9 +161,11 @@ class Searcher(StoreReader):
         named = timewords.windows(msg.query, asked)
         terms = fulltext.query_terms(msg.query)
         hits = self._dialect.memory_hits(self.conn, msg.query, clause, n, selective=narrows(msg.filter))
-        # Narrow rows (no content) for ranking; the chosen few are completed below.
+        # Narrow rows (no content) for ranking; the chosen few are completed below. The keyword hits' rows are
+        # read while the query still embeds; if it is done already, with the dense hits' rows in one statement.
         loaded = CandidateRows(self.conn, clause)
-        loaded.fetch([h.id for h in hits])
+        if embedding is None or not embedding.done():
+            loaded.fetch([h.id for h in hits])
         dense, query_vec = self._dense_hits(embedding, clause, n, msg.filter.include_archived, loaded)
         if named and query_vec is not None:
             dense = self._with_window_hits(dense, query_vec, clause, named, msg.filter.include_archived)

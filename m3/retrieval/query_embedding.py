@@ -49,6 +49,10 @@ class QueryEmbedding:
         self._ready = ready
         self._refreshed.set()
 
+    def done(self) -> bool:
+        """The vector and proposals are there (or the helper failed): :meth:`result` returns at once."""
+        return self._future.done()
+
     def result(self, timeout: float) -> Embedded:
         """The vector and proposals; raises what the embedder raised, or ``TimeoutError`` after ``timeout`` s."""
         return self._future.result(timeout=timeout)
