@@ -132,6 +132,11 @@ class Dialect(Protocol):
         each of ``tables`` assigns follow the largest one (SQLite's rowid does so by itself)."""
         return None
 
+    def after_bulk_insert(self, conn: Connection, tables: list[str]) -> None:
+        """In the transaction of a bulk insert (an import): refresh what the planner knows of ``tables`` where
+        stale statistics would slow every later search. SQLite keeps none on purpose: nothing."""
+        return None
+
     def optimise(self, conn: Connection, *, vacuum: bool, rebuild_fulltext: bool) -> list[str]:
         """With no transaction open on ``conn``: refresh the planner's statistics and compact the full-text
         indexes (``rebuild_fulltext``: build them again from their tables first; ``vacuum``: also rewrite the

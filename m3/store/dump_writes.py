@@ -60,6 +60,7 @@ def load(conn: Connection, tables: Mapping[str, Sequence[dict[str, Any]]], *, me
     if not merge:
         # Rows came with their own seq: the next one the store assigns must follow them.
         dialect_for(conn).after_import(conn, [t.name for t in TABLES if "seq" in t.columns])
+    dialect_for(conn).after_bulk_insert(conn, [t.name for t in TABLES if imported.get(t.name)])
     return {"imported": imported, "skipped": skipped}
 
 

@@ -119,6 +119,26 @@ def test_a_store_moves_to_the_other_backend_and_back_row_for_row(service: Servic
     call(other_service, "chatlog_write", LOCAL, conversation_id="c1", role="assistant", content="Under the red pot.")
 
 
+@pytest.mark.store_only("sqlite", reason="the import goes to the other backend, and only PostgreSQL keeps statistics")
+def test_an_import_into_postgresql_leaves_the_planner_statistics_of_what_it_wrote(
+        service: Service, other_service: Service, other_store: str, tmp_path: Path) -> None:
+    fill(service)
+    there = tmp_path / "store.jsonl"
+    call(service, "admin_export", path=str(there))
+    imported = call(other_service, "admin_import", path=str(there))["imported"]
+    engine = open_engine(StoreOptions(url=other_store), "reader")
+    try:
+        with engine.connect() as conn:
+            analyzed = dict(conn.execute(text(  # manual ANALYZE only: autovacuum's would be last_autoanalyze
+                "SELECT relname, last_analyze IS NOT NULL FROM pg_stat_user_tables")).all())
+            rows = conn.execute(text("SELECT reltuples FROM pg_class WHERE relname = 'memories'")).scalar_one()
+    finally:
+        engine.dispose()
+    assert {t: analyzed[t] for t in imported} == {t: n > 0 for t, n in imported.items()}
+    assert imported["memories"] == rows == 3 and imported["memory_embeddings"] > 0
+    assert not all(n > 0 for n in imported.values())  # some tables were left alone
+
+
 def test_merge_adds_another_stores_rows_beside_its_own(service: Service, other_service: Service,
                                                        other_store: str, tmp_path: Path) -> None:
     fill(service)
