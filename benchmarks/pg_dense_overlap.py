@@ -8,7 +8,8 @@ HNSW statement runs on the query embedding's thread while the Searcher's connect
 once on the Searcher's connection alone, alternating which goes first; both on the same store, in one
 process, so the machine's drift touches both alike. Query vectors come from the embedding cache unless
 ``--live`` (then each search embeds its query with the MiniLM model, one onnxruntime thread). Prints p50/p95
-of each and the ratio of the medians (two connections ÷ one).
+of each and the ratio of the medians (two connections ÷ one), and the same for the questions that name a time
+(``timed_*``: their time leg runs too, on the second connection as well).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import statistics
 import tempfile
 import time
 from contextlib import ExitStack
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +33,7 @@ from benchmarks.report import rows_text
 from m3.actors.searcher import Searcher
 from m3.actors.system import ActorSystem, search_weights, store_options
 from m3.protocols.messages.memory import MemoryFilter, SearchMemories
+from m3.retrieval import timewords
 from m3.retrieval.dense import leg_for
 from m3.store.dialect import dialect_for
 
@@ -67,6 +70,7 @@ def measure(url: str, work: Path, args: argparse.Namespace) -> list[dict[str, An
         legs = {"two connections": leg_for(dialect_for(url), searcher._side_connection),
                 "one connection": leg_for(dialect_for(url))}
         latencies: dict[str, list[float]] = {name: [] for name in legs}
+        timed: dict[str, list[float]] = {name: [] for name in legs}
         for i, query in enumerate(queries):
             for name in sorted(legs, reverse=i % 2 == 1):
                 searcher._dense = legs[name]
@@ -75,11 +79,19 @@ def measure(url: str, work: Path, args: argparse.Namespace) -> list[dict[str, An
                     searcher.search(SearchMemories(query=query, k=10, filter=MemoryFilter()))
                 if i >= warm:
                     latencies[name].append(time.perf_counter() - started)
+                    if timewords.windows(query, datetime.now(UTC)):
+                        timed[name].append(latencies[name][-1])
     finally:
         searcher.release()
     base = statistics.median(latencies["one connection"])
-    return [{"dense leg": name, "queries": len(v), **percentiles_ms(v), "p50_x": round(statistics.median(v) / base, 3),
-             "query_vectors": "live" if args.live else "cached"} for name, v in latencies.items()]
+    rows = []
+    for name, v in latencies.items():
+        named = percentiles_ms(timed[name])
+        rows.append({"dense leg": name, "queries": len(v), **percentiles_ms(v),
+                     "p50_x": round(statistics.median(v) / base, 3), "timed_n": len(timed[name]),
+                     "timed_p50_ms": named["p50_ms"], "timed_p95_ms": named["p95_ms"],
+                     "query_vectors": "live" if args.live else "cached"})
+    return rows
 
 
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:

@@ -155,10 +155,11 @@ class Searcher(StoreReader):
         # there; meanwhile this thread reads the filter, the keyword matches and their rows (the model, the index
         # and SQLite release the GIL). The query vector is awaited only when nothing else is left to do.
         clause = search_clause(msg.filter, now)
-        embedding = self._start_embedding(msg.query, n, msg.filter.include_archived, clause)
         # The question's time: relative times in the query and recency count from it.
         asked = msg.now or msg.filter.as_of or now
         named = timewords.windows(msg.query, asked)
+        window = self._window(clause, named)
+        embedding = self._start_embedding(msg.query, n, msg.filter.include_archived, clause, window)
         terms = fulltext.query_terms(msg.query)
         hits = self._dialect.memory_hits(self.conn, msg.query, clause, n, selective=narrows(msg.filter))
         # Narrow rows (no content) for ranking; the chosen few are completed below. The keyword hits' rows are
@@ -167,8 +168,9 @@ class Searcher(StoreReader):
         if embedding is None or not embedding.done():
             loaded.fetch([h.id for h in hits])
         dense, query_vec = self._dense_hits(embedding, clause, n, msg.filter.include_archived, loaded)
-        if named and query_vec is not None:
-            dense = self._with_window_hits(dense, query_vec, clause, named, msg.filter.include_archived)
+        if window is not None and query_vec is not None:
+            dense = self._with_window_hits(dense, query_vec, window, msg.filter.include_archived,
+                                           embedding.window_hits if embedding is not None else None)
         found = loaded.fetch([h.id for h in hits] + [i for i, _ in dense])
         cands = self._candidates_from(found, hits, [(i, s) for i, s in dense if i in found], query_vec, loaded)
         ranking.fuse(cands, terms, self._weights, asked, named)
@@ -179,11 +181,12 @@ class Searcher(StoreReader):
         self._touch([c.id for c in chosen], now)
         return r.MemorySearchResult(count=len(items), items=items, query=msg.query, grade_with="score")
 
-    def _start_embedding(self, query: str, n: int, include_archived: bool, clause: Any) -> QueryEmbedding | None:
+    def _start_embedding(self, query: str, n: int, include_archived: bool, clause: Any,
+                         window: tuple[Any, int] | None) -> QueryEmbedding | None:
         """The query's vector and the dense leg's proposals, started on the helper thread; None when there are
         no vectors to compare. The leg is refreshed meanwhile, on this thread, before the helper reads it."""
         self._follow_active_model()
-        started = self._embed_query(query, n, include_archived, clause)
+        started = self._embed_query(query, n, include_archived, clause, window)
         if started is None:
             return None
         ready = False
@@ -194,13 +197,14 @@ class Searcher(StoreReader):
         # Without stored vectors there is nothing to compare: the vector, still being computed, is left unread.
         return started if ready else None
 
-    def _embed_query(self, query: str, n: int, include_archived: bool, clause: Any) -> QueryEmbedding | None:
+    def _embed_query(self, query: str, n: int, include_archived: bool, clause: Any,
+                     window: tuple[Any, int] | None) -> QueryEmbedding | None:
         if self._embedder is None:
             return None
         if self._embedding_pool is None:
             self._embedding_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="m3-searcher-embed")
         return QueryEmbedding(self._embedding_pool, self._embedder, self._dense, query, n, include_archived,
-                              wait_s=QUERY_EMBED_TIMEOUT_S, clause=clause)
+                              wait_s=QUERY_EMBED_TIMEOUT_S, clause=clause, window=window)
 
     def _dense_hits(self, embedding: QueryEmbedding | None, clause: Any, n: int, include_archived: bool,
                     loaded: CandidateRows) -> tuple[list[tuple[str, float]], Vector | None]:
@@ -219,16 +223,24 @@ class Searcher(StoreReader):
         return self._dense.top(self.conn, self._model, query_vec, clause, n, include_archived,
                                proposed=proposed, passing=loaded.passing), query_vec
 
-    def _with_window_hits(self, dense: list[tuple[str, float]], query_vec: Vector, clause: Any,
-                          named: list[timewords.Window], include_archived: bool) -> list[tuple[str, float]]:
-        """Add the time leg: the memories valid in a window the query names that are closest in meaning.
+    def _window(self, clause: Any, named: list[timewords.Window]) -> tuple[Any, int] | None:
+        """The time leg's filter (the search's, within the windows the query names) and size; None without one."""
+        if not named:
+            return None
+        within = or_(*(and_(m.c.valid_from >= w.start, m.c.valid_from < w.end) for w in named))
+        return and_(clause, within), max(1, self._candidates // 2)
+
+    def _with_window_hits(self, dense: list[tuple[str, float]], query_vec: Vector, window: tuple[Any, int],
+                          include_archived: bool, proposed: list[tuple[str, float]] | None
+                          ) -> list[tuple[str, float]]:
+        """Add the time leg: the memories valid in a window the query names that are closest in meaning
+        (``proposed``: ranked already on the query embedding's thread).
 
         A question such as "what did she do on 25 May?" shares few words with the answer; its memory can
         miss both legs' top ``search.candidates`` and would then never meet the time signal.
         """
-        within = or_(*(and_(m.c.valid_from >= w.start, m.c.valid_from < w.end) for w in named))
-        extra = self._dense.top(self.conn, self._model, query_vec, and_(clause, within),
-                                max(1, self._candidates // 2), include_archived, narrow=True)
+        extra = proposed if proposed is not None else self._dense.top(
+            self.conn, self._model, query_vec, window[0], window[1], include_archived, narrow=True)
         seen = {i for i, _ in dense}
         return dense + [(i, s) for i, s in extra if i not in seen]
 

@@ -48,6 +48,10 @@ class DenseLeg(Protocol):
         computed without the Searcher's connection (so on another thread, while the Searcher's runs the keyword
         leg); None when the leg has nothing to propose that way."""
 
+    def propose_narrow(self, query: Vector, clause: Any, n: int) -> Hits | None:
+        """:meth:`top` with ``narrow`` for ``clause`` and ``n``, computed without the Searcher's connection (the
+        time leg's window, beside the keyword leg); None when the leg cannot do that apart."""
+
     def top(self, conn: Connection, model: str, query: Vector, clause: Any, n: int,
             include_archived: bool = False, *, narrow: bool = False, proposed: Hits | None = None,
             passing: Passing | None = None) -> Hits:
@@ -88,6 +92,9 @@ class MatrixLeg:
 
     def propose(self, query: Vector, n: int, include_archived: bool = False, clause: Any = None) -> Hits | None:
         return self.index.top(query, n * 4, include_hidden=include_archived)
+
+    def propose_narrow(self, query: Vector, clause: Any, n: int) -> Hits | None:
+        return None  # which memories a window admits is read on the Searcher's connection
 
     def top(self, conn: Connection, model: str, query: Vector, clause: Any, n: int,
             include_archived: bool = False, *, narrow: bool = False, proposed: Hits | None = None,
@@ -161,11 +168,17 @@ class SqlLeg:
     def propose(self, query: Vector, n: int, include_archived: bool = False, clause: Any = None) -> Hits | None:
         # Its own snapshot, taken a moment after the Searcher's: a hit committed in between is dropped when the
         # Searcher loads the rows under its snapshot; a write acknowledged before the search is in both.
+        return self._apart(query, clause, n, narrow=False)
+
+    def propose_narrow(self, query: Vector, clause: Any, n: int) -> Hits | None:
+        return self._apart(query, clause, n, narrow=True)
+
+    def _apart(self, query: Vector, clause: Any, n: int, *, narrow: bool) -> Hits | None:
         if self._side is None or clause is None or self._model is None:
             return None
         try:
             with self._side() as side, side.begin():
-                return self._top(side, self._model, query, clause, n)
+                return self._top(side, self._model, query, clause, n, narrow=narrow)
         except SQLAlchemyError as exc:
             log.warning("the dense leg's second connection failed (%s); it runs on the Searcher's", exc)
             return None

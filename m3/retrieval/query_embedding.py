@@ -26,23 +26,31 @@ class QueryEmbedding:
     """One query's vector and proposals, started on ``pool`` at construction."""
 
     def __init__(self, pool: Executor, embedder: Embedder, dense: DenseLeg, query: str, n: int,
-                 include_archived: bool, *, wait_s: float, clause: Any = None):
+                 include_archived: bool, *, wait_s: float, clause: Any = None,
+                 window: tuple[Any, int] | None = None):
+        """``clause``: the search's filter (a leg ranking in SQL proposes under it); ``window``: the time leg's
+        clause and size, for a leg that can rank it apart (:attr:`window_hits`)."""
         self._refreshed = threading.Event()
+        #: The time leg's hits when the leg ranked them on the helper thread (read after :meth:`result`).
+        self.window_hits: Hits | None = None
         self._ready = False
         self._wait_s = wait_s
         # The Searcher's thread keeps Python's lock: handing it to the helper at once started the embedding
         # ~1 ms sooner but delayed this thread as much, a loss on PostgreSQL, where this thread's work is the
         # longer (docs/search.md).
-        self._future = pool.submit(self._run, embedder, dense, query, n, include_archived, clause)
+        self._future = pool.submit(self._run, embedder, dense, query, n, include_archived, clause, window)
 
     def _run(self, embedder: Embedder, dense: DenseLeg, query: str, n: int, include_archived: bool,
-             clause: Any) -> Embedded:
+             clause: Any, window: tuple[Any, int] | None) -> Embedded:
         vector = embedder.embed([query])[0]
         if not self._refreshed.wait(self._wait_s) or not self._ready:
             return vector, None
         # The leg is read only after the Searcher's thread has finished refreshing it, and it is not changed
         # again before the Searcher has this answer.
-        return vector, dense.propose(vector, n, include_archived, clause)
+        proposed = dense.propose(vector, n, include_archived, clause)
+        if window is not None:
+            self.window_hits = dense.propose_narrow(vector, *window)
+        return vector, proposed
 
     def leg_refreshed(self, ready: bool) -> None:
         """The Searcher is done refreshing the leg; ``ready``: the leg has vectors to propose from."""

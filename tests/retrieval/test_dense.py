@@ -72,6 +72,15 @@ def test_the_leg_returns_the_exact_filtered_top_n_however_many_the_filters_admit
         assert all(abs(s - float(stored[i][1] @ query)) < 1e-5 for i, s in hits)
 
 
+def test_the_in_memory_leg_leaves_a_time_window_to_the_searchers_connection(
+        stored: dict[str, tuple[str, np.ndarray]], conn: Connection) -> None:
+    if isinstance(leg_for(dialect_for(conn)), SqlLeg):
+        pytest.skip("SQLite only: PostgreSQL's leg ranks a window on its second connection")
+    leg = ready_leg(conn)
+    query = np.ones(DIM, dtype=np.float32) / np.sqrt(DIM)
+    assert leg.propose_narrow(query, search_clause(MemoryFilter(), datetime.now(UTC)), 3) is None
+
+
 def test_proposals_made_apart_and_a_narrow_clause_give_the_same_hits(
         stored: dict[str, tuple[str, np.ndarray]], conn: Connection) -> None:
     # The Searcher asks for the proposals on its helper thread, and ranks a named time window as narrow.
@@ -149,6 +158,13 @@ def test_on_postgresql_the_proposals_come_from_a_second_connection_and_are_the_l
             assert main == []
             assert proposed == leg.top(conn, MODEL, query, clause, 8)
         assert leg.propose(query, 8) is None  # no filter given: nothing to rank in SQL apart
+        # The time leg's window too: ranked apart as the Searcher's connection would rank it.
+        few = search_clause(MemoryFilter(), datetime.now(UTC)) & m.c.type.in_(["event"])
+        side_statements.clear()
+        window = leg.propose_narrow(query, few, 3)
+        assert any("<=>" in s for s in side_statements)
+        assert window == leg.top(conn, MODEL, query, few, 3, narrow=True)
+        assert [i for i, _ in window or []] == exact_top(stored, query, "event", 3)
     finally:
         side_engine.dispose()
 
