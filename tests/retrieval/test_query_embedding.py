@@ -55,4 +55,3 @@ def test_an_embedder_that_cannot_run_raises_from_the_result(pool: ThreadPoolExec
     started.leg_refreshed(True)
     with pytest.raises(EmbedderUnavailable):
         started.result(WAIT_S)
-
