@@ -14,7 +14,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, and_, or_, select
+from sqlalchemy import Connection, and_, or_
 
 from m3.actors.reader import StoreReader
 from m3.actors.supervisor import ActorHandle
@@ -58,6 +58,7 @@ from m3.store import (
     fulltext,
     maintenance,
     memory_lists,
+    memory_reads,
     status,
     vectors,
     visibility,
@@ -112,8 +113,10 @@ class Searcher(StoreReader):
 
     def handlers(self) -> dict[type[Message], Callable[[Any], Any]]:
         return {
-            SearchMemories: self.search, GetMemory: self.get, GetHistory: self.history, GetGraph: self.graph,
-            VerifyMemories: self.verify, SearchChat: self.search_chat, ListChat: self.list_chat,
+            SearchMemories: self.search, GetMemory: self.get, GetHistory: self.history,
+            GetGraph: lambda msg: memory_reads.graph(self.conn, msg),
+            VerifyMemories: lambda msg: memory_reads.verify(self.conn, msg),
+            SearchChat: self.search_chat, ListChat: self.list_chat,
             EmbeddingStats: self.embedding_stats, StoreStatus: self.store_status,
             MemoriesErased: lambda msg: self._dense.forget(msg.ids),
             MemoriesArchived: lambda msg: self._dense.archived(msg.ids, True),
@@ -343,43 +346,6 @@ class Searcher(StoreReader):
                                   visible)
         return r.MemoryHistoryResult(id=memory_id, versions=versions,
                                      events=[r.HistoryEvent.model_validate(e) for e in shown])
-
-    def graph(self, msg: GetGraph) -> r.MemoryGraphResult:
-        start = rows.resolve_id(self.conn, msg.id, msg.filter)
-        visible = isolation_clause(msg.filter)
-        seen, frontier, edges = {start}, [start], {}
-        for _ in range(msg.depth):
-            found = rows.edges_of(self.conn, frontier)
-            # Only through memories the reader may see: a hidden memory must not connect two visible ones.
-            admitted = visibility.shown(self.conn, (end for e in found for end in (e["from_id"], e["to_id"])
-                                                    if end not in seen), visible)
-            frontier = []
-            for e in found:
-                if {e["from_id"], e["to_id"]} <= seen | admitted:
-                    edges[(e["from_id"], e["to_id"], e["type"])] = e
-                for end in (e["from_id"], e["to_id"]):
-                    if end not in seen and end in admitted:
-                        seen.add(end)
-                        frontier.append(end)
-            if not frontier:
-                break
-        nodes = rows.rows_by_ids(self.conn, sorted(seen), visible)
-        return r.MemoryGraphResult(
-            nodes=[r.GraphNode(id=row["id"], title=row["title"], type=row["type"], current=row["retired_at"] is None)
-                   for row in nodes.values()],
-            edges=[r.GraphEdge(from_id=f, to_id=t, type=ty) for (f, t, ty) in edges if f in nodes and t in nodes],
-        )
-
-    def verify(self, msg: VerifyMemories) -> r.MemoryVerifyResult:
-        query = select(m.c.id, m.c.content, m.c.content_hash).where(isolation_clause(msg.filter))
-        if msg.id is not None:
-            query = query.where(m.c.id == rows.resolve_id(self.conn, msg.id, msg.filter))
-        checked, bad = 0, []
-        for memory_id, content, digest in self.conn.execute(query.order_by(m.c.seq)):
-            checked += 1
-            if rows.content_hash(content) != digest:
-                bad.append(memory_id)
-        return r.MemoryVerifyResult(checked=checked, ok=checked - len(bad), mismatched=bad)
 
     # -- chat log and statistics ---------------------------------------------------------------
 
