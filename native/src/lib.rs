@@ -53,7 +53,8 @@ fn dot_rows<'py>(py: Python<'py>, mat: PyReadonlyArray2<'py, f32>, query: PyRead
     let (data, n, d) = matrix(&mat, "mat")?;
     let q = slice(&query, "query")?;
     check_dim(d, q)?;
-    let out: Vec<f32> = py.allow_threads(|| (0..n).map(|r| dot::dot(&data[r * d..(r + 1) * d], q)).collect());
+    let rows: Vec<usize> = (0..n).collect();
+    let out = py.allow_threads(|| dot::score_rows(data, &rows, q));
     Ok(PyArray1::from_vec(py, out))
 }
 
@@ -66,8 +67,8 @@ fn top_f32<'py>(py: Python<'py>, mat: PyReadonlyArray2<'py, f32>, query: PyReado
     check_dim(d, q)?;
     let rows = row_list(slice(&rows, "rows")?, len)?;
     let found = py.allow_threads(|| {
-        let scored = rows.iter().map(|&r| (dot::dot(&data[r * d..(r + 1) * d], q), r)).collect();
-        topk::best(scored, n)
+        let scores = dot::score_rows(data, &rows, q);
+        topk::best(scores.into_iter().zip(rows.iter().copied()).collect(), n)
     });
     Ok(into_arrays(py, found))
 }

@@ -161,6 +161,20 @@ def test_the_native_top_equals_the_numpy_top(case: tuple) -> None:
 
 
 @needs_native
+@settings(max_examples=5, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 40))
+def test_a_matrix_large_enough_to_be_scored_on_several_threads_gives_the_same_bits(seed: int, dim: int) -> None:
+    # Past 32,768 rows the native scan splits the rows over the cores; the parts must come back in order.
+    rng = np.random.default_rng(seed)
+    mat = rng.choice(np.array([-1.0, -0.5, 0.0, 0.25, 0.5, 1.0, 0.1, -0.3], np.float32), size=(40_000, dim))
+    query = rng.standard_normal(dim).astype(np.float32)
+    rows = rng.permutation(40_000)[:35_000].astype(np.int64)
+    np.testing.assert_array_equal(ext.dot_rows(mat, query).view(np.int32),
+                                  native.reference_dot(mat, query).view(np.int32))
+    same(ext.top_f32(mat, query, 500, rows), native.numpy_top_rows(mat, norms(mat), query, 500, rows))
+
+
+@needs_native
 @CHECK
 @given(cases())
 def test_the_int8_top_equals_the_exact_f32_top(case: tuple) -> None:
