@@ -23,13 +23,16 @@ the searches right after the vectors are stored, as this benchmark did before 20
 from __future__ import annotations
 
 import argparse
+import tempfile
 import time
+from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 from benchmarks.data import Turn, default_data_dir, load_longmemeval
 from benchmarks.embedding import cached_embedder, default_cache_path, describe
-from benchmarks.ingest import STORES, analyze, store_system, write_turns
+from benchmarks.ingest import STORES, analyze, bench_config, store_system, store_url, write_turns
 from benchmarks.latency import percentiles_ms, ratio
 from benchmarks.modes import ALL_MODES, SearchModes
 from benchmarks.precomputed import PrecomputedEmbedder
@@ -83,6 +86,36 @@ def settle(system: ActorSystem) -> tuple[float, int]:
     left = system.entities.ask(ExtractEntities(limit=0), 3600.0).remaining
     analyze(system.options.url)
     return time.perf_counter() - started, left
+
+
+def filled_store(stack: ExitStack, store: str, args: argparse.Namespace) -> tuple[str, Path]:
+    """A store's URL and a work folder, both living as long as ``stack``: ``args.url`` as given, else a new
+    ``store`` filled with ``args.size`` turns (vectors from ``args.cache``) and let settle."""
+    tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="m3-bench-kept-")))
+    if args.url is not None:
+        return args.url, tmp
+    url = stack.enter_context(store_url(store, tmp))
+    turns, _ = corpus(args.data, args.size, 1)
+    config = bench_config(tmp).with_overrides(store__url=url, actors__ask_timeout_s=3600.0)
+    system = ActorSystem(config, PrecomputedEmbedder(cached_embedder(args.cache, 1))).start()
+    try:
+        fill(system, turns)
+        settle(system)
+    finally:
+        system.stop(drain_embeddings=False)
+    return url, tmp
+
+
+Measure = Callable[[str, Path, argparse.Namespace], list[dict[str, Any]]]
+
+
+def on_filled_store(args: argparse.Namespace, store: str, measure: Measure, title: str) -> list[dict[str, Any]]:
+    """``measure(url, work folder, args)`` on :func:`filled_store`'s store, its rows printed under ``title``."""
+    with ExitStack() as stack:
+        url, work = filled_store(stack, store, args)
+        rows = measure(url, work, args)
+    print(rows_text(rows, title))
+    return rows
 
 
 def time_searches(searchers: SearchModes, mode: str, queries: list[str], k: int) -> dict[str, float]:

@@ -16,45 +16,25 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import tempfile
 import time
-from contextlib import ExitStack
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from benchmarks.data import default_data_dir
 from benchmarks.embedding import cached_embedder, default_cache_path
-from benchmarks.ingest import bench_config, store_url
+from benchmarks.ingest import bench_config
 from benchmarks.latency import percentiles_ms
-from benchmarks.perf_search import corpus, fill, settle
+from benchmarks.perf_search import corpus, on_filled_store
 from benchmarks.precomputed import PrecomputedEmbedder
-from benchmarks.report import rows_text
 from m3.actors.searcher import Searcher
-from m3.actors.system import ActorSystem, search_weights, store_options
+from m3.actors.system import search_weights, store_options
 from m3.protocols.messages.memory import MemoryFilter, SearchMemories
 from m3.retrieval import timewords
 from m3.retrieval.dense import leg_for
 from m3.store.dialect import dialect_for
 
 WARMUP = 10
-
-
-def filled(stack: ExitStack, args: argparse.Namespace) -> tuple[str, Path]:
-    """The store's URL and a work folder: ``--url`` as given, else a new store filled and settled."""
-    tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="m3-dense-overlap-")))
-    if args.url is not None:
-        return args.url, tmp
-    url = stack.enter_context(store_url("postgres", tmp))
-    turns, _ = corpus(args.data, args.size, 1)
-    config = bench_config(tmp).with_overrides(store__url=url, actors__ask_timeout_s=3600.0)
-    system = ActorSystem(config, PrecomputedEmbedder(cached_embedder(args.cache, 1))).start()
-    try:
-        fill(system, turns)
-        settle(system)
-    finally:
-        system.stop(drain_embeddings=False)
-    return url, tmp
 
 
 def measure(url: str, work: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -103,11 +83,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--live", action="store_true", help="embed each query with the model (default: cached)")
     parser.add_argument("--url", default=None, help="measure on this filled PostgreSQL store")
     args = parser.parse_args(argv)
-    with ExitStack() as stack:
-        url, work = filled(stack, args)
-        rows = measure(url, work, args)
-    print(rows_text(rows, f"PostgreSQL search, dense leg on one or two connections ({args.size} memories)"))
-    return rows
+    return on_filled_store(args, "postgres", measure,
+                           f"PostgreSQL search, dense leg on one or two connections ({args.size} memories)")
 
 
 if __name__ == "__main__":

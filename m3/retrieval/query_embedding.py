@@ -20,6 +20,8 @@ from m3.retrieval.dense import DenseLeg, Hits
 Vector = npt.NDArray[np.float32]
 #: A query's vector and the dense leg's proposals for it (None: the leg proposes nothing, or was not ready).
 Embedded = tuple[Vector, Hits | None]
+#: Longest the Searcher's thread waits for the helper to start on a query (a busy pool: it goes on without).
+HANDOVER_WAIT_S = 0.05
 
 
 class QueryEmbedding:
@@ -35,13 +37,17 @@ class QueryEmbedding:
         self.window_hits: Hits | None = None
         self._ready = False
         self._wait_s = wait_s
-        # The Searcher's thread keeps Python's lock: handing it to the helper at once started the embedding
-        # ~1 ms sooner but delayed this thread as much, a loss on PostgreSQL, where this thread's work is the
-        # longer (docs/search.md).
+        self._started = threading.Event()
         self._future = pool.submit(self._run, embedder, dense, query, n, include_archived, clause, window)
+        # Hand the helper Python's lock now: it keeps it only to tokenize the query and lets go of it inside
+        # the model. Otherwise it would wait for the lock until this thread next lets go of it (its first
+        # statement, or the interpreter's switch interval), and the query would start embedding that much
+        # later (docs/search.md).
+        self._started.wait(HANDOVER_WAIT_S)
 
     def _run(self, embedder: Embedder, dense: DenseLeg, query: str, n: int, include_archived: bool,
              clause: Any, window: tuple[Any, int] | None) -> Embedded:
+        self._started.set()
         vector = embedder.embed([query])[0]
         if not self._refreshed.wait(self._wait_s) or not self._ready:
             return vector, None

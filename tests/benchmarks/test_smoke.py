@@ -29,6 +29,7 @@ from benchmarks import (
     perf_write,
     pg_dense_overlap,
     pg_nearest_ab,
+    query_handover,
     write_cpu,
 )
 from benchmarks.cache import CachingEmbedder
@@ -229,6 +230,19 @@ def test_pg_dense_overlap_times_one_and_two_connections_on_one_postgresql_store(
     assert [row["dense leg"] for row in rows] == ["two connections", "one connection"]
     assert rows[0]["queries"] == rows[1]["queries"] > 0 and all(row["p50_ms"] > 0 for row in rows)
     assert rows[1]["p50_x"] == 1.0
+
+
+@pytest.mark.parametrize("store", ["sqlite", "postgres"])
+def test_query_handover_times_both_arms_on_one_store_and_finds_the_same_answers(
+        tmp_path: Path, data: Path, store: str) -> None:
+    rows = query_handover.main(["--data", str(data), "--size", "40", "--queries", "4", "--store", store,
+                                "--cache", str(tmp_path / "c.sqlite")])
+    assert [row["arm"] for row in rows] == ["after", "before"]
+    assert rows[0]["queries"] == rows[1]["queries"] > 0 and all(row["p50_ms"] > 0 for row in rows)
+    assert rows[1]["p50_x"] == 1.0 and rows[0]["answers_differing"] == 0
+    # The arm "before" puts everything back afterwards.
+    assert query_handover.query_embedding.HANDOVER_WAIT_S > 0
+    assert query_handover.minilm._token_ids is not query_handover._batch_token_ids
 
 
 def test_keyword_scale_measures_a_baseline_checkout_and_this_one_on_the_same_store(tmp_path: Path, data: Path) -> None:

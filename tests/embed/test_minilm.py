@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from m3.embed import Embedder, MiniLMEmbedder, length_batches
-from m3.embed.minilm import CHARS_PER_TOKEN_BUDGET, _package_dir, _packaged_model_path
+from m3.embed.minilm import CHARS_PER_TOKEN_BUDGET, _package_dir, _packaged_model_path, _token_ids
 from m3.errors import EmbedderUnavailable, InvalidArgument
 
 SENTENCES = [
@@ -101,6 +101,14 @@ def test_a_very_large_text_is_cut_before_tokenizing(minilm: MiniLMEmbedder) -> N
     huge = "lorem ipsum dolor " * 100_000  # 1.8 MB: tokenizing it all would take seconds
     budget = 256 * CHARS_PER_TOKEN_BUDGET
     np.testing.assert_array_equal(minilm.embed([huge]), minilm.embed([huge[:budget]]))
+
+
+def test_one_text_alone_gets_the_token_ids_it_gets_in_a_batch(minilm: MiniLMEmbedder) -> None:
+    # A query is tokenized on its own thread (no hand-off to the tokenizer's pool): the ids must not change.
+    tokenizer = minilm._get_runtime().tokenizer
+    limit = 256 * CHARS_PER_TOKEN_BUDGET
+    for text in [*SENTENCES, "", "   ", "naïve café — 東京 🚀", "x" * 300, "lorem ipsum " * 5_000]:
+        assert _token_ids(tokenizer, [text], limit) == _token_ids(tokenizer, [text, "another text"], limit)[:1]
 
 
 def test_embedding_is_deterministic(minilm: MiniLMEmbedder) -> None:

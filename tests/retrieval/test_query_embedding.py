@@ -3,7 +3,8 @@ the Searcher has refreshed the leg."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 
 from m3.embed.minilm import MiniLMEmbedder
 from m3.errors import EmbedderUnavailable
+from m3.retrieval import query_embedding
 from m3.retrieval.dense import MatrixLeg
 from m3.retrieval.query_embedding import QueryEmbedding
 
@@ -55,3 +57,40 @@ def test_an_embedder_that_cannot_run_raises_from_the_result(pool: ThreadPoolExec
     started.leg_refreshed(True)
     with pytest.raises(EmbedderUnavailable):
         started.result(WAIT_S)
+
+
+class Recording:
+    """The real embedder, noting when a call has begun."""
+
+    def __init__(self, inner: MiniLMEmbedder):
+        self.inner = inner
+        self.begun = threading.Event()
+        self.model_id, self.dim = inner.model_id, inner.dim
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.begun.set()
+        return self.inner.embed(texts)
+
+
+def test_the_helper_is_already_on_the_query_when_the_searcher_s_thread_goes_on(
+        pool: ThreadPoolExecutor, embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Without the hand-over the helper would wait for Python's lock while the Searcher's thread runs on.
+    # (The bound raised: a loaded test machine may take long to schedule the helper; the search would go on.)
+    monkeypatch.setattr(query_embedding, "HANDOVER_WAIT_S", WAIT_S)
+    pool.submit(int).result(WAIT_S)  # the helper thread exists and waits for work, as between searches
+    recording = Recording(embedder)
+    started = QueryEmbedding(pool, recording, MatrixLeg(), QUERY, 5, False, wait_s=WAIT_S)
+    assert recording.begun.is_set()
+    started.leg_refreshed(False)
+    assert np.array_equal(started.result(WAIT_S)[0], embedder.embed([QUERY])[0])
+
+
+def test_a_busy_helper_does_not_hold_the_search_up(pool: ThreadPoolExecutor, embedder: MiniLMEmbedder) -> None:
+    release = threading.Event()
+    busy = pool.submit(release.wait, WAIT_S)
+    recording = Recording(embedder)
+    started = QueryEmbedding(pool, recording, MatrixLeg(), QUERY, 5, False, wait_s=WAIT_S)
+    assert not recording.begun.is_set() and not started.done()  # the constructor returned anyway
+    release.set()
+    started.leg_refreshed(False)
+    assert busy.result(WAIT_S) and np.array_equal(started.result(WAIT_S)[0], embedder.embed([QUERY])[0])

@@ -1,0 +1,120 @@
+"""Search with the query embedded live: the helper thread handed Python's lock at once, against the way before.
+
+``python -m benchmarks.query_handover --store sqlite --size 10000 [--queries 300] [--url URL]
+[--native-baseline SO]``: one new store (or the filled store at ``--url``) holds ``size`` distinct
+LongMemEval_S turns (``perf_search``'s fill, vectors from the embedding cache) and is let settle. One Searcher
+then answers each question twice, embedding the query with the MiniLM model on one onnxruntime thread (m3's
+``embed.threads`` rule on two cores), alternating which arm goes first, in one process on one store:
+
+* ``after``: this checkout as it is: the Searcher's thread waits until the helper has begun on the query
+  (``query_embedding.HANDOVER_WAIT_S``), and one text is tokenized on the calling thread;
+* ``before``: the same code put back the way it was: no wait (the bound set to 0) and every text tokenized
+  through the tokenizer's batch call, and with ``--native-baseline`` the scan of the native core built from
+  another checkout (the ``m3_native*.so`` of ``pip wheel ./native`` there, unpacked) instead of this one's.
+
+Prints p50/p95 of each arm and the ratio of the medians (after ÷ before); the answers of the two arms are
+checked equal (ids in order) question by question.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+from typing import Any
+
+from benchmarks.data import default_data_dir
+from benchmarks.embedding import default_cache_path
+from benchmarks.ingest import STORES, bench_config
+from benchmarks.latency import percentiles_ms
+from benchmarks.native import load_extension
+from benchmarks.perf_search import corpus, on_filled_store
+from m3.actors.searcher import Searcher
+from m3.actors.system import search_weights, store_options
+from m3.embed import minilm
+from m3.embed.minilm import MiniLMEmbedder
+from m3.protocols.messages.memory import MemoryFilter, SearchMemories
+from m3.retrieval import native, query_embedding
+
+WARMUP = 10
+
+
+def _batch_token_ids(tokenizer: Any, texts: Sequence[str], limit: int) -> list[list[int]]:
+    """How every text was tokenized before: through the tokenizer's batch call, one text or many."""
+    return [encoding.ids for encoding in tokenizer.encode_batch([text[:limit] for text in texts])]
+
+
+@contextmanager
+def before(baseline: Any) -> Iterator[None]:
+    """The arm ``before``: the hand-over and the one-text tokenizing undone (and the baseline scan), then back."""
+    saved = query_embedding.HANDOVER_WAIT_S, minilm._token_ids, native._EXT
+    query_embedding.HANDOVER_WAIT_S = 0.0
+    minilm._token_ids = _batch_token_ids
+    if baseline is not None:
+        native._EXT = baseline
+    try:
+        yield
+    finally:
+        query_embedding.HANDOVER_WAIT_S, minilm._token_ids, native._EXT = saved
+
+
+@contextmanager
+def after() -> Iterator[None]:
+    yield
+
+
+def measure(url: str, work: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
+    _, queries = corpus(args.data, 1, args.queries + WARMUP)
+    warm = min(WARMUP, len(queries) // 2)  # a small data set has fewer questions than asked
+    baseline = load_extension(args.native_baseline) if args.native_baseline is not None else None
+    config = bench_config(work).with_overrides(store__url=url)
+    embedder = MiniLMEmbedder(threads=1)
+    embedder.load()
+    searcher = Searcher(store_options(config), embedder=embedder, weights=search_weights(config),
+                        candidates=config["search.candidates"], writer=None, stats=None, on_crash=None)
+    searcher.setup()
+    arms: dict[str, Callable[[], AbstractContextManager[None]]] = {"after": after, "before": lambda: before(baseline)}
+    latencies: dict[str, list[float]] = {name: [] for name in arms}
+    differing = 0
+    try:
+        for i, query in enumerate(queries):
+            answers = {}
+            for name in sorted(arms, reverse=i % 2 == 1):
+                with arms[name]():
+                    started = time.perf_counter()
+                    with searcher.conn.begin():
+                        found = searcher.search(SearchMemories(query=query, k=10, filter=MemoryFilter()))
+                    took = time.perf_counter() - started
+                answers[name] = [item.id for item in found.items]
+                if i >= warm:
+                    latencies[name].append(took)
+            differing += answers["after"] != answers["before"]
+    finally:
+        searcher.release()
+    base = statistics.median(latencies["before"])
+    return [{"arm": name, "store": args.store, "queries": len(v), **percentiles_ms(v),
+             "p50_x": round(statistics.median(v) / base, 3), "answers_differing": differing,
+             "native_baseline": str(args.native_baseline) if args.native_baseline else None}
+            for name, v in latencies.items()]
+
+
+def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=default_data_dir())
+    parser.add_argument("--cache", type=Path, default=default_cache_path())
+    parser.add_argument("--store", choices=STORES, default="sqlite")
+    parser.add_argument("--size", type=int, default=10_000)
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--url", default=None, help="measure on this filled store")
+    parser.add_argument("--native-baseline", type=Path, default=None,
+                        help="the m3_native*.so of another build, for the arm 'before'")
+    args = parser.parse_args(argv)
+    return on_filled_store(args, args.store, measure,
+                           f"search with the query embedded live, {args.store}, {args.size} memories")
+
+
+if __name__ == "__main__":
+    main()
