@@ -10,7 +10,7 @@
 //! upper end is below `L` has n rows certainly above it; every other row (the shortlist) is re-scored with
 //! the reference dot and the best n of those are, bit for bit, the exact top n (ties by row).
 
-use crate::dot::{dot, dot_i8};
+use crate::dot::{dot, dot_i8_rows};
 use crate::topk::{best, nth_largest};
 
 /// One row (or the query) quantised: values, scale, and the sum of the values' magnitudes.
@@ -55,11 +55,12 @@ pub fn top(q8: &Int8Matrix, mat: &[f32], query: &[f32], rows: &[usize], n: usize
     let (t, y_abs) = (f64::from(y.scale), f64::from(y.abs_sum));
     let mut centre = Vec::with_capacity(rows.len());
     let mut width = Vec::with_capacity(rows.len());
-    for &r in rows {
+    let sums = dot_i8_rows(q8.values, rows, &y.values);
+    for (&r, &sum) in rows.iter().zip(&sums) {
         let s = f64::from(q8.scales[r]);
         let st = s * t;
         let x_abs = f64::from(q8.abs_sums[r]);
-        let approx = st * f64::from(dot_i8(&q8.values[r * d..(r + 1) * d], &y.values));
+        let approx = st * f64::from(sum);
         let quantisation = st * (0.501 * x_abs + 0.501 * y_abs + 0.251 * d as f64);
         let rounding = gamma * 127.01 * st * (x_abs + 0.501 * d as f64);
         centre.push(approx);
