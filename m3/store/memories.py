@@ -296,7 +296,7 @@ def rows_by_ids(conn: Connection, ids: Sequence[str], where: Any = None,
         # Plain tuples zipped with the names: search reads a few hundred rows per query, and a RowMapping per row
         # cost more than the statement.
         names = list(result.keys())
-        for values in result:
+        for values in result.all():
             row = dict(zip(names, values, strict=True))
             out[row["id"]] = row
     return out

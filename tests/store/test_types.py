@@ -47,7 +47,7 @@ aware_times = st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999,
 def test_an_aware_time_comes_back_as_the_same_instant_in_utc(engine: Engine, value: datetime) -> None:
     back = roundtrip_time(engine, value)
     assert back == value
-    assert back is not None and back.utcoffset() == timedelta(0)
+    assert back is not None and back.utcoffset() == timedelta(0) and back.tzinfo is UTC
 
 
 def test_a_utc_time_keeps_its_microseconds(engine: Engine) -> None:
@@ -71,6 +71,22 @@ def test_stored_times_sort_in_time_order(engine: Engine, values: list[datetime])
         conn.execute(insert(times), [{"id": i, "t": v} for i, v in enumerate(values)])
         ordered = conn.execute(select(times.c.t).order_by(times.c.t, times.c.id)).scalars().all()
     assert ordered == sorted(values)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("2026-03-01 10:00:00+02:00", datetime(2026, 3, 1, 8, 0, tzinfo=UTC)),
+    ("2026-03-01 10:00:00.000000-05:30", datetime(2026, 3, 1, 15, 30, tzinfo=UTC)),
+    ("2026-03-01 10:00:00", datetime(2026, 3, 1, 10, 0, tzinfo=UTC)),
+])
+def test_a_time_another_program_wrote_as_text_is_read_as_the_same_instant_in_utc(
+        engine: Engine, text: str, expected: datetime) -> None:
+    if engine.dialect.name != "sqlite":
+        pytest.skip("SQLite only: PostgreSQL keeps timestamptz, never text")
+    with engine.begin() as conn:
+        conn.execute(delete(times))
+        conn.exec_driver_sql("INSERT INTO times (id, t) VALUES (1, ?)", (text,))
+        back = conn.execute(select(times.c.t)).scalar_one()
+    assert back == expected and back.tzinfo is UTC
 
 
 def test_a_naive_time_is_refused(engine: Engine) -> None:
