@@ -30,6 +30,7 @@ from benchmarks import (
     pg_dense_overlap,
     pg_nearest_ab,
     query_handover,
+    row_reads,
     write_cpu,
 )
 from benchmarks.cache import CachingEmbedder
@@ -243,6 +244,16 @@ def test_query_handover_times_both_arms_on_one_store_and_finds_the_same_answers(
     # The arm "before" puts everything back afterwards.
     assert query_handover.query_embedding.HANDOVER_WAIT_S > 0
     assert query_handover.minilm._token_ids is not query_handover._batch_token_ids
+
+
+@pytest.mark.parametrize("store", ["sqlite", "postgres"])
+def test_row_reads_times_a_baseline_checkout_and_this_one_on_one_store(tmp_path: Path, data: Path, store: str) -> None:
+    root = Path(row_reads.__file__).resolve().parent.parent  # this checkout as its own baseline
+    rows = row_reads.main(["--data", str(data), "--size", "40", "--store", store, "--rounds", "2", "--calls", "5",
+                           "--cache", str(tmp_path / "c.sqlite"), "--baseline", str(root)])
+    assert [row["version"] for row in rows] == ["before", "after"]
+    assert rows[0]["x"] == [1.0, 1.0] and len(rows[1]["rounds_median_ms"]) == 2
+    assert all(row["same_rows"] for row in rows)
 
 
 def test_keyword_scale_measures_a_baseline_checkout_and_this_one_on_the_same_store(tmp_path: Path, data: Path) -> None:
