@@ -106,6 +106,19 @@ def filled_store(stack: ExitStack, store: str, args: argparse.Namespace) -> tupl
     return url, tmp
 
 
+def kept_store_parser(description: str, *, size: int, store: str | None = None) -> argparse.ArgumentParser:
+    """A parser with the options :func:`filled_store` reads (``--data``, ``--cache``, ``--size``, ``--url``)
+    and, given a default ``store``, ``--store``."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--data", type=Path, default=default_data_dir())
+    parser.add_argument("--cache", type=Path, default=default_cache_path())
+    if store is not None:
+        parser.add_argument("--store", choices=STORES, default=store)
+    parser.add_argument("--size", type=int, default=size, help="memories filled into the new store")
+    parser.add_argument("--url", default=None, help="measure on this filled store instead of a new one")
+    return parser
+
+
 Measure = Callable[[str, Path, argparse.Namespace], list[dict[str, Any]]]
 
 

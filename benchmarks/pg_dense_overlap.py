@@ -21,11 +21,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchmarks.data import default_data_dir
-from benchmarks.embedding import cached_embedder, default_cache_path
+from benchmarks.embedding import cached_embedder
 from benchmarks.ingest import bench_config
 from benchmarks.latency import percentiles_ms
-from benchmarks.perf_search import corpus, on_filled_store
+from benchmarks.perf_search import corpus, kept_store_parser, on_filled_store
 from benchmarks.precomputed import PrecomputedEmbedder
 from m3.actors.searcher import Searcher
 from m3.actors.system import search_weights, store_options
@@ -75,13 +74,9 @@ def measure(url: str, work: Path, args: argparse.Namespace) -> list[dict[str, An
 
 
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=default_data_dir())
-    parser.add_argument("--cache", type=Path, default=default_cache_path())
-    parser.add_argument("--size", type=int, default=100_000)
+    parser = kept_store_parser(__doc__.splitlines()[0], size=100_000)
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--live", action="store_true", help="embed each query with the model (default: cached)")
-    parser.add_argument("--url", default=None, help="measure on this filled PostgreSQL store")
     args = parser.parse_args(argv)
     return on_filled_store(args, "postgres", measure,
                            f"PostgreSQL search, dense leg on one or two connections ({args.size} memories)")

@@ -26,12 +26,10 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
-from benchmarks.data import default_data_dir
-from benchmarks.embedding import default_cache_path
-from benchmarks.ingest import STORES, bench_config
+from benchmarks.ingest import bench_config
 from benchmarks.latency import percentiles_ms
 from benchmarks.native import load_extension
-from benchmarks.perf_search import corpus, on_filled_store
+from benchmarks.perf_search import corpus, kept_store_parser, on_filled_store
 from m3.actors.searcher import Searcher
 from m3.actors.system import search_weights, store_options
 from m3.embed import minilm
@@ -102,13 +100,8 @@ def measure(url: str, work: Path, args: argparse.Namespace) -> list[dict[str, An
 
 
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=default_data_dir())
-    parser.add_argument("--cache", type=Path, default=default_cache_path())
-    parser.add_argument("--store", choices=STORES, default="sqlite")
-    parser.add_argument("--size", type=int, default=10_000)
+    parser = kept_store_parser(__doc__.splitlines()[0], size=10_000, store="sqlite")
     parser.add_argument("--queries", type=int, default=300)
-    parser.add_argument("--url", default=None, help="measure on this filled store")
     parser.add_argument("--native-baseline", type=Path, default=None,
                         help="the m3_native*.so of another build, for the arm 'before'")
     args = parser.parse_args(argv)

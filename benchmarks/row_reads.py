@@ -19,9 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks.data import default_data_dir
-from benchmarks.embedding import default_cache_path
-from benchmarks.perf_search import on_filled_store
+from benchmarks.perf_search import kept_store_parser, on_filled_store
 
 #: The timed loop, run by either checkout (it uses only what both have): prints the median ms and a digest.
 PROBE = r"""
@@ -76,12 +74,7 @@ def measure(url: str, work: Path, args: argparse.Namespace) -> list[dict[str, An
 
 
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=default_data_dir())
-    parser.add_argument("--cache", type=Path, default=default_cache_path())
-    parser.add_argument("--store", choices=["sqlite", "postgres"], default="sqlite")
-    parser.add_argument("--size", type=int, default=10_000)
-    parser.add_argument("--url", default=None, help="measure on this filled store")
+    parser = kept_store_parser(__doc__.splitlines()[0], size=10_000, store="sqlite")
     parser.add_argument("--baseline", type=Path, default=None, help="another checkout, timed in turn with this one")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--calls", type=int, default=300)
