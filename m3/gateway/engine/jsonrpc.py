@@ -6,7 +6,9 @@ server in every ``m3`` process: that server was the largest part of a relayed ca
 MCP: :class:`Peer` reads messages from one stream, hands each request to a handler (on the reading thread,
 or on a thread of its own when the handler is slow, such as a relayed tool call that may park), writes
 answers and notifications to the other stream one whole line at a time, and drops the answer of a request
-the client cancelled.
+the client cancelled. Once the reader has ended nothing more is written: a call's thread still running then
+is a daemon, and one caught writing while the interpreter shuts down would abort the process (Python's
+"could not acquire lock for stdout at interpreter shutdown").
 """
 
 from __future__ import annotations
@@ -97,12 +99,18 @@ class Peer:
         self._write_lock = threading.Lock()
         self._inflight: dict[RequestId, Inflight] = {}
         self._inflight_lock = threading.Lock()
+        self._closed = False  # set under _write_lock when the reader ends: later answers are dropped
 
     def serve(self) -> None:
-        """Read and dispatch until the reader ends (the client closed its side)."""
-        for line in self._reader:
-            if line.strip():
-                self._dispatch(line)
+        """Read and dispatch until the reader ends (the client closed its side). When this returns, no
+        answer or notification will be written any more (one being written has been written whole)."""
+        try:
+            for line in self._reader:
+                if line.strip():
+                    self._dispatch(line)
+        finally:
+            with self._write_lock:
+                self._closed = True
 
     def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Send a notification."""
@@ -193,6 +201,8 @@ class Peer:
         # ASCII with escapes: any text (a lone surrogate in an echoed id included) makes one valid line.
         data = json.dumps(message, separators=(",", ":")).encode("ascii") + b"\n"
         with self._write_lock:
+            if self._closed:
+                return  # the client is gone; writing now could race the interpreter's shutdown
             self._writer.write(data)
             self._writer.flush()
 

@@ -162,9 +162,18 @@ def test_a_cancelled_wait_is_dropped_a_parked_wait_holds_up_no_other_call_and_eo
     stdio.request(8, "ping")
     assert stdio.answer(8)["result"] == {}
     assert stdio.lines.qsize() == 0
-    # Closing stdin ends the front-end at once and cleanly, even with a call parked.
+    # Closing stdin ends the front-end at once and cleanly, even with a call parked (the wake-up is
+    # acknowledged first, or that wait would return at once with it).
+    pending = stdio.call(10, "m3_call", {"tool": "notifications_poll", "args": {}})["structuredContent"]["result"]
+    acked = stdio.call(11, "m3_call", {"tool": "notifications_ack",
+                                       "args": {"ids": [n["id"] for n in pending["items"]]}})
+    assert acked["structuredContent"]["result"]["acked"] == 1
     stdio.request(9, "tools/call", {"name": "m3_call", "arguments": {"tool": "notifications_wait",
                                                                      "args": {"timeout": 60}}})
+    deadline = time.monotonic() + ANSWER_S
+    while (client.status(sock) or {}).get("inflight", 0) < 1:
+        assert time.monotonic() < deadline
+        time.sleep(0.005)
     assert stdio.process.stdin is not None
     began = time.monotonic()
     stdio.process.stdin.close()
