@@ -19,25 +19,16 @@ checked equal (ids in order) question by question.
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from benchmarks.ingest import bench_config
-from benchmarks.latency import percentiles_ms
+from benchmarks.interleaved import WARMUP, as_it_is, compare, live_searcher
 from benchmarks.native import load_extension
 from benchmarks.perf_search import corpus, kept_store_parser, on_filled_store
-from m3.actors.searcher import Searcher
-from m3.actors.system import search_weights, store_options
 from m3.embed import minilm
-from m3.embed.minilm import MiniLMEmbedder
-from m3.protocols.messages.memory import MemoryFilter, SearchMemories
 from m3.retrieval import native, query_embedding
-
-WARMUP = 10
 
 
 def _batch_token_ids(tokenizer: Any, texts: Sequence[str], limit: int) -> list[list[int]]:
@@ -59,44 +50,16 @@ def before(baseline: Any) -> Iterator[None]:
         query_embedding.HANDOVER_WAIT_S, minilm._token_ids, native._EXT = saved
 
 
-@contextmanager
-def after() -> Iterator[None]:
-    yield
-
-
 def measure(url: str, work: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
     _, queries = corpus(args.data, 1, args.queries + WARMUP)
-    warm = min(WARMUP, len(queries) // 2)  # a small data set has fewer questions than asked
     baseline = load_extension(args.native_baseline) if args.native_baseline is not None else None
-    config = bench_config(work).with_overrides(store__url=url)
-    embedder = MiniLMEmbedder(threads=1)
-    embedder.load()
-    searcher = Searcher(store_options(config), embedder=embedder, weights=search_weights(config),
-                        candidates=config["search.candidates"], writer=None, stats=None, on_crash=None)
-    searcher.setup()
-    arms: dict[str, Callable[[], AbstractContextManager[None]]] = {"after": after, "before": lambda: before(baseline)}
-    latencies: dict[str, list[float]] = {name: [] for name in arms}
-    differing = 0
+    searcher = live_searcher(url, work)
     try:
-        for i, query in enumerate(queries):
-            answers = {}
-            for name in sorted(arms, reverse=i % 2 == 1):
-                with arms[name]():
-                    started = time.perf_counter()
-                    with searcher.conn.begin():
-                        found = searcher.search(SearchMemories(query=query, k=10, filter=MemoryFilter()))
-                    took = time.perf_counter() - started
-                answers[name] = [item.id for item in found.items]
-                if i >= warm:
-                    latencies[name].append(took)
-            differing += answers["after"] != answers["before"]
+        return compare(searcher, queries, {"after": as_it_is, "before": lambda: before(baseline)}, "before",
+                       store=args.store,
+                       native_baseline=str(args.native_baseline) if args.native_baseline else None)
     finally:
         searcher.release()
-    base = statistics.median(latencies["before"])
-    return [{"arm": name, "store": args.store, "queries": len(v), **percentiles_ms(v),
-             "p50_x": round(statistics.median(v) / base, 3), "answers_differing": differing,
-             "native_baseline": str(args.native_baseline) if args.native_baseline else None}
-            for name, v in latencies.items()]
 
 
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:

@@ -5,7 +5,10 @@ by doubling; a replaced vector overwrites its row; a removed one is masked.
 Brute force is exact and, measured here, 2 ms at 10k x 384 and 17-32 ms at
 100k x 384 on one core, which is why no approximate index is used on SQLite.
 Scores and order come from :mod:`m3.retrieval.native` (the native core or
-its numpy twin, the same results either way).
+its numpy twin, the same results either way). Where the native core is
+installed the index also keeps an int8 copy of the matrix (a quarter more
+memory), which the core scans instead of the f32 rows once they no longer
+fit in the processor's cache, with the same results (docs/search.md).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ class VectorIndex:
         self._row: dict[str, int] = {}
         #: Rows of archived memories: kept (restoring needs no reload) but left out of a search by default.
         self._hidden = np.zeros(0, dtype=bool)
+        self._int8: native.Int8Copy | None = None
         self.last_seq = 0
 
     def __len__(self) -> int:
@@ -43,15 +47,22 @@ class VectorIndex:
         if self.dim == 0:
             self.dim = int(matrix.shape[1])
             self._mat = np.zeros((0, self.dim), dtype=np.float32)
+            self._int8 = native.int8_copy(self.dim)
         if matrix.shape[1] != self.dim:
             raise ValueError(f"vector dim {matrix.shape[1]} does not match index dim {self.dim}")
-        for memory_id, vec in zip(ids, matrix, strict=True):
+        placed = np.zeros(len(ids), dtype=np.int64)
+        for i, (memory_id, vec) in enumerate(zip(ids, matrix, strict=True)):
             row = self._row.get(memory_id)
             if row is None:
                 row = self._append_row(memory_id)
             self._mat[row] = vec
             self._norm[row] = np.linalg.norm(self._mat[row])
             self._alive[row] = True
+            placed[i] = row
+        if self._int8 is not None:
+            self._int8.grow(self._mat.shape[0])
+            # From the stored rows (an id given twice ends as its last vector, in both copies).
+            self._int8.set(placed, self._mat[placed])
 
     def _append_row(self, memory_id: str) -> int:
         row = len(self._ids)
@@ -73,6 +84,8 @@ class VectorIndex:
                 self._hidden[row] = False
                 self._mat[row] = 0.0
                 self._norm[row] = 0.0
+                if self._int8 is not None:
+                    self._int8.clear(row)
 
     def hide(self, ids: Iterable[str], hidden: bool = True) -> None:
         """Leave ``ids`` out of :meth:`top` unless asked (archived memories); ``hidden=False`` takes them back."""
@@ -100,7 +113,7 @@ class VectorIndex:
         else:
             live = self._alive[:used] if include_hidden else self._alive[:used] & ~self._hidden[:used]
             rows = np.flatnonzero(live).astype(np.int64)
-        found, sims = native.top_rows(self._mat[:used], self._norm[:used], query, n, rows)
+        found, sims = native.top_rows(self._mat[:used], self._norm[:used], query, n, rows, self._int8)
         return [(self._ids[int(r)], float(s)) for r, s in zip(found, sims, strict=True)]
 
     def ids_above(self, ids: Sequence[str], threshold: float) -> list[list[str]]:

@@ -213,6 +213,42 @@ def test_the_vector_index_gives_the_same_hits_on_both_paths() -> None:
         native._state.update(before)
 
 
+@needs_native
+@pytest.mark.parametrize("from_rows", [0, native.INT8_FROM_ROWS])
+def test_the_vector_index_scanned_through_its_int8_copy_finds_what_numpy_finds_after_replacements_and_removals(
+        monkeypatch: pytest.MonkeyPatch, from_rows: int) -> None:
+    monkeypatch.setattr(native, "INT8_FROM_ROWS", from_rows)
+    scanned: list[int] = []
+    top_i8 = ext.top_i8
+    monkeypatch.setattr(ext, "top_i8", lambda *a: scanned.append(len(a[6])) or top_i8(*a))
+    rng = np.random.default_rng(5)
+    mat = rng.normal(size=(6000, 48)).astype(np.float32)
+    mat /= np.linalg.norm(mat, axis=1, keepdims=True)
+    queries = rng.normal(size=(3, 48)).astype(np.float32)
+    queries /= np.linalg.norm(queries, axis=1, keepdims=True)
+    ids = [f"m{i}" for i in range(len(mat))]
+    index = VectorIndex()
+    index.add(ids[:4000], mat[:4000])
+    index.add(ids[4000:], mat[4000:])  # the matrix and its copy grow
+    # Replaced by the queries themselves: a copy that kept the old rows would leave them out of its shortlist.
+    index.add([ids[10], ids[4501], ids[4501]], np.stack([queries[0], mat[0], queries[1]]))
+    index.remove(ids[3::9])
+    index.hide(ids[1::11])
+    index.add([ids[3]], queries[2:3])  # removed, then back with a new vector
+    before = dict(native._state)
+    try:
+        for query, allowed, first in ((queries[0], None, ids[10]), (queries[1], None, ids[4501]),
+                                      (queries[2], ids[:4900], ids[3])):
+            native.select("on")
+            on = index.top(query, 300, allowed)
+            native.select("off")
+            assert index.top(query, 300, allowed) == on
+            assert on[0][0] == first
+    finally:
+        native._state.update(before)
+    assert len(scanned) == 3 and min(scanned) >= from_rows  # every search went through the copy
+
+
 @pytest.fixture
 def config(env: dict[str, str]) -> Config:
     """The suite's configuration without the access signal: each search counts a read of what it returns,
