@@ -167,7 +167,8 @@ class Searcher(StoreReader):
         hits = self._dialect.memory_hits(self.conn, msg.query, clause, n, selective=narrows(msg.filter))
         # Narrow rows (no content) for ranking; the chosen few are completed below. The keyword hits' rows are
         # read while the query still embeds; if it is done already, with the dense hits' rows in one statement.
-        loaded = CandidateRows(self.conn, clause)
+        loaded = CandidateRows(self.conn, clause, vector_model=self._model if embedding is not None
+                               and self._dense.vectors_with_rows else None)
         if embedding is None or not embedding.done():
             loaded.fetch([h.id for h in hits])
         dense, query_vec = self._dense_hits(embedding, clause, n, msg.filter.include_archived, loaded)
@@ -273,7 +274,9 @@ class Searcher(StoreReader):
             c = cands.setdefault(memory_id, ranking.Candidate(id=memory_id, row=found[memory_id]))
             c.cosine = cosine
         if query_vec is not None:
-            stored = self._dense.vectors(self.conn, self._model, list(cands))
+            # Read with the rows where the leg keeps none (every candidate's row came through ``loaded``).
+            stored = loaded.vectors if self._dense.vectors_with_rows else self._dense.vectors(
+                self.conn, self._model, list(cands))
             for c in cands.values():
                 c.vector = stored.get(c.id)
                 if c.cosine is None and c.vector is not None:

@@ -13,13 +13,18 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Connection
+import numpy as np
+import numpy.typing as npt
+from sqlalchemy import Connection, select
 
 from m3.store import memories as rows
 from m3.store.schema import memories as m
+from m3.store.schema import memory_embeddings as e
 
 #: Every column of a memory row.
 ALL_COLUMNS = frozenset(c.name for c in m.c)
+#: The label of the stored vector read beside a row (not a column of memories).
+_VECTOR = "m3_stored_vector"
 
 
 class CandidateRow(Mapping[str, Any]):
@@ -59,19 +64,31 @@ class CandidateRow(Mapping[str, Any]):
 class CandidateRows:
     """Narrow rows of one search's candidates under one filter, completed on demand; lives for one request."""
 
-    def __init__(self, conn: Connection, where: Any):
+    def __init__(self, conn: Connection, where: Any, *, vector_model: str | None = None):
+        """``vector_model``: read each row with its stored vector of this model (see :attr:`vectors`)."""
         self._conn = conn
         #: The search's filter: only rows satisfying it are loaded, so a loaded row has passed it.
         self._where = where
         self._rows: dict[str, CandidateRow] = {}
+        #: The ``vector_model`` vectors of the loaded rows that have one, by id (empty without ``vector_model``).
+        self.vectors: dict[str, npt.NDArray[np.float32]] = {}
+        self._columns: tuple[Any, ...] = rows.RANKING_COLUMNS
+        if vector_model is not None:
+            # By the (memory_id, model) key, row by row: never a join (see m3.store.vectors.vectors_of).
+            stored = select(e.c.vector).where(e.c.memory_id == m.c.id, e.c.model == vector_model)
+            self._columns = (*rows.RANKING_COLUMNS, stored.scalar_subquery().label(_VECTOR))
 
     def fetch(self, ids: Sequence[str]) -> dict[str, CandidateRow]:
         """Ranking columns of those of ``ids`` that satisfy the filter, read once per id (one query per 500 ids
         not loaded yet)."""
         missing = [i for i in dict.fromkeys(ids) if i not in self._rows]
         if missing:
-            found = rows.rows_by_ids(self._conn, missing, self._where, columns=rows.RANKING_COLUMNS)
-            self._rows.update((memory_id, CandidateRow(self, row)) for memory_id, row in found.items())
+            found = rows.rows_by_ids(self._conn, missing, self._where, columns=self._columns)
+            for memory_id, row in found.items():
+                vector = row.pop(_VECTOR, None)
+                if vector is not None:
+                    self.vectors[memory_id] = vector
+                self._rows[memory_id] = CandidateRow(self, row)
         return {i: self._rows[i] for i in ids if i in self._rows}
 
     def passing(self, ids: Sequence[str]) -> set[str]:

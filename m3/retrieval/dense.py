@@ -40,6 +40,10 @@ log = logging.getLogger(__name__)
 
 
 class DenseLeg(Protocol):
+    #: The leg holds no vectors between searches, so the Searcher reads the candidates' stored vectors with their
+    #: rows (:class:`m3.retrieval.candidate_rows.CandidateRows`) instead of asking :meth:`vectors` afterwards.
+    vectors_with_rows: bool
+
     def ready(self, conn: Connection, model: str) -> bool:
         """True when ``model`` has stored vectors (refreshing what the leg knows)."""
 
@@ -75,6 +79,8 @@ class DenseLeg(Protocol):
 
 class MatrixLeg:
     """Brute force over an in-memory matrix, refreshed incrementally by ``seq``."""
+
+    vectors_with_rows = False
 
     def __init__(self) -> None:
         self.index = VectorIndex()
@@ -147,6 +153,8 @@ EXACT_SCAN_MAX_ROWS = 5000
 
 class SqlLeg:
     """pgvector HNSW in SQL, filters in the same statement; keeps only the current search's vectors."""
+
+    vectors_with_rows = True
 
     def __init__(self, side: SideConnection | None = None) -> None:
         #: Where :meth:`propose` runs its statement (None: it proposes nothing and :meth:`top` does the work).

@@ -11,6 +11,7 @@ from m3.actors.searcher import Searcher
 from m3.actors.supervisor import ActorHandle
 from m3.actors.system import ActorSystem, search_weights
 from m3.protocols.messages.memory import MemoryFilter, SearchMemories
+from m3.store import vectors
 from tests.actors.conftest import WAIT_S, write_one
 from tests.stored import count
 
@@ -45,6 +46,22 @@ def test_a_fresh_memory_without_a_stored_vector_still_ranks_first_for_its_own_ke
     item = top(system, QUERY)
     assert item["id"] == fresh.id
     assert item["explanation"]["signals"]["dense"]["value"] > 0.5
+
+
+def test_a_search_reads_no_vectors_in_a_statement_of_their_own_after_the_query_is_embedded(
+        system: ActorSystem, older_embedded: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    # PostgreSQL's leg keeps no vectors: the candidates' vectors come with their rows (one round trip fewer on
+    # every search); SQLite's come from its in-memory index. A memory without one is embedded on the spot.
+    asked: list[list[str]] = []
+    vectors_of = vectors.vectors_of
+    monkeypatch.setattr(vectors, "vectors_of", lambda conn, model, ids: asked.append(list(ids)) or vectors_of(
+        conn, model, ids))
+    system.embedder.stop()
+    fresh = system.writer.ask(write_one(FRESH), WAIT_S)[0]
+    found = system.searcher.ask(SearchMemories(query=QUERY, k=4, filter=MemoryFilter(), explain=True), WAIT_S)
+    assert asked == []
+    assert found.items[0].id == fresh.id and len(found.items) >= 3
+    assert all(item.explanation is not None and item.explanation["cosine"] is not None for item in found.items)
 
 
 def test_the_meaning_signal_of_a_fresh_memory_does_not_change_when_its_vector_arrives(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
+import numpy as np
 import pytest
 from sqlalchemy import Connection, event, true
 
@@ -12,6 +13,7 @@ from m3.actors.supervisor import ActorHandle
 from m3.protocols.messages.memory import DeleteMemory, MemoryFilter
 from m3.retrieval.candidate_rows import ALL_COLUMNS, CandidateRows
 from m3.store import memories as rows
+from m3.store import vectors
 from m3.store.engine import StoreOptions, open_engine
 from m3.store.filters import search_clause
 from tests.actors.conftest import WAIT_S, write_one
@@ -90,3 +92,27 @@ def test_a_row_is_read_once_however_often_it_is_asked_for_and_the_filter_check_k
     assert again[written[0]] is first[written[0]]
     assert len(statements) == 3
     assert loaded.fetch(written[:3]) and len(statements) == 3
+
+
+def test_rows_read_with_a_models_vectors_bring_that_models_vector_in_the_same_statement(
+        written: list[str], store_options: StoreOptions, reader: tuple[Connection, list[str]]) -> None:
+    # Where the dense leg keeps no vectors (PostgreSQL), the keyword matches' vectors come with their rows.
+    engine = open_engine(store_options, "writer")
+    mine = np.arange(12, dtype=np.float32).reshape(3, 4) / 10
+    with engine.begin() as conn:
+        vectors.store(conn, "model-a", 4, written[:3], mine, datetime.now(UTC), existing=dict.fromkeys(written, False))
+        vectors.store(conn, "model-b", 4, written[1:2], np.ones((1, 4), np.float32), datetime.now(UTC),
+                      existing=dict.fromkeys(written, False))
+    engine.dispose()
+    conn, statements = reader
+    loaded = CandidateRows(conn, search_clause(MemoryFilter(), datetime.now(UTC)), vector_model="model-a")
+    found = loaded.fetch(written)
+    assert len(statements) == 1
+    assert set(found) == set(written[:4]) and set(loaded.vectors) == set(written[:3])  # the 4th has no vector yet
+    for i, memory_id in enumerate(written[:3]):
+        np.testing.assert_array_equal(loaded.vectors[memory_id], mine[i])
+        assert loaded.vectors[memory_id].dtype == np.float32
+    assert "m3_stored_vector" not in found[written[0]]  # not a column of the row
+    loaded.complete(written[:1])
+    assert found[written[0]].complete and set(found[written[0]]) == ALL_COLUMNS
+    assert CandidateRows(conn, true()).vectors == {}
