@@ -81,10 +81,6 @@ QUERY_EMBED_TIMEOUT_S = 60.0
 
 
 class Searcher(StoreReader):
-    #: The keyword matches' row signals are computed while the query embeds (off: in fusion, after it; the way
-    #: before, for benchmarks/search_undo.py).
-    prepare_while_embedding = True
-
     def __init__(self, options: StoreOptions, *, embedder: Embedder, weights: SearchWeights, candidates: int,
                  writer: ActorHandle | None, resolve: Callable[[str], Embedder | None] | None = None,
                  default_k: int = 8, max_k: int = 200, **base: Any):
@@ -173,22 +169,15 @@ class Searcher(StoreReader):
         # read while the query still embeds; if it is done already, with the dense hits' rows in one statement.
         loaded = CandidateRows(self.conn, clause, vector_model=self._model if embedding is not None
                                and self._dense.vectors_with_rows else None)
-        # While the query still embeds, the keyword matches' rows are read and their row signals computed.
-        prepared: dict[str, ranking.Candidate] = {}
         if embedding is None or not embedding.done():
-            prepared = _keyword_candidates(loaded.fetch([h.id for h in hits]), hits)
-            if self.prepare_while_embedding:
-                ranking.prepare(list(prepared.values()), terms, self._weights, asked, named)
-            else:
-                prepared = {}
+            loaded.fetch([h.id for h in hits])
         dense, query_vec = self._dense_hits(embedding, clause, n, msg.filter.include_archived, loaded)
         if window is not None and query_vec is not None:
             dense = self._with_window_hits(dense, query_vec, window, msg.filter.include_archived,
                                            embedding.window_hits if embedding is not None else None)
         found = loaded.fetch([h.id for h in hits] + [i for i, _ in dense])
-        cands = self._candidates_from(found, prepared or _keyword_candidates(found, hits),
-                                      [(i, s) for i, s in dense if i in found], query_vec, loaded)
-        ranking.fuse(cands, terms, self._weights, asked, named, prepared=prepared.keys())
+        cands = self._candidates_from(found, hits, [(i, s) for i, s in dense if i in found], query_vec, loaded)
+        ranking.fuse(cands, terms, self._weights, asked, named)
         by_relevance = {c.id: r for r, c in enumerate(sorted(cands, key=lambda c: c.score, reverse=True), 1)}
         chosen = ranking.mmr(cands, k, self._weights.mmr_lambda)
         loaded.complete([c.id for c in chosen])
@@ -275,11 +264,12 @@ class Searcher(StoreReader):
         if self._embedder is None:
             log.warning("no embedder for %s in this process: searching by keyword until it is available", active)
 
-    def _candidates_from(self, found: dict[str, Any], keyword: dict[str, ranking.Candidate],
-                         dense: list[tuple[str, float]], query_vec: Vector | None,
-                         loaded: CandidateRows) -> list[ranking.Candidate]:
-        """The keyword matches' candidates, with the dense hits' added (cosines, and vectors where there are)."""
-        cands = dict(keyword)
+    def _candidates_from(self, found: dict[str, Any], hits: list[fulltext.KeywordHit], dense: list[tuple[str, float]],
+                         query_vec: Vector | None, loaded: CandidateRows) -> list[ranking.Candidate]:
+        cands: dict[str, ranking.Candidate] = {}
+        for h in hits:
+            if h.id in found:
+                cands[h.id] = ranking.Candidate(id=h.id, row=found[h.id], bm25=h.bm25)
         for memory_id, cosine in dense:
             c = cands.setdefault(memory_id, ranking.Candidate(id=memory_id, row=found[memory_id]))
             c.cosine = cosine
@@ -395,8 +385,3 @@ class Searcher(StoreReader):
     def store_status(self, msg: StoreStatus) -> StoreFacts:
         return {"revision": status.revision(self.conn),
                 "description": {**status.describe(self.conn, msg.model), "search_path": native.status()}}
-
-
-def _keyword_candidates(found: dict[str, Any], hits: list[fulltext.KeywordHit]) -> dict[str, ranking.Candidate]:
-    """A candidate per keyword match whose row was read (it passed the filter), in the matches' order."""
-    return {h.id: ranking.Candidate(id=h.id, row=found[h.id], bm25=h.bm25) for h in hits if h.id in found}

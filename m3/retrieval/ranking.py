@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -53,14 +53,15 @@ class Candidate:
 
 
 def fuse(cands: list[Candidate], terms: list[str], weights: SearchWeights, now: datetime,
-         named: Sequence[timewords.Window] = (), *, prepared: Collection[str] = ()) -> None:
+         named: Sequence[timewords.Window] = ()) -> None:
     """Fill ``signals``, ``own`` and ``score`` of every candidate in place.
 
     ``now`` is the time the question is asked (recency counts from it); ``named`` the windows of time the
-    question names (none: the ``time`` signal has no weight); ``prepared``: ids of candidates given to
-    :func:`prepare` with these same arguments (their row's signals are not computed again).
+    question names (none: the ``time`` signal has no weight).
     """
     best_bm25 = max((c.bm25 for c in cands), default=0.0)
+    wanted = set(terms)
+    windows = list(named)
     w = weight_map(weights, timed=bool(named))
     own_total = sum(w[name] for name in OWN_SIGNALS) or 1.0
     total = sum(w.values()) or 1.0
@@ -68,37 +69,24 @@ def fuse(cands: list[Candidate], terms: list[str], weights: SearchWeights, now: 
     # Python time per candidate when a mode weighs a single signal.
     own_weights = [(name, w[name]) for name in OWN_SIGNALS if w[name]]
     all_weights = [(name, w[name]) for name in SIGNALS if w[name]]
-    prepare([c for c in cands if c.id not in prepared], terms, weights, now, named)
     for c in cands:
-        signals = c.signals
-        signals["dense"] = max(0.0, c.cosine) if c.cosine is not None else 0.0
-        signals["bm25"] = c.bm25 / best_bm25 if best_bm25 > 0 else 0.0
+        row = c.row
+        signals = c.signals = {
+            "dense": max(0.0, c.cosine) if c.cosine is not None else 0.0,
+            "bm25": c.bm25 / best_bm25 if best_bm25 > 0 else 0.0,
+            "title": _title_overlap(row["title"], wanted),
+            "importance": float(row["importance"]),
+            "recency": _recency(row["valid_from"], now, weights.recency_half_life_days),
+            "access": min(1.0, math.log1p(row["access_count"]) / _LOG_101),
+            "pin": 1.0 if row["pinned"] else 0.0,
+            "time": time_signal(row, windows) if windows else 0.0,
+        }
         c.own = sum([weight * signals[name] for name, weight in own_weights]) / own_total
     _conversation_support(cands, weights.conversation_top)
     _neighbour_support(cands)
     for c in cands:
         signals = c.signals
         c.score = sum([weight * signals[name] for name, weight in all_weights]) / total
-
-
-def prepare(cands: list[Candidate], terms: list[str], weights: SearchWeights, now: datetime,
-            named: Sequence[timewords.Window] = ()) -> None:
-    """Set the signals that depend on each candidate's row alone (all but dense, bm25 and the two taken from its
-    conversation), as :func:`fuse` does for a candidate without them; the arguments must be those ``fuse`` is
-    then given. The Searcher prepares its keyword matches while the query is still embedding."""
-    wanted = set(terms)
-    windows = list(named)
-    half_life = weights.recency_half_life_days
-    for c in cands:
-        row = c.row
-        c.signals = {
-            "title": _title_overlap(row["title"], wanted),
-            "importance": float(row["importance"]),
-            "recency": _recency(row["valid_from"], now, half_life),
-            "access": min(1.0, math.log1p(row["access_count"]) / _LOG_101),
-            "pin": 1.0 if row["pinned"] else 0.0,
-            "time": time_signal(row, windows) if windows else 0.0,
-        }
 
 
 def _conversation_support(cands: list[Candidate], top: int) -> None:

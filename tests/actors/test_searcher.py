@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 import pytest
 
 from m3.actors.searcher import Searcher
 from m3.actors.supervisor import ActorHandle
 from m3.actors.system import ActorSystem, search_weights
 from m3.protocols.messages.memory import MemoryFilter, SearchMemories
-from m3.retrieval import ranking
 from m3.store import vectors
 from tests.actors.conftest import WAIT_S, write_one
 from tests.stored import count
@@ -118,42 +115,3 @@ def test_a_search_embeds_its_query_on_a_helper_thread_that_ends_with_the_searche
     finally:
         searcher.stop()
     assert embedding_threads() == before
-
-
-class HeldUntil:
-    """The real embedder, whose first call waits (bounded) until ``release`` is set."""
-
-    def __init__(self, inner: Any, release: threading.Event):
-        self.inner, self.release = inner, release
-        self.model_id, self.dim = inner.model_id, inner.dim
-        self.waited: bool | None = None
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        if self.waited is None:
-            self.waited = self.release.wait(WAIT_S / 3)  # shorter than the ask: a miss fails below, clearly
-        return np.asarray(self.inner.embed(texts))
-
-
-def test_the_keyword_matches_row_signals_are_computed_while_the_query_still_embeds(
-        system: ActorSystem, older_embedded: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    release = threading.Event()
-    prepared: list[list[str]] = []
-    prepare = ranking.prepare
-
-    def noting(cands: list[ranking.Candidate], *args: Any, **kwargs: Any) -> None:
-        prepared.append([c.row["title"] or c.id for c in cands])
-        release.set()
-        prepare(cands, *args, **kwargs)
-
-    monkeypatch.setattr(ranking, "prepare", noting)
-    held = HeldUntil(system.embedder_backend, release)
-    config = system.config
-    searcher = ActorHandle("searcher-held", Searcher, system.options, embedder=held,
-                           weights=search_weights(config), candidates=config["search.candidates"], writer=None).start()
-    try:
-        found = searcher.ask(SearchMemories(query="Berlin VPN port", k=2, filter=MemoryFilter()), WAIT_S)
-    finally:
-        searcher.stop()
-    assert held.waited  # let go by the keyword matches' preparation, not by the bound
-    assert len(prepared[0]) == 2  # the two VPN memories match "VPN"; nothing else matches a word
-    assert "Berlin" in found.items[0].content

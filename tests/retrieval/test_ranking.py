@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from m3.protocols.messages.memory import SearchWeights
-from m3.retrieval.ranking import SIGNALS, Candidate, explain, fuse, mmr, prepare
+from m3.retrieval.ranking import SIGNALS, Candidate, explain, fuse, mmr
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 DEFAULT = SearchWeights(dense=0.75, bm25=0.15, title=0.04, importance=0.03, recency=0.02, access=0.005,
@@ -270,35 +270,3 @@ def test_a_memory_without_a_conversation_is_its_own_neighbour() -> None:
     fuse([note, turn("t", 1, 0.9)], [], WITH_NEIGHBOUR, NOW)
     assert note.signals["neighbour"] == note.own
     assert note.score == pytest.approx(note.own)
-
-
-def pool_of_every_kind() -> list[Candidate]:
-    return [cand("k", bm25=3.0, title="Boiler service", importance=0.9, access_count=4, conversation_id="c1"),
-            cand("both", cosine=0.6, bm25=1.0, pinned=True, valid_from=NOW - timedelta(days=40), conversation_id="c1"),
-            cand("d", cosine=0.7, title="boiler", valid_from=NOW - timedelta(days=3))]
-
-
-def test_keyword_matches_prepared_while_the_query_embeds_get_exactly_the_scores_fusing_them_afterwards_gives() -> None:
-    weights = WITH_CONVERSATION
-    later = pool_of_every_kind()
-    fuse(later, ["boiler"], weights, NOW)
-    early = pool_of_every_kind()
-    keyword = [c for c in early if c.bm25 > 0]
-    prepare(keyword, ["boiler"], weights, NOW)
-    assert set(keyword[0].signals) == {"title", "importance", "recency", "access", "pin", "time"}
-    fuse(early, ["boiler"], weights, NOW, prepared={c.id for c in keyword})
-    assert [(c.id, c.signals, c.own, c.score) for c in early] == [(c.id, c.signals, c.own, c.score) for c in later]
-
-
-def test_fusing_again_recomputes_the_row_signals_unless_told_they_are_prepared() -> None:
-    pool = pool_of_every_kind()
-    fuse(pool, ["boiler"], DEFAULT, NOW)
-    fuse(pool, ["boiler"], DEFAULT, NOW + timedelta(days=300))  # asked later: recency falls
-    again = pool_of_every_kind()
-    fuse(again, ["boiler"], DEFAULT, NOW + timedelta(days=300))
-    assert [c.signals for c in pool] == [c.signals for c in again]
-    stale = pool_of_every_kind()
-    prepare(stale, ["boiler"], DEFAULT, NOW)
-    fuse(stale, ["boiler"], DEFAULT, NOW + timedelta(days=300), prepared={"k"})
-    assert stale[0].signals["recency"] > again[0].signals["recency"]  # kept, as the caller said
-    assert stale[1].signals["recency"] == again[1].signals["recency"]
