@@ -20,7 +20,6 @@ import pytest
 
 from benchmarks import (
     entity_index,
-    int8_scan,
     keyword_scale,
     loop_decay,
     perf_search,
@@ -32,7 +31,7 @@ from benchmarks import (
     pg_nearest_ab,
     query_handover,
     row_reads,
-    row_vectors,
+    search_undo,
     write_cpu,
 )
 from benchmarks.cache import CachingEmbedder
@@ -41,6 +40,7 @@ from benchmarks.precomputed import synthetic_vector
 from benchmarks.retrieval import run_benchmark
 from benchmarks.summarize import table_from_log
 from m3.retrieval import native
+from m3.retrieval.dense import SqlLeg
 from tests.benchmarks.synthetic import write_dev_data
 
 SHARED = default_data_dir()
@@ -249,23 +249,18 @@ def test_query_handover_times_both_arms_on_one_store_and_finds_the_same_answers(
     assert query_handover.minilm._token_ids is not query_handover._batch_token_ids
 
 
-@pytest.mark.skipif(not native.available(), reason="the m3_native extension is not installed")
-def test_int8_scan_times_both_scans_on_one_store_and_finds_the_same_answers(tmp_path: Path, data: Path) -> None:
-    rows = int8_scan.main(["--data", str(data), "--size", "40", "--queries", "4", "--int8-from-rows", "1",
-                           "--cache", str(tmp_path / "c.sqlite")])
-    assert [row["arm"] for row in rows] == ["int8", "f32"]
+@pytest.mark.parametrize(("change", "store"), [("int8-scan", "sqlite"), ("row-vectors", "postgres")])
+def test_search_undo_times_a_change_now_and_undone_on_one_store_and_finds_the_same_answers(
+        tmp_path: Path, data: Path, change: str, store: str) -> None:
+    if change == "int8-scan" and not native.available():
+        pytest.skip("the m3_native extension is not installed")
+    rows = search_undo.main(["--data", str(data), "--size", "40", "--queries", "4", "--store", store,
+                             "--change", change, "--int8-from-rows", "1", "--cache", str(tmp_path / "c.sqlite")])
+    assert [row["arm"] for row in rows] == ["now", "undone"]
     assert rows[0]["queries"] == rows[1]["queries"] > 0 and all(row["p50_ms"] > 0 for row in rows)
     assert rows[1]["p50_x"] == 1.0 and rows[0]["answers_differing"] == 0
-    assert native.INT8_FROM_ROWS == int8_scan.native.INT8_FROM_ROWS > 1  # put back after each arm
-
-
-def test_row_vectors_times_both_ways_on_one_postgresql_store_and_finds_the_same_answers(
-        tmp_path: Path, data: Path) -> None:
-    rows = row_vectors.main(["--data", str(data), "--size", "40", "--queries", "4",
-                             "--cache", str(tmp_path / "c.sqlite")])
-    assert [row["arm"] for row in rows] == ["with rows", "apart"]
-    assert rows[0]["queries"] == rows[1]["queries"] > 0 and all(row["p50_ms"] > 0 for row in rows)
-    assert rows[1]["p50_x"] == 1.0 and rows[0]["answers_differing"] == 0
+    # Every arm puts back what it changed.
+    assert native.INT8_FROM_ROWS > 1 and SqlLeg.vectors_with_rows
 
 
 @pytest.mark.parametrize("store", ["sqlite", "postgres"])

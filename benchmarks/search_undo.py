@@ -1,0 +1,95 @@
+"""Search as this checkout does it, against the same search with one of its changes undone, interleaved.
+
+``python -m benchmarks.search_undo --change CHANGE --store sqlite --size 10000 [--queries 300] [--live]
+[--url URL]``: one new store (or the filled store at ``--url``) holds ``size`` distinct LongMemEval_S turns
+(``perf_search``'s fill, vectors from the embedding cache) and is let settle. One Searcher then answers each
+question twice, once as it is (``now``) and once with ``CHANGE`` undone (``undone``), alternating which goes
+first, in one process on one store. The changes:
+
+* ``int8-scan`` (SQLite, native core): the in-memory index scanned through its int8 copy from
+  ``native.INT8_FROM_ROWS`` rows (or ``--int8-from-rows``); undone, the f32 matrix is scanned;
+* ``row-vectors`` (PostgreSQL): the candidates' vectors read with their rows; undone, in a statement of their
+  own once the query's vector is there.
+
+The query is embedded live (MiniLM, one onnxruntime thread) unless ``--cached`` (vectors from the embedding
+cache). Prints p50/p95 of each arm, the ratio of the medians (now ÷ undone) and how many questions' answers
+(ids in order) differed: none may, each change leaves the results as they were.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+from typing import Any
+
+from benchmarks.embedding import cached_embedder
+from benchmarks.interleaved import WARMUP, as_it_is, compare, live_searcher
+from benchmarks.perf_search import corpus, kept_store_parser, on_filled_store
+from benchmarks.precomputed import PrecomputedEmbedder
+from m3.actors.searcher import Searcher
+from m3.retrieval import native
+from m3.retrieval.dense import SqlLeg
+
+CHANGES = ("int8-scan", "row-vectors")
+
+
+@contextmanager
+def _threshold(rows: int) -> Iterator[None]:
+    saved = native.INT8_FROM_ROWS
+    native.INT8_FROM_ROWS = rows
+    try:
+        yield
+    finally:
+        native.INT8_FROM_ROWS = saved
+
+
+@contextmanager
+def _vectors_apart(searcher: Searcher) -> Iterator[None]:
+    leg = searcher._dense
+    if not isinstance(leg, SqlLeg):
+        raise SystemExit("row-vectors is PostgreSQL's change: use --store postgres")
+    leg.vectors_with_rows = False
+    try:
+        yield
+    finally:
+        del leg.vectors_with_rows  # the class's value again
+
+
+def arms(change: str, searcher: Searcher, args: argparse.Namespace
+         ) -> dict[str, Callable[[], AbstractContextManager[None]]]:
+    """``now`` and ``undone`` for ``change``."""
+    if change == "int8-scan":
+        if not native.available():
+            raise SystemExit("int8-scan needs the native core: pip install ./native")
+        return {"now": lambda: _threshold(args.int8_from_rows), "undone": lambda: _threshold(sys.maxsize)}
+    return {"now": as_it_is, "undone": lambda: _vectors_apart(searcher)}
+
+
+def measure(url: str, work: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
+    _, queries = corpus(args.data, 1, args.queries + WARMUP)
+    embedder = PrecomputedEmbedder(cached_embedder(args.cache, 1)) if args.cached else None
+    searcher = live_searcher(url, work, embedder)
+    try:
+        return compare(searcher, queries, arms(args.change, searcher, args), "undone", change=args.change,
+                       store=args.store, query="cached" if args.cached else "embedded live")
+    finally:
+        searcher.release()
+
+
+def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
+    parser = kept_store_parser(__doc__.splitlines()[0], size=10_000, store="sqlite")
+    parser.add_argument("--change", choices=CHANGES, required=True)
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--cached", action="store_true", help="query vectors from the embedding cache")
+    parser.add_argument("--int8-from-rows", type=int, default=native.INT8_FROM_ROWS,
+                        help="int8-scan: rows from which the arm 'now' scans the int8 copy")
+    args = parser.parse_args(argv)
+    return on_filled_store(args, args.store, measure,
+                           f"search, {args.change} now and undone, {args.store}, {args.size} memories")
+
+
+if __name__ == "__main__":
+    main()
