@@ -170,7 +170,7 @@ class Searcher(StoreReader):
         loaded = CandidateRows(self.conn, clause, vector_model=self._model if embedding is not None
                                and self._dense.vectors_with_rows else None)
         if embedding is None or not embedding.done():
-            loaded.fetch([h.id for h in hits])
+            loaded.fetch([h.id for h in hits], with_vectors=True)
         dense, query_vec = self._dense_hits(embedding, clause, n, msg.filter.include_archived, loaded)
         if window is not None and query_vec is not None:
             dense = self._with_window_hits(dense, query_vec, window, msg.filter.include_archived,
@@ -274,9 +274,10 @@ class Searcher(StoreReader):
             c = cands.setdefault(memory_id, ranking.Candidate(id=memory_id, row=found[memory_id]))
             c.cosine = cosine
         if query_vec is not None:
-            # Read with the rows where the leg keeps none (every candidate's row came through ``loaded``).
-            stored = loaded.vectors if self._dense.vectors_with_rows else self._dense.vectors(
-                self.conn, self._model, list(cands))
+            # Some came with the keyword matches' rows (where the leg keeps none); the leg has the others.
+            stored = {i: loaded.vectors[i] for i in cands if i in loaded.vectors}
+            stored.update(self._dense.vectors(self.conn, self._model,
+                                              [i for i in cands if i not in loaded.read_with_vectors]))
             for c in cands.values():
                 c.vector = stored.get(c.id)
                 if c.cosine is None and c.vector is not None:

@@ -6,6 +6,12 @@ fresh memories embedded on the spot and MMR's word overlap need. A row gets them
 (:meth:`CandidateRows.complete`) or, the first time any row is asked for a column it lacks, every row
 not completed yet gets them in one query: never one query per row. All of it runs inside the
 Searcher's read transaction.
+
+Where the dense leg holds no vectors between searches (PostgreSQL), the keyword matches' rows read while the
+query still embeds come with the stored vector of the search's model (:attr:`CandidateRows.vectors`): they
+need it for MMR and their cosine, and a statement of its own after the query's vector is there costs a round
+trip. Rows read after that come without: the dense hits have theirs already, and reading every candidate's
+vector with its row cost more than the round trip (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -70,20 +76,27 @@ class CandidateRows:
         #: The search's filter: only rows satisfying it are loaded, so a loaded row has passed it.
         self._where = where
         self._rows: dict[str, CandidateRow] = {}
-        #: The ``vector_model`` vectors of the loaded rows that have one, by id (empty without ``vector_model``).
+        #: The ``vector_model`` vectors of rows read ``with_vectors`` that have one, by id.
         self.vectors: dict[str, npt.NDArray[np.float32]] = {}
-        self._columns: tuple[Any, ...] = rows.RANKING_COLUMNS
+        #: Ids read ``with_vectors`` (found or not): any of them missing from :attr:`vectors` has no vector.
+        self.read_with_vectors: set[str] = set()
+        self._with_vectors: tuple[Any, ...] | None = None
         if vector_model is not None:
             # By the (memory_id, model) key, row by row: never a join (see m3.store.vectors.vectors_of).
             stored = select(e.c.vector).where(e.c.memory_id == m.c.id, e.c.model == vector_model)
-            self._columns = (*rows.RANKING_COLUMNS, stored.scalar_subquery().label(_VECTOR))
+            self._with_vectors = (*rows.RANKING_COLUMNS, stored.scalar_subquery().label(_VECTOR))
 
-    def fetch(self, ids: Sequence[str]) -> dict[str, CandidateRow]:
+    def fetch(self, ids: Sequence[str], *, with_vectors: bool = False) -> dict[str, CandidateRow]:
         """Ranking columns of those of ``ids`` that satisfy the filter, read once per id (one query per 500 ids
-        not loaded yet)."""
+        not loaded yet); ``with_vectors`` (and a ``vector_model``): the rows not loaded yet come with their
+        vector."""
         missing = [i for i in dict.fromkeys(ids) if i not in self._rows]
         if missing:
-            found = rows.rows_by_ids(self._conn, missing, self._where, columns=self._columns)
+            columns = rows.RANKING_COLUMNS
+            if with_vectors and self._with_vectors is not None:
+                columns = self._with_vectors
+                self.read_with_vectors.update(missing)
+            found = rows.rows_by_ids(self._conn, missing, self._where, columns=columns)
             for memory_id, row in found.items():
                 vector = row.pop(_VECTOR, None)
                 if vector is not None:

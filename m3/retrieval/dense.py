@@ -40,8 +40,9 @@ log = logging.getLogger(__name__)
 
 
 class DenseLeg(Protocol):
-    #: The leg holds no vectors between searches, so the Searcher reads the candidates' stored vectors with their
-    #: rows (:class:`m3.retrieval.candidate_rows.CandidateRows`) instead of asking :meth:`vectors` afterwards.
+    #: The leg holds no vectors between searches, so the Searcher reads the keyword matches' stored vectors with
+    #: their rows while the query embeds (:class:`m3.retrieval.candidate_rows.CandidateRows`) instead of asking
+    #: :meth:`vectors` for them afterwards.
     vectors_with_rows: bool
 
     def ready(self, conn: Connection, model: str) -> bool:

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import pytest
 
 from m3.actors.searcher import Searcher
 from m3.actors.supervisor import ActorHandle
 from m3.actors.system import ActorSystem, search_weights
 from m3.protocols.messages.memory import MemoryFilter, SearchMemories
+from m3.retrieval.candidate_rows import CandidateRows
 from m3.store import vectors
 from tests.actors.conftest import WAIT_S, write_one
 from tests.stored import count
@@ -48,17 +51,50 @@ def test_a_fresh_memory_without_a_stored_vector_still_ranks_first_for_its_own_ke
     assert item["explanation"]["signals"]["dense"]["value"] > 0.5
 
 
-def test_a_search_reads_no_vectors_in_a_statement_of_their_own_after_the_query_is_embedded(
+class HeldUntil:
+    """The real embedder, whose first call waits (bounded, shorter than an ask) until ``release`` is set."""
+
+    def __init__(self, inner: Any, release: threading.Event):
+        self.inner, self.release = inner, release
+        self.model_id, self.dim = inner.model_id, inner.dim
+        self.waited: bool | None = None
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if self.waited is None:
+            self.waited = self.release.wait(WAIT_S / 3)
+        return np.asarray(self.inner.embed(texts))
+
+
+def test_keyword_matches_read_while_the_query_embeds_bring_their_vectors_so_none_are_read_after_it(
         system: ActorSystem, older_embedded: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    # PostgreSQL's leg keeps no vectors: the candidates' vectors come with their rows (one round trip fewer on
-    # every search); SQLite's come from its in-memory index. A memory without one is embedded on the spot.
+    # PostgreSQL's leg keeps no vectors: the keyword matches' vectors come with their rows, read while the query
+    # embeds, instead of in a statement of their own after it. SQLite's come from its in-memory index. A memory
+    # without one (written a moment ago) is embedded on the spot.
+    release = threading.Event()
+    fetch = CandidateRows.fetch
+
+    def fetching(self: CandidateRows, ids: Sequence[str], *, with_vectors: bool = False) -> Any:
+        found = fetch(self, ids, with_vectors=with_vectors)
+        if with_vectors:
+            release.set()  # the query's embedding may end now
+        return found
+
+    monkeypatch.setattr(CandidateRows, "fetch", fetching)
     asked: list[list[str]] = []
     vectors_of = vectors.vectors_of
     monkeypatch.setattr(vectors, "vectors_of", lambda conn, model, ids: asked.append(list(ids)) or vectors_of(
         conn, model, ids))
     system.embedder.stop()
     fresh = system.writer.ask(write_one(FRESH), WAIT_S)[0]
-    found = system.searcher.ask(SearchMemories(query=QUERY, k=4, filter=MemoryFilter(), explain=True), WAIT_S)
+    held = HeldUntil(system.embedder_backend, release)
+    config = system.config
+    searcher = ActorHandle("searcher-held", Searcher, system.options, embedder=held,
+                           weights=search_weights(config), candidates=config["search.candidates"], writer=None).start()
+    try:
+        found = searcher.ask(SearchMemories(query=QUERY, k=4, filter=MemoryFilter(), explain=True), WAIT_S)
+    finally:
+        searcher.stop()
+    assert held.waited  # the keyword matches' rows were read before the vector was there
     assert asked == []
     assert found.items[0].id == fresh.id and len(found.items) >= 3
     assert all(item.explanation is not None and item.explanation["cosine"] is not None for item in found.items)

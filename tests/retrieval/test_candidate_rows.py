@@ -94,7 +94,7 @@ def test_a_row_is_read_once_however_often_it_is_asked_for_and_the_filter_check_k
     assert loaded.fetch(written[:3]) and len(statements) == 3
 
 
-def test_rows_read_with_a_models_vectors_bring_that_models_vector_in_the_same_statement(
+def test_rows_read_with_vectors_bring_the_search_models_vector_in_the_same_statement_and_later_rows_do_not(
         written: list[str], store_options: StoreOptions, reader: tuple[Connection, list[str]]) -> None:
     # Where the dense leg keeps no vectors (PostgreSQL), the keyword matches' vectors come with their rows.
     engine = open_engine(store_options, "writer")
@@ -106,13 +106,24 @@ def test_rows_read_with_a_models_vectors_bring_that_models_vector_in_the_same_st
     engine.dispose()
     conn, statements = reader
     loaded = CandidateRows(conn, search_clause(MemoryFilter(), datetime.now(UTC)), vector_model="model-a")
-    found = loaded.fetch(written)
+    found = loaded.fetch(written[1:], with_vectors=True)
     assert len(statements) == 1
-    assert set(found) == set(written[:4]) and set(loaded.vectors) == set(written[:3])  # the 4th has no vector yet
-    for i, memory_id in enumerate(written[:3]):
+    assert set(found) == set(written[1:4]) and set(loaded.vectors) == set(written[1:3])  # the 4th has no vector
+    assert loaded.read_with_vectors == set(written[1:])
+    found = loaded.fetch(written)  # the first row comes without (the dense hits have theirs already)
+    assert len(statements) == 2 and written[0] in found and set(loaded.vectors) == set(written[1:3])
+    found = loaded.fetch(written[:1], with_vectors=True)  # read once: nothing more
+    assert len(statements) == 2 and loaded.read_with_vectors == set(written[1:])
+    loaded.fetch([*written[:1], "no-such-id"], with_vectors=True)
+    assert len(statements) == 3 and loaded.read_with_vectors == {*written[1:], "no-such-id"}
+    assert set(loaded.vectors) == set(written[1:3])
+    for i, memory_id in enumerate(written[1:3], 1):
         np.testing.assert_array_equal(loaded.vectors[memory_id], mine[i])
         assert loaded.vectors[memory_id].dtype == np.float32
-    assert "m3_stored_vector" not in found[written[0]]  # not a column of the row
-    loaded.complete(written[:1])
-    assert found[written[0]].complete and set(found[written[0]]) == ALL_COLUMNS
-    assert CandidateRows(conn, true()).vectors == {}
+    row = loaded.fetch(written[1:2])[written[1]]
+    assert "m3_stored_vector" not in row  # not a column of the row
+    loaded.complete(written[1:2])
+    assert row.complete and set(row) == ALL_COLUMNS
+    plain = CandidateRows(conn, true())
+    plain.fetch(written, with_vectors=True)  # no model: nothing to read with the rows
+    assert plain.vectors == {} and plain.read_with_vectors == set()
