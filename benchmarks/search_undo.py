@@ -9,9 +9,7 @@ first, in one process on one store. The changes:
 * ``int8-scan`` (SQLite, native core): the in-memory index scanned through its int8 copy from
   ``native.INT8_FROM_ROWS`` rows (or ``--int8-from-rows``); undone, the f32 matrix is scanned;
 * ``row-vectors`` (PostgreSQL): the candidates' vectors read with their rows; undone, in a statement of their
-  own once the query's vector is there;
-* ``embed-first``: the query starts embedding before the search's filter and time window are worked out;
-  undone, after them.
+  own once the query's vector is there.
 
 The query is embedded live (MiniLM, one onnxruntime thread) unless ``--cached`` (vectors from the embedding
 cache). Prints p50/p95 of each arm, the ratio of the medians (now ÷ undone) and how many questions' answers
@@ -35,7 +33,7 @@ from m3.actors.searcher import Searcher
 from m3.retrieval import native
 from m3.retrieval.dense import SqlLeg
 
-CHANGES = ("int8-scan", "row-vectors", "embed-first")
+CHANGES = ("int8-scan", "row-vectors")
 
 
 @contextmanager
@@ -60,15 +58,6 @@ def _vectors_apart(searcher: Searcher) -> Iterator[None]:
         del leg.vectors_with_rows  # the class's value again
 
 
-@contextmanager
-def _embedding_after_the_filter(searcher: Searcher) -> Iterator[None]:
-    searcher.embed_first = False
-    try:
-        yield
-    finally:
-        del searcher.embed_first  # the class's value again
-
-
 def arms(change: str, searcher: Searcher, args: argparse.Namespace
          ) -> dict[str, Callable[[], AbstractContextManager[None]]]:
     """``now`` and ``undone`` for ``change``."""
@@ -76,9 +65,7 @@ def arms(change: str, searcher: Searcher, args: argparse.Namespace
         if not native.available():
             raise SystemExit("int8-scan needs the native core: pip install ./native")
         return {"now": lambda: _threshold(args.int8_from_rows), "undone": lambda: _threshold(sys.maxsize)}
-    if change == "row-vectors":
-        return {"now": as_it_is, "undone": lambda: _vectors_apart(searcher)}
-    return {"now": as_it_is, "undone": lambda: _embedding_after_the_filter(searcher)}
+    return {"now": as_it_is, "undone": lambda: _vectors_apart(searcher)}
 
 
 def measure(url: str, work: Path, args: argparse.Namespace) -> list[dict[str, Any]]:

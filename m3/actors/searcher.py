@@ -81,10 +81,6 @@ QUERY_EMBED_TIMEOUT_S = 60.0
 
 
 class Searcher(StoreReader):
-    #: The query starts embedding before the filter and the time window are worked out (off: after them, the
-    #: way before; for benchmarks/search_undo.py).
-    embed_first = True
-
     def __init__(self, options: StoreOptions, *, embedder: Embedder, weights: SearchWeights, candidates: int,
                  writer: ActorHandle | None, resolve: Callable[[str], Embedder | None] | None = None,
                  default_k: int = 8, max_k: int = 200, **base: Any):
@@ -158,28 +154,15 @@ class Searcher(StoreReader):
         now = datetime.now(UTC)
         k = self._k(msg.k)
         n = max(self._candidates, k)
-        # The query starts embedding first, on another thread, and the in-memory index then proposes its nearest
-        # memories there; meanwhile this thread works out the filter and reads the keyword matches and their rows
-        # (the model, the index and SQLite release the GIL). The query vector is awaited only when nothing else
-        # is left to do.
-        self._follow_active_model()
-        started = self._embed_query(msg.query, n, msg.filter.include_archived) if self.embed_first else None
-        ready, clause, window = False, None, None
-        try:
-            clause = search_clause(msg.filter, now)
-            # The question's time: relative times in the query and recency count from it.
-            asked = msg.now or msg.filter.as_of or now
-            named = timewords.windows(msg.query, asked)
-            window = self._window(clause, named)
-            if not self.embed_first:
-                started = self._embed_query(msg.query, n, msg.filter.include_archived)
-            # The leg is refreshed here, on this thread, before the helper reads it.
-            ready = started is not None and self._dense.ready(self.conn, self._model)
-        finally:
-            if started is not None:
-                started.leg_refreshed(ready, clause, window)
-        # Without stored vectors there is nothing to compare: the vector, still being computed, is left unread.
-        embedding = started if ready else None
+        # The query embeds first, on another thread, and the in-memory index then proposes its nearest memories
+        # there; meanwhile this thread reads the filter, the keyword matches and their rows (the model, the index
+        # and SQLite release the GIL). The query vector is awaited only when nothing else is left to do.
+        clause = search_clause(msg.filter, now)
+        # The question's time: relative times in the query and recency count from it.
+        asked = msg.now or msg.filter.as_of or now
+        named = timewords.windows(msg.query, asked)
+        window = self._window(clause, named)
+        embedding = self._start_embedding(msg.query, n, msg.filter.include_archived, clause, window)
         terms = fulltext.query_terms(msg.query)
         hits = self._dialect.memory_hits(self.conn, msg.query, clause, n, selective=narrows(msg.filter))
         # Narrow rows (no content) for ranking; the chosen few are completed below. The keyword hits' rows are
@@ -202,15 +185,30 @@ class Searcher(StoreReader):
         self._touch([c.id for c in chosen], now)
         return r.MemorySearchResult(count=len(items), items=items, query=msg.query, grade_with="score")
 
-    def _embed_query(self, query: str, n: int, include_archived: bool) -> QueryEmbedding | None:
-        """The query's vector and the dense leg's proposals, started on the helper thread (None without an
-        embedder); the caller must then call ``leg_refreshed`` once, whatever happens."""
+    def _start_embedding(self, query: str, n: int, include_archived: bool, clause: Any,
+                         window: tuple[Any, int] | None) -> QueryEmbedding | None:
+        """The query's vector and the dense leg's proposals, started on the helper thread; None when there are
+        no vectors to compare. The leg is refreshed meanwhile, on this thread, before the helper reads it."""
+        self._follow_active_model()
+        started = self._embed_query(query, n, include_archived, clause, window)
+        if started is None:
+            return None
+        ready = False
+        try:
+            ready = self._dense.ready(self.conn, self._model)
+        finally:
+            started.leg_refreshed(ready)
+        # Without stored vectors there is nothing to compare: the vector, still being computed, is left unread.
+        return started if ready else None
+
+    def _embed_query(self, query: str, n: int, include_archived: bool, clause: Any,
+                     window: tuple[Any, int] | None) -> QueryEmbedding | None:
         if self._embedder is None:
             return None
         if self._embedding_pool is None:
             self._embedding_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="m3-searcher-embed")
         return QueryEmbedding(self._embedding_pool, self._embedder, self._dense, query, n, include_archived,
-                              wait_s=QUERY_EMBED_TIMEOUT_S)
+                              wait_s=QUERY_EMBED_TIMEOUT_S, clause=clause, window=window)
 
     def _dense_hits(self, embedding: QueryEmbedding | None, clause: Any, n: int, include_archived: bool,
                     loaded: CandidateRows) -> tuple[list[tuple[str, float]], Vector | None]:

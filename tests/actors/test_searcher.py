@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pytest
 
-from m3.actors import searcher as searcher_module
 from m3.actors.searcher import Searcher
 from m3.actors.supervisor import ActorHandle
 from m3.actors.system import ActorSystem, search_weights
 from m3.protocols.messages.memory import MemoryFilter, SearchMemories
-from m3.retrieval import query_embedding
 from m3.retrieval.candidate_rows import CandidateRows
 from m3.store import vectors
 from tests.actors.conftest import WAIT_S, write_one
@@ -154,54 +151,3 @@ def test_a_search_embeds_its_query_on_a_helper_thread_that_ends_with_the_searche
     finally:
         searcher.stop()
     assert embedding_threads() == before
-
-
-class Noting:
-    """The real embedder, noting when a call has begun."""
-
-    def __init__(self, inner: Any):
-        self.inner = inner
-        self.begun = threading.Event()
-        self.model_id, self.dim = inner.model_id, inner.dim
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        self.begun.set()
-        return np.asarray(self.inner.embed(texts))
-
-
-def test_the_query_starts_embedding_before_the_filter_is_worked_out_and_a_failing_filter_frees_the_helper(
-        system: ActorSystem, older_embedded: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    # (The hand-over's bound raised: a loaded test machine may take long to schedule the helper.)
-    monkeypatch.setattr(query_embedding, "HANDOVER_WAIT_S", WAIT_S)
-    noting = Noting(system.embedder_backend)
-    seen: list[bool] = []
-    clause_of = searcher_module.search_clause
-
-    def working_out(*args: Any) -> Any:
-        seen.append(noting.begun.is_set())
-        if len(seen) == 1:
-            raise RuntimeError("a filter that cannot be worked out")
-        return clause_of(*args)
-
-    monkeypatch.setattr(searcher_module, "search_clause", working_out)
-    config = system.config
-    searcher = Searcher(system.options, embedder=noting, weights=search_weights(config),
-                        candidates=config["search.candidates"], writer=None, stats=None, on_crash=None)
-    searcher.setup()
-    try:
-        with pytest.raises(RuntimeError), searcher.conn.begin():
-            searcher.search(SearchMemories(query="Berlin VPN port", k=2, filter=MemoryFilter()))
-        # The helper was told (without a leg to read), so it is free for the next query at once.
-        began = time.monotonic()
-        with searcher.conn.begin():
-            found = searcher.search(SearchMemories(query="Berlin VPN port", k=2, filter=MemoryFilter()))
-        assert time.monotonic() - began < query_embedding_bound() / 2
-    finally:
-        searcher.release()
-    assert seen == [True, True]
-    assert "Berlin" in found.items[0].content
-
-
-def query_embedding_bound() -> float:
-    """How long a helper waits for the leg before it gives up (a search stuck behind one waits that long)."""
-    return float(searcher_module.QUERY_EMBED_TIMEOUT_S)

@@ -39,7 +39,6 @@ from benchmarks.data import Haystack, default_data_dir, load_locomo, load_longme
 from benchmarks.precomputed import synthetic_vector
 from benchmarks.retrieval import run_benchmark
 from benchmarks.summarize import table_from_log
-from m3.actors.searcher import Searcher
 from m3.retrieval import native
 from m3.retrieval.dense import SqlLeg
 from tests.benchmarks.synthetic import write_dev_data
@@ -250,8 +249,7 @@ def test_query_handover_times_both_arms_on_one_store_and_finds_the_same_answers(
     assert query_handover.minilm._token_ids is not query_handover._batch_token_ids
 
 
-@pytest.mark.parametrize(("change", "store"), [("int8-scan", "sqlite"), ("row-vectors", "postgres"),
-                                               ("embed-first", "sqlite"), ("embed-first", "postgres")])
+@pytest.mark.parametrize(("change", "store"), [("int8-scan", "sqlite"), ("row-vectors", "postgres")])
 def test_search_undo_times_a_change_now_and_undone_on_one_store_and_finds_the_same_answers(
         tmp_path: Path, data: Path, change: str, store: str) -> None:
     if change == "int8-scan" and not native.available():
@@ -262,7 +260,7 @@ def test_search_undo_times_a_change_now_and_undone_on_one_store_and_finds_the_sa
     assert rows[0]["queries"] == rows[1]["queries"] > 0 and all(row["p50_ms"] > 0 for row in rows)
     assert rows[1]["p50_x"] == 1.0 and rows[0]["answers_differing"] == 0
     # Every arm puts back what it changed.
-    assert native.INT8_FROM_ROWS > 1 and SqlLeg.vectors_with_rows and Searcher.embed_first
+    assert native.INT8_FROM_ROWS > 1 and SqlLeg.vectors_with_rows
 
 
 @pytest.mark.parametrize("store", ["sqlite", "postgres"])

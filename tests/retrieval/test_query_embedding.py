@@ -7,7 +7,6 @@ import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -95,30 +94,3 @@ def test_a_busy_helper_does_not_hold_the_search_up(pool: ThreadPoolExecutor, emb
     release.set()
     started.leg_refreshed(False)
     assert busy.result(WAIT_S) and np.array_equal(started.result(WAIT_S)[0], embedder.embed([QUERY])[0])
-
-
-class NotingLeg(MatrixLeg):
-    """The in-memory leg, noting the filter and window each proposal was asked under."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.asked: list[tuple[str, object]] = []
-
-    def propose(self, query: np.ndarray, n: int, include_archived: bool = False, clause: object = None) -> Any:
-        self.asked.append(("propose", clause))
-        return super().propose(query, n, include_archived, clause)
-
-    def propose_narrow(self, query: np.ndarray, clause: object, n: int) -> Any:
-        self.asked.append(("narrow", clause))
-        return super().propose_narrow(query, clause, n)
-
-
-def test_the_filter_and_window_worked_out_after_the_query_started_embedding_reach_the_proposals(
-        pool: ThreadPoolExecutor, embedder: MiniLMEmbedder) -> None:
-    leg = NotingLeg()
-    leg.index.add(["a", "b"], embedder.embed(["we land on Friday morning", "pack the camera charger"]))
-    started = QueryEmbedding(pool, embedder, leg, QUERY, 5, False, wait_s=WAIT_S)
-    clause, window = object(), (object(), 3)
-    started.leg_refreshed(True, clause, window)
-    assert started.result(WAIT_S)[1] is not None
-    assert leg.asked == [("propose", clause), ("narrow", window[0])]
