@@ -84,7 +84,7 @@ class MatrixLeg:
     vectors_with_rows = False
 
     def __init__(self) -> None:
-        self.index = VectorIndex()
+        self.index = VectorIndex(int8_copy=True)
 
     def ready(self, conn: Connection, model: str) -> bool:
         while True:

@@ -5,10 +5,10 @@ by doubling; a replaced vector overwrites its row; a removed one is masked.
 Brute force is exact and, measured here, 2 ms at 10k x 384 and 17-32 ms at
 100k x 384 on one core, which is why no approximate index is used on SQLite.
 Scores and order come from :mod:`m3.retrieval.native` (the native core or
-its numpy twin, the same results either way). Where the native core is
-installed the index also keeps an int8 copy of the matrix (a quarter more
-memory), which the core scans instead of the f32 rows once they no longer
-fit in the processor's cache, with the same results (docs/search.md).
+its numpy twin, the same results either way). Search's index, where the
+native core is installed, also keeps an int8 copy of the matrix (a quarter
+more memory), which the core scans instead of the f32 rows once they no
+longer fit in the processor's cache, with the same results (docs/search.md).
 """
 
 from __future__ import annotations
@@ -24,7 +24,10 @@ Matrix = npt.NDArray[np.float32]
 
 
 class VectorIndex:
-    def __init__(self) -> None:
+    def __init__(self, *, int8_copy: bool = False) -> None:
+        """``int8_copy``: keep the int8 copy the native core scans from ``native.INT8_FROM_ROWS`` rows (search's
+        index; the Writer's small per-owner indexes do without)."""
+        self._wants_int8 = int8_copy
         self.dim = 0  # set by the first vectors added
         self._mat: Matrix = np.zeros((0, 0), dtype=np.float32)
         self._alive = np.zeros(0, dtype=bool)
@@ -47,7 +50,7 @@ class VectorIndex:
         if self.dim == 0:
             self.dim = int(matrix.shape[1])
             self._mat = np.zeros((0, self.dim), dtype=np.float32)
-            self._int8 = native.int8_copy(self.dim)
+            self._int8 = native.int8_copy(self.dim) if self._wants_int8 else None
         if matrix.shape[1] != self.dim:
             raise ValueError(f"vector dim {matrix.shape[1]} does not match index dim {self.dim}")
         placed = np.zeros(len(ids), dtype=np.int64)

@@ -227,7 +227,7 @@ def test_the_vector_index_scanned_through_its_int8_copy_finds_what_numpy_finds_a
     queries = rng.normal(size=(3, 48)).astype(np.float32)
     queries /= np.linalg.norm(queries, axis=1, keepdims=True)
     ids = [f"m{i}" for i in range(len(mat))]
-    index = VectorIndex()
+    index = VectorIndex(int8_copy=True)
     index.add(ids[:4000], mat[:4000])
     index.add(ids[4000:], mat[4000:])  # the matrix and its copy grow
     # Replaced by the queries themselves: a copy that kept the old rows would leave them out of its shortlist.
@@ -247,6 +247,10 @@ def test_the_vector_index_scanned_through_its_int8_copy_finds_what_numpy_finds_a
     finally:
         native._state.update(before)
     assert len(scanned) == 3 and min(scanned) >= from_rows  # every search went through the copy
+    plain = VectorIndex()  # the Writer's per-owner indexes keep none
+    plain.add(ids, mat)
+    plain.top(queries[0], 300)
+    assert len(scanned) == 3
 
 
 @pytest.fixture
