@@ -238,17 +238,34 @@ def _prepare_dirs(pgdata: Path, sock: Path) -> None:
             _ensure_traversable(path)
 
 
+#: PostgreSQL's own ``shared_buffers`` (and the least m3 sets), and the most m3 sets, in MB.
+_BUFFERS_MIN_MB, _BUFFERS_MAX_MB = 128, 1024
+
+
+def default_settings(memory_bytes: int | None = None) -> dict[str, str]:
+    """What m3 sets on the clusters it starts unless told otherwise: ``shared_buffers`` an eighth of the machine's
+    memory (``memory_bytes``, default this machine's), at least PostgreSQL's 128 MB and at most 1 GB.
+
+    PostgreSQL's 128 MB is sized for any machine it may share: at 100k memories the rows, full-text indexes and
+    vectors a search reads are several times that, and each search read a thousand or more of its matches from
+    the operating system's cache again (docs/postgres.md, docs/benchmarks.md)."""
+    if memory_bytes is None:
+        memory_bytes = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    megabytes = min(_BUFFERS_MAX_MB, max(_BUFFERS_MIN_MB, memory_bytes // 8 // 2**20))
+    return {"shared_buffers": f"{megabytes}MB"}
+
+
 def ensure_cluster(pgdata: str | Path, socket_dir: str | Path | None = None, *, port: int = DEFAULT_PORT,
                    settings: Mapping[str, str] | None = None, timeout: float = 60) -> Cluster:
     """Initialise ``pgdata`` if new, start the server if it is not running, and return it.
 
-    ``settings`` are written into postgresql.conf by initdb (new clusters) and
+    ``settings`` (over :func:`default_settings`) are written into postgresql.conf by initdb (new clusters) and
     passed on the command line at start (existing ones). A running cluster is
     returned as it is, with the socket directory it really uses.
     """
     pgdata = Path(pgdata).expanduser().resolve()
     sock = Path(socket_dir).expanduser().resolve() if socket_dir else default_socket_dir(pgdata, port)
-    settings = dict(settings or {})
+    settings = {**default_settings(), **(settings or {})}
     if len(os.fsencode(sock / f".s.PGSQL.{port}")) > MAX_SOCKET_PATH:
         raise EmbeddedPostgresError(f"socket path too long for a Unix socket: {sock}",
                                     hint="Use a shorter engine root (paths.engine).")

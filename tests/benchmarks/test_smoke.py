@@ -27,6 +27,7 @@ from benchmarks import (
     perf_search_stores,
     perf_vector_store,
     perf_write,
+    pg_buffers,
     pg_dense_overlap,
     pg_nearest_ab,
     query_handover,
@@ -261,6 +262,14 @@ def test_search_undo_times_a_change_now_and_undone_on_one_store_and_finds_the_sa
     assert rows[1]["p50_x"] == 1.0 and rows[0]["answers_differing"] == 0
     # Every arm puts back what it changed.
     assert native.INT8_FROM_ROWS > 1 and SqlLeg.vectors_with_rows
+
+
+def test_pg_buffers_restarts_the_server_with_each_setting_and_leaves_it_on_m3s(tmp_path: Path, data: Path) -> None:
+    rows = pg_buffers.main(["--data", str(data), "--size", "40", "--queries", "3", "--rounds", "1",
+                            "--cache", str(tmp_path / "c.sqlite")])
+    assert [(row["arm"], row["round"]) for row in rows] == [("postgres default", 1), ("m3 default", 1)]
+    assert rows[0]["shared_buffers"] == "128MB" and all(row["p50_ms"] > 0 for row in rows)
+    assert rows[0]["p50_x"] == 1.0
 
 
 @pytest.mark.parametrize("store", ["sqlite", "postgres"])

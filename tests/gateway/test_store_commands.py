@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
 from m3.store.migrations import HEAD
@@ -233,3 +234,18 @@ def test_a_socket_path_too_long_for_unix_sockets_moves_to_a_short_private_direct
     assert moved.parent == Path("/tmp") and moved.name.startswith(f"m3pg-{os.geteuid()}-")
     assert len(str(moved / ".s.PGSQL.5432")) <= MAX_SOCKET_PATH
     assert default_socket_dir(deep) == moved  # stable: the URL in store.url stays valid across restarts
+
+
+def test_m3s_clusters_get_an_eighth_of_memory_for_shared_buffers_between_postgresqls_default_and_a_gigabyte(
+        pg_cluster: Any) -> None:
+    from m3.store.embedded_pg import default_settings
+
+    gib = 2**30
+    assert default_settings(24 * gib) == {"shared_buffers": "1024MB"}
+    assert default_settings(4 * gib) == {"shared_buffers": "512MB"}
+    assert default_settings(gib // 2) == {"shared_buffers": "128MB"}
+    # The suite's own cluster was started by ensure_cluster without setting it: it runs with m3's value.
+    with psycopg.connect(pg_cluster.cluster.url("postgres").replace("postgresql+psycopg", "postgresql")) as conn:
+        shown = conn.execute("SELECT setting::bigint * 8192 / 1048576 FROM pg_settings WHERE name = 'shared_buffers'")
+        row = shown.fetchone()
+    assert row is not None and f"{row[0]}MB" == default_settings()["shared_buffers"]
