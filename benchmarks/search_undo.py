@@ -8,11 +8,8 @@ first, in one process on one store. The changes:
 
 * ``int8-scan`` (SQLite, native core): the in-memory index scanned through its int8 copy from
   ``native.INT8_FROM_ROWS`` rows (or ``--int8-from-rows``); undone, the f32 matrix is scanned;
-* ``row-vectors`` (PostgreSQL): the keyword matches' vectors read while the query embeds; undone, in a
-  statement of their own once the query's vector is there;
-* ``keyword-rows``: the keyword matches' rows taken from the keyword statement; undone, read by a statement of
-  their own while the query embeds, or with the dense hits' rows when it is done already, as before (on
-  PostgreSQL with the query embedded live, that statement and the vectors' are two where before they were one).
+* ``row-vectors`` (PostgreSQL): the candidates' vectors read with their rows; undone, in a statement of their
+  own once the query's vector is there.
 
 The query is embedded live (MiniLM, one onnxruntime thread) unless ``--cached`` (vectors from the embedding
 cache). Prints p50/p95 of each arm, the ratio of the medians (now ÷ undone) and how many questions' answers
@@ -23,7 +20,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
@@ -34,10 +31,9 @@ from benchmarks.perf_search import corpus, kept_store_parser, on_filled_store
 from benchmarks.precomputed import PrecomputedEmbedder
 from m3.actors.searcher import Searcher
 from m3.retrieval import native
-from m3.retrieval.candidate_rows import CandidateRows
 from m3.retrieval.dense import SqlLeg
 
-CHANGES = ("int8-scan", "row-vectors", "keyword-rows")
+CHANGES = ("int8-scan", "row-vectors")
 
 
 @contextmanager
@@ -62,22 +58,6 @@ def _vectors_apart(searcher: Searcher) -> Iterator[None]:
         del leg.vectors_with_rows  # the class's value again
 
 
-@contextmanager
-def _keyword_rows_read_apart() -> Iterator[None]:
-    adopt, read_vectors = CandidateRows.adopt, CandidateRows.read_vectors
-
-    def fetch_then_read(self: CandidateRows, ids: Sequence[str]) -> None:
-        self.fetch(ids)  # while the query embeds, as the Searcher did before
-        read_vectors(self, ids)
-
-    CandidateRows.adopt = lambda self, found: None  # type: ignore[method-assign]
-    CandidateRows.read_vectors = fetch_then_read  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        CandidateRows.adopt, CandidateRows.read_vectors = adopt, read_vectors  # type: ignore[method-assign]
-
-
 def arms(change: str, searcher: Searcher, args: argparse.Namespace
          ) -> dict[str, Callable[[], AbstractContextManager[None]]]:
     """``now`` and ``undone`` for ``change``."""
@@ -85,8 +65,6 @@ def arms(change: str, searcher: Searcher, args: argparse.Namespace
         if not native.available():
             raise SystemExit("int8-scan needs the native core: pip install ./native")
         return {"now": lambda: _threshold(args.int8_from_rows), "undone": lambda: _threshold(sys.maxsize)}
-    if change == "keyword-rows":
-        return {"now": as_it_is, "undone": _keyword_rows_read_apart}
     return {"now": as_it_is, "undone": lambda: _vectors_apart(searcher)}
 
 

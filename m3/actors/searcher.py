@@ -165,14 +165,12 @@ class Searcher(StoreReader):
         embedding = self._start_embedding(msg.query, n, msg.filter.include_archived, clause, window)
         terms = fulltext.query_terms(msg.query)
         hits = self._dialect.memory_hits(self.conn, msg.query, clause, n, selective=narrows(msg.filter))
-        # Narrow rows (no content) for ranking; the chosen few are completed below. The keyword hits' rows come
-        # with the keyword statement; on PostgreSQL their vectors are read while the query still embeds (if it is
-        # done already, after it, with the dense leg's).
+        # Narrow rows (no content) for ranking; the chosen few are completed below. The keyword hits' rows are
+        # read while the query still embeds; if it is done already, with the dense hits' rows in one statement.
         loaded = CandidateRows(self.conn, clause, vector_model=self._model if embedding is not None
                                and self._dense.vectors_with_rows else None)
-        loaded.adopt({h.id: h.row for h in hits if h.row is not None})
-        if embedding is not None and not embedding.done():
-            loaded.read_vectors([h.id for h in hits])
+        if embedding is None or not embedding.done():
+            loaded.fetch([h.id for h in hits], with_vectors=True)
         dense, query_vec = self._dense_hits(embedding, clause, n, msg.filter.include_archived, loaded)
         if window is not None and query_vec is not None:
             dense = self._with_window_hits(dense, query_vec, window, msg.filter.include_archived,

@@ -7,10 +7,11 @@ fresh memories embedded on the spot and MMR's word overlap need. A row gets them
 not completed yet gets them in one query: never one query per row. All of it runs inside the
 Searcher's read transaction.
 
-The keyword matches' rows come with the keyword statement itself (:meth:`CandidateRows.adopt`). Where the
-dense leg holds no vectors between searches (PostgreSQL), their stored vectors of the search's model are read
-while the query still embeds (:meth:`CandidateRows.read_vectors`): they need them for MMR and their cosine,
-and a statement of its own after the query's vector is there costs a round trip (docs/benchmarks.md).
+Where the dense leg holds no vectors between searches (PostgreSQL), the keyword matches' rows read while the
+query still embeds come with the stored vector of the search's model (:attr:`CandidateRows.vectors`): they
+need it for MMR and their cosine, and a statement of its own after the query's vector is there costs a round
+trip. Rows read after that come without: the dense hits have theirs already, and reading every candidate's
+vector with its row cost more than the round trip (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -20,14 +21,16 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import Connection
+from sqlalchemy import Connection, select
 
 from m3.store import memories as rows
-from m3.store import vectors
 from m3.store.schema import memories as m
+from m3.store.schema import memory_embeddings as e
 
 #: Every column of a memory row.
 ALL_COLUMNS = frozenset(c.name for c in m.c)
+#: The label of the stored vector read beside a row (not a column of memories).
+_VECTOR = "m3_stored_vector"
 
 
 class CandidateRow(Mapping[str, Any]):
@@ -68,40 +71,36 @@ class CandidateRows:
     """Narrow rows of one search's candidates under one filter, completed on demand; lives for one request."""
 
     def __init__(self, conn: Connection, where: Any, *, vector_model: str | None = None):
-        """``vector_model``: the model whose stored vectors :meth:`read_vectors` reads."""
+        """``vector_model``: read each row with its stored vector of this model (see :attr:`vectors`)."""
         self._conn = conn
         #: The search's filter: only rows satisfying it are loaded, so a loaded row has passed it.
         self._where = where
         self._rows: dict[str, CandidateRow] = {}
-        self._vector_model = vector_model
-        #: The ``vector_model`` vectors read by :meth:`read_vectors` (those that have one), by id.
+        #: The ``vector_model`` vectors of rows read ``with_vectors`` that have one, by id.
         self.vectors: dict[str, npt.NDArray[np.float32]] = {}
-        #: Ids :meth:`read_vectors` looked up (found or not): any of them missing from :attr:`vectors` has none.
+        #: Ids read ``with_vectors`` (found or not): any of them missing from :attr:`vectors` has no vector.
         self.read_with_vectors: set[str] = set()
+        self._with_vectors: tuple[Any, ...] | None = None
+        if vector_model is not None:
+            # By the (memory_id, model) key, row by row: never a join (see m3.store.vectors.vectors_of).
+            stored = select(e.c.vector).where(e.c.memory_id == m.c.id, e.c.model == vector_model)
+            self._with_vectors = (*rows.RANKING_COLUMNS, stored.scalar_subquery().label(_VECTOR))
 
-    def adopt(self, found: Mapping[str, dict[str, Any]]) -> None:
-        """Keep rows read elsewhere under this filter (the keyword statement's), each a dict of at least the
-        ranking columns; an id loaded already keeps its row."""
-        for memory_id, row in found.items():
-            if memory_id not in self._rows:
-                self._rows[memory_id] = CandidateRow(self, dict(row))
-
-    def read_vectors(self, ids: Sequence[str]) -> None:
-        """Read the ``vector_model`` vectors of ``ids`` not looked up yet, in one statement (nothing without a
-        ``vector_model``)."""
-        todo = [i for i in dict.fromkeys(ids) if i not in self.read_with_vectors]
-        if self._vector_model is None or not todo:
-            return
-        self.vectors.update(vectors.vectors_of(self._conn, self._vector_model, todo))
-        self.read_with_vectors.update(todo)
-
-    def fetch(self, ids: Sequence[str]) -> dict[str, CandidateRow]:
+    def fetch(self, ids: Sequence[str], *, with_vectors: bool = False) -> dict[str, CandidateRow]:
         """Ranking columns of those of ``ids`` that satisfy the filter, read once per id (one query per 500 ids
-        not loaded yet)."""
+        not loaded yet); ``with_vectors`` (and a ``vector_model``): the rows not loaded yet come with their
+        vector."""
         missing = [i for i in dict.fromkeys(ids) if i not in self._rows]
         if missing:
-            found = rows.rows_by_ids(self._conn, missing, self._where, columns=rows.RANKING_COLUMNS)
+            columns = rows.RANKING_COLUMNS
+            if with_vectors and self._with_vectors is not None:
+                columns = self._with_vectors
+                self.read_with_vectors.update(missing)
+            found = rows.rows_by_ids(self._conn, missing, self._where, columns=columns)
             for memory_id, row in found.items():
+                vector = row.pop(_VECTOR, None)
+                if vector is not None:
+                    self.vectors[memory_id] = vector
                 self._rows[memory_id] = CandidateRow(self, row)
         return {i: self._rows[i] for i in ids if i in self._rows}
 

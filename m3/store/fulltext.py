@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, Float, Integer, Row, Table, TextClause, select
@@ -52,8 +52,6 @@ class KeywordHit:
     id: str
     #: BM25 (ts_rank on PostgreSQL) of the content column, positive, larger is better; 0 for a title-only match.
     bm25: float
-    #: The memory's ranking columns (:data:`m3.store.memories.RANKING_COLUMNS`), read by the same statement.
-    row: dict[str, Any] | None = field(default=None, compare=False, hash=False)
 
 
 def _best(conn: Connection, matches: TextClause, table: Table, columns: Sequence[Any], where: Any,
@@ -67,13 +65,9 @@ def _best(conn: Connection, matches: TextClause, table: Table, columns: Sequence
 
 
 def ranked(conn: Connection, matches: TextClause, where: Any, limit: int) -> list[KeywordHit]:
-    """The best ``limit`` of ``matches`` (seq, score) among memories matching ``where``, best first, then newest,
-    each with its ranking columns (the statement joins the rows anyway; a search needs them next)."""
-    from m3.store.memories import RANKING_COLUMNS
-
-    names = [c.name for c in RANKING_COLUMNS]
-    found = _best(conn, matches, memories, RANKING_COLUMNS, where, limit)
-    return [KeywordHit(row.id, max(0.0, float(row.score)), dict(zip(names, row[:-1], strict=True))) for row in found]
+    """The best ``limit`` of ``matches`` (seq, score) among memories matching ``where``, best first, then newest."""
+    found = _best(conn, matches, memories, [memories.c.id], where, limit)
+    return [KeywordHit(row.id, max(0.0, float(row.score))) for row in found]
 
 
 def chat_hits(conn: Connection, query: str, where: Any, limit: int) -> list[tuple[Any, float]]:

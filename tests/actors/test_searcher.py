@@ -58,40 +58,35 @@ class HeldUntil:
         self.inner, self.release = inner, release
         self.model_id, self.dim = inner.model_id, inner.dim
         self.waited: bool | None = None
-        self.returned = False
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if self.waited is None:
             self.waited = self.release.wait(WAIT_S / 3)
-        out = np.asarray(self.inner.embed(texts))
-        self.returned = True
-        return out
+        return np.asarray(self.inner.embed(texts))
 
 
-def test_keyword_matches_rows_come_with_the_keyword_statement_and_their_vectors_before_the_query_is_embedded(
+def test_keyword_matches_read_while_the_query_embeds_bring_their_vectors_so_none_are_read_after_it(
         system: ActorSystem, older_embedded: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    # The keyword statement brings its matches' rows. PostgreSQL's leg keeps no vectors: the keyword matches'
-    # vectors are read while the query embeds, not in a statement of their own after it; SQLite's come from its
-    # in-memory index. A memory without one (written a moment ago) is embedded on the spot.
+    # PostgreSQL's leg keeps no vectors: the keyword matches' vectors come with their rows, read while the query
+    # embeds, instead of in a statement of their own after it. SQLite's come from its in-memory index. A memory
+    # without one (written a moment ago) is embedded on the spot.
     release = threading.Event()
-    read_vectors = CandidateRows.read_vectors
-
-    def reading(self: CandidateRows, ids: Sequence[str]) -> None:
-        read_vectors(self, ids)
-        release.set()  # the query's embedding may end now
-
-    monkeypatch.setattr(CandidateRows, "read_vectors", reading)
-    held = HeldUntil(system.embedder_backend, release)
-    after: list[list[str]] = []
-    vectors_of = vectors.vectors_of
-    monkeypatch.setattr(vectors, "vectors_of", lambda conn, model, ids: (
-        after.append(list(ids)) if held.returned else None) or vectors_of(conn, model, ids))
-    fetched: list[list[str]] = []  # the ids each fetch had to read
     fetch = CandidateRows.fetch
-    monkeypatch.setattr(CandidateRows, "fetch", lambda self, ids: fetched.append(
-        [i for i in ids if i not in self._rows]) or fetch(self, ids))
+
+    def fetching(self: CandidateRows, ids: Sequence[str], *, with_vectors: bool = False) -> Any:
+        found = fetch(self, ids, with_vectors=with_vectors)
+        if with_vectors:
+            release.set()  # the query's embedding may end now
+        return found
+
+    monkeypatch.setattr(CandidateRows, "fetch", fetching)
+    asked: list[list[str]] = []
+    vectors_of = vectors.vectors_of
+    monkeypatch.setattr(vectors, "vectors_of", lambda conn, model, ids: asked.append(list(ids)) or vectors_of(
+        conn, model, ids))
     system.embedder.stop()
     fresh = system.writer.ask(write_one(FRESH), WAIT_S)[0]
+    held = HeldUntil(system.embedder_backend, release)
     config = system.config
     searcher = ActorHandle("searcher-held", Searcher, system.options, embedder=held,
                            weights=search_weights(config), candidates=config["search.candidates"], writer=None).start()
@@ -99,9 +94,8 @@ def test_keyword_matches_rows_come_with_the_keyword_statement_and_their_vectors_
         found = searcher.ask(SearchMemories(query=QUERY, k=4, filter=MemoryFilter(), explain=True), WAIT_S)
     finally:
         searcher.stop()
-    assert held.waited  # the keyword matches' vectors were looked up before the vector was there
-    assert after == []
-    assert fresh.id not in {i for ids in fetched for i in ids}  # a keyword match: its row came with the statement
+    assert held.waited  # the keyword matches' rows were read before the vector was there
+    assert asked == []
     assert found.items[0].id == fresh.id and len(found.items) >= 3
     assert all(item.explanation is not None and item.explanation["cosine"] is not None for item in found.items)
 

@@ -94,9 +94,9 @@ def test_a_row_is_read_once_however_often_it_is_asked_for_and_the_filter_check_k
     assert loaded.fetch(written[:3]) and len(statements) == 3
 
 
-def test_vectors_are_read_once_per_id_in_one_statement_for_the_search_model_only(
+def test_rows_read_with_vectors_bring_the_search_models_vector_in_the_same_statement_and_later_rows_do_not(
         written: list[str], store_options: StoreOptions, reader: tuple[Connection, list[str]]) -> None:
-    # Where the dense leg keeps no vectors (PostgreSQL), the keyword matches' vectors are read while the query embeds.
+    # Where the dense leg keeps no vectors (PostgreSQL), the keyword matches' vectors come with their rows.
     engine = open_engine(store_options, "writer")
     mine = np.arange(12, dtype=np.float32).reshape(3, 4) / 10
     with engine.begin() as conn:
@@ -106,30 +106,24 @@ def test_vectors_are_read_once_per_id_in_one_statement_for_the_search_model_only
     engine.dispose()
     conn, statements = reader
     loaded = CandidateRows(conn, search_clause(MemoryFilter(), datetime.now(UTC)), vector_model="model-a")
-    loaded.read_vectors([*written[1:], written[1]])
-    assert len(statements) == 1 and set(loaded.vectors) == set(written[1:3])  # the 4th has no vector yet
+    found = loaded.fetch(written[1:], with_vectors=True)
+    assert len(statements) == 1
+    assert set(found) == set(written[1:4]) and set(loaded.vectors) == set(written[1:3])  # the 4th has no vector
     assert loaded.read_with_vectors == set(written[1:])
+    found = loaded.fetch(written)  # the first row comes without (the dense hits have theirs already)
+    assert len(statements) == 2 and written[0] in found and set(loaded.vectors) == set(written[1:3])
+    found = loaded.fetch(written[:1], with_vectors=True)  # read once: nothing more
+    assert len(statements) == 2 and loaded.read_with_vectors == set(written[1:])
+    loaded.fetch([*written[:1], "no-such-id"], with_vectors=True)
+    assert len(statements) == 3 and loaded.read_with_vectors == {*written[1:], "no-such-id"}
+    assert set(loaded.vectors) == set(written[1:3])
     for i, memory_id in enumerate(written[1:3], 1):
         np.testing.assert_array_equal(loaded.vectors[memory_id], mine[i])
         assert loaded.vectors[memory_id].dtype == np.float32
-    loaded.read_vectors(written[1:3])  # read once: nothing more
-    assert len(statements) == 1
-    loaded.read_vectors(written[:2])
-    assert len(statements) == 2 and set(loaded.vectors) == set(written[:3])
+    row = loaded.fetch(written[1:2])[written[1]]
+    assert "m3_stored_vector" not in row  # not a column of the row
+    loaded.complete(written[1:2])
+    assert row.complete and set(row) == ALL_COLUMNS
     plain = CandidateRows(conn, true())
-    plain.read_vectors(written)  # no model: nothing to read
-    assert len(statements) == 2 and plain.vectors == {} and plain.read_with_vectors == set()
-
-
-def test_rows_adopted_from_the_keyword_statement_are_not_read_again_and_complete_like_the_others(
-        written: list[str], reader: tuple[Connection, list[str]]) -> None:
-    conn, statements = reader
-    clause = search_clause(MemoryFilter(), datetime.now(UTC))
-    narrow = rows.rows_by_ids(conn, written[:2], clause, columns=rows.RANKING_COLUMNS)
-    before = len(statements)
-    loaded = CandidateRows(conn, clause)
-    loaded.adopt(narrow)
-    found = loaded.fetch(written)
-    assert len(statements) == before + 1  # the other rows only
-    assert set(found) == set(written[:4]) and dict(found[written[0]]) == dict(rows.load(conn, written[0]))
-    assert found[written[1]]["content"] == "memory number 1" and set(found[written[1]]) == ALL_COLUMNS
+    plain.fetch(written, with_vectors=True)  # no model: nothing to read with the rows
+    assert plain.vectors == {} and plain.read_with_vectors == set()

@@ -229,17 +229,6 @@ def test_filtering_the_best_matches_first_gives_exactly_the_list_filtering_every
         assert statements == (1 if passing >= limit else 2)
 
 
-def test_each_keyword_hit_brings_its_ranking_columns_as_a_row_lookup_reads_them(many_matches: Engine) -> None:
-    # The Searcher keeps these rows instead of reading the keyword matches again.
-    where = schema.memories.c.agent_id == "kept"
-    with many_matches.connect() as conn:
-        hits = dialect_for(conn).memory_hits(conn, "invoice payment", where, 12, selective=False)
-        looked_up = rows.rows_by_ids(conn, [h.id for h in hits], where, columns=rows.RANKING_COLUMNS)
-    assert len(hits) == 12
-    assert [h.row for h in hits] == [looked_up[h.id] for h in hits]
-    assert all(h.row is not None and h.row["valid_from"].tzinfo is not None for h in hits)
-
-
 # -- PostgreSQL: the tsquery built from user text ------------------------------------------------------
 
 @pytest.fixture(scope="module")
