@@ -6,6 +6,7 @@ Two ways of searching compared in one process on one store, question by question
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import time
 from collections.abc import Callable, Iterator
@@ -15,6 +16,7 @@ from typing import Any
 
 from benchmarks.ingest import bench_config
 from benchmarks.latency import percentiles_ms
+from benchmarks.perf_search import kept_store_parser
 from m3.actors.searcher import Searcher
 from m3.actors.system import search_weights, store_options
 from m3.embed.base import Embedder
@@ -70,3 +72,20 @@ def compare(searcher: Searcher, queries: list[str], arms: dict[str, Arm], base: 
     return [{"arm": name, **labels, "queries": len(v), **percentiles_ms(v),
              "p50_x": round(statistics.median(v) / median, 3), "answers_differing": differing}
             for name, v in latencies.items()]
+
+
+def parser(description: str) -> argparse.ArgumentParser:
+    """:func:`benchmarks.perf_search.kept_store_parser` (10k memories, SQLite by default) with ``--queries``."""
+    made = kept_store_parser(description, size=10_000, store="sqlite")
+    made.add_argument("--queries", type=int, default=300)
+    return made
+
+
+def compare_on(url: str, work: Path, queries: list[str], arms: Callable[[Searcher], dict[str, Arm]], base: str,
+               embedder: Embedder | None = None, **labels: Any) -> list[dict[str, Any]]:
+    """:func:`compare` with a :func:`live_searcher` on ``url``, released afterwards; ``arms`` are made for it."""
+    searcher = live_searcher(url, work, embedder)
+    try:
+        return compare(searcher, queries, arms(searcher), base, **labels)
+    finally:
+        searcher.release()

@@ -24,9 +24,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from benchmarks.interleaved import WARMUP, as_it_is, compare, live_searcher
+from benchmarks.interleaved import WARMUP, as_it_is, compare_on, parser
 from benchmarks.native import load_extension
-from benchmarks.perf_search import corpus, kept_store_parser, on_filled_store
+from benchmarks.perf_search import corpus, on_filled_store
 from m3.embed import minilm
 from m3.retrieval import native, query_embedding
 
@@ -53,21 +53,16 @@ def before(baseline: Any) -> Iterator[None]:
 def measure(url: str, work: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
     _, queries = corpus(args.data, 1, args.queries + WARMUP)
     baseline = load_extension(args.native_baseline) if args.native_baseline is not None else None
-    searcher = live_searcher(url, work)
-    try:
-        return compare(searcher, queries, {"after": as_it_is, "before": lambda: before(baseline)}, "before",
-                       store=args.store,
-                       native_baseline=str(args.native_baseline) if args.native_baseline else None)
-    finally:
-        searcher.release()
+    return compare_on(url, work, queries, lambda _searcher: {"after": as_it_is, "before": lambda: before(baseline)},
+                      "before", store=args.store,
+                      native_baseline=str(args.native_baseline) if args.native_baseline else None)
 
 
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
-    parser = kept_store_parser(__doc__.splitlines()[0], size=10_000, store="sqlite")
-    parser.add_argument("--queries", type=int, default=300)
-    parser.add_argument("--native-baseline", type=Path, default=None,
-                        help="the m3_native*.so of another build, for the arm 'before'")
-    args = parser.parse_args(argv)
+    options = parser(__doc__.splitlines()[0])
+    options.add_argument("--native-baseline", type=Path, default=None,
+                         help="the m3_native*.so of another build, for the arm 'before'")
+    args = options.parse_args(argv)
     return on_filled_store(args, args.store, measure,
                            f"search with the query embedded live, {args.store}, {args.size} memories")
 

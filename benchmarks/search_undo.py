@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.embedding import cached_embedder
-from benchmarks.interleaved import WARMUP, as_it_is, compare, live_searcher
-from benchmarks.perf_search import corpus, kept_store_parser, on_filled_store
+from benchmarks.interleaved import WARMUP, as_it_is, compare_on, parser
+from benchmarks.perf_search import corpus, on_filled_store
 from benchmarks.precomputed import PrecomputedEmbedder
 from m3.actors.searcher import Searcher
 from m3.retrieval import native
@@ -71,22 +71,17 @@ def arms(change: str, searcher: Searcher, args: argparse.Namespace
 def measure(url: str, work: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
     _, queries = corpus(args.data, 1, args.queries + WARMUP)
     embedder = PrecomputedEmbedder(cached_embedder(args.cache, 1)) if args.cached else None
-    searcher = live_searcher(url, work, embedder)
-    try:
-        return compare(searcher, queries, arms(args.change, searcher, args), "undone", change=args.change,
-                       store=args.store, query="cached" if args.cached else "embedded live")
-    finally:
-        searcher.release()
+    return compare_on(url, work, queries, lambda searcher: arms(args.change, searcher, args), "undone", embedder,
+                      change=args.change, store=args.store, query="cached" if args.cached else "embedded live")
 
 
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
-    parser = kept_store_parser(__doc__.splitlines()[0], size=10_000, store="sqlite")
-    parser.add_argument("--change", choices=CHANGES, required=True)
-    parser.add_argument("--queries", type=int, default=300)
-    parser.add_argument("--cached", action="store_true", help="query vectors from the embedding cache")
-    parser.add_argument("--int8-from-rows", type=int, default=native.INT8_FROM_ROWS,
-                        help="int8-scan: rows from which the arm 'now' scans the int8 copy")
-    args = parser.parse_args(argv)
+    options = parser(__doc__.splitlines()[0])
+    options.add_argument("--change", choices=CHANGES, required=True)
+    options.add_argument("--cached", action="store_true", help="query vectors from the embedding cache")
+    options.add_argument("--int8-from-rows", type=int, default=native.INT8_FROM_ROWS,
+                         help="int8-scan: rows from which the arm 'now' scans the int8 copy")
+    args = options.parse_args(argv)
     return on_filled_store(args, args.store, measure,
                            f"search, {args.change} now and undone, {args.store}, {args.size} memories")
 
