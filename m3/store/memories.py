@@ -107,13 +107,18 @@ def duplicate_key(mem: NewMemory, digest: str) -> DuplicateKey:
 
 
 # Statements built once: SQLAlchemy caches their compiled form, so a write pays for binding values only.
+# ``type || ''`` and ``conversation_id || ''``, not the bare columns: SQLite keeps no statistics, so it
+# would drive the lookup from the (type, agent, user) or the conversation index and read every memory of
+# that type or conversation on each group commit (64 writers: 3.3k writes/s over 3,000 notes, 1.4k over
+# 12,000); through the content-hash index it reads only the matches.
 _CURRENT_BY_HASH = select(
     m.c.id, m.c.content_hash, m.c.recorded_at, m.c.type, m.c.agent_id, m.c.user_id, m.c.conversation_id,
     m.c.archived_at, m.c.archive_reason, m.c.expires_at,
 ).where(m.c.content_hash.in_(bindparam("digests", expanding=True)), m.c.retired_at.is_(None),
-        m.c.type.in_(bindparam("types", expanding=True))).order_by(m.c.seq)
+        m.c.type.concat("").in_(bindparam("types", expanding=True))).order_by(m.c.seq)
 # A text repeated in many conversations ("Thanks!") must not bring back every one of them.
-_CURRENT_BY_HASH_IN = _CURRENT_BY_HASH.where(m.c.conversation_id.in_(bindparam("conversations", expanding=True)))
+_CURRENT_BY_HASH_IN = _CURRENT_BY_HASH.where(
+    m.c.conversation_id.concat("").in_(bindparam("conversations", expanding=True)))
 # Run on the DB-API cursor: every write runs both (m3.store.direct).
 _INSERT_MEMORY = DirectInsert(m, [c.key for c in m.c if c.key not in ("seq", "archived_at", "archive_reason")])
 _INSERT_HISTORY = DirectInsert(h, ["memory_id", "event", "actor", "at", "details"])

@@ -65,9 +65,17 @@ def test_candidate_rows_are_looked_up_by_id(sqlite_conn: Connection, flt: Memory
         assert all("(memory_id=? AND agent_id=?)" in step for step in plan if "memory_grants" in step), plan
 
 
-def test_duplicates_are_looked_up_by_content_hash(sqlite_conn: Connection) -> None:
-    plan = plan_of(sqlite_conn, lambda c: rows.find_duplicates(c, [(NewMemory(type="note", content="x"), "ab")]))
-    assert any("ix_memories_hash" in step for step in plan), plan
+@pytest.mark.parametrize("conversation", [None, "c1"], ids=["no-conversation", "in-a-conversation"])
+@pytest.mark.parametrize("writes", [1, 64], ids=["one-write", "group-commit"])
+def test_duplicates_are_looked_up_by_content_hash(sqlite_conn: Connection, writes: int,
+                                                  conversation: str | None) -> None:
+    # A group commit asks for many hashes at once: SQLite must not trade them for the type (or conversation)
+    # index, which would read every memory of that type on each commit.
+    wanted = [(NewMemory(type="note", content=f"x{i}", conversation_id=conversation), f"{i:064x}")
+              for i in range(writes)]
+    plan = plan_of(sqlite_conn, lambda c: rows.find_duplicates(c, wanted))
+    assert plan and all("ix_memories_hash" in step for step in plan if "SEARCH memories" in step), plan
+    assert not any("ix_memories_owner" in step or "ix_memories_conversation" in step for step in plan), plan
 
 
 def test_time_travel_can_still_use_the_retired_index(sqlite_conn: Connection) -> None:
