@@ -74,6 +74,9 @@ memories = Table(
           postgresql_where=text("retired_at IS NOT NULL")),
     Index("ix_memories_archived", "archived_at", sqlite_where=text("archived_at IS NOT NULL"),
           postgresql_where=text("archived_at IS NOT NULL")),
+    # Version chains, updates and hard deletes look rows up by their successor (migration 0015).
+    Index("ix_memories_superseded_by", "superseded_by", sqlite_where=text("superseded_by IS NOT NULL"),
+          postgresql_where=text("superseded_by IS NOT NULL")),
 )
 
 memory_embeddings = Table(

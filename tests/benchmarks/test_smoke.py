@@ -33,6 +33,7 @@ from benchmarks import (
     query_handover,
     row_reads,
     search_undo,
+    successor_index,
     write_cpu,
 )
 from benchmarks.cache import CachingEmbedder
@@ -270,6 +271,16 @@ def test_pg_buffers_restarts_the_server_with_each_setting_and_leaves_it_on_m3s(t
     assert [(row["arm"], row["round"]) for row in rows] == [("postgres default", 1), ("m3 default", 1)]
     assert rows[0]["shared_buffers"] == "128MB" and all(row["p50_ms"] > 0 for row in rows)
     assert rows[0]["p50_x"] == 1.0
+
+
+def test_successor_index_times_both_lookups_without_and_with_the_index(
+        tmp_path: Path, data: Path) -> None:
+    rows = successor_index.main(["--data", str(data), "--size", "40", "--lookups", "5", "--rounds", "1",
+                                 "--cache", str(tmp_path / "c.sqlite")])
+    assert [(row["arm"], row["statement"]) for row in rows] == [
+        ("no index", "version_chain"), ("no index", "update_relink"),
+        ("index", "version_chain"), ("index", "update_relink")]
+    assert all(row["p50_ms"] > 0 for row in rows) and rows[0]["p50_x"] == rows[1]["p50_x"] == 1.0
 
 
 @pytest.mark.parametrize("store", ["sqlite", "postgres"])

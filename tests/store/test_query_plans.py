@@ -95,3 +95,25 @@ def test_memories_valid_in_a_named_window_are_found_by_the_valid_time_index(sqli
     clause = and_(search_clause(MemoryFilter(), datetime.now(UTC)), m.c.valid_from >= start, m.c.valid_from < end)
     plan = plan_of(sqlite_conn, lambda c: c.execute(select(m.c.id).where(clause)).all())
     assert any("ix_memories_valid_from" in step for step in plan), plan
+
+
+def test_rows_are_found_by_their_successor_through_an_index(sqlite_conn: Connection) -> None:
+    # memory_update's kept copy, a hard delete and the version chain look rows up by superseded_by.
+    seen: list[tuple[str, Any]] = []
+
+    def record(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_args: Any) -> None:
+        if "superseded_by = ?" in statement:
+            seen.append((statement, parameters))
+
+    event.listen(sqlite_conn, "before_cursor_execute", record)
+    try:
+        with sqlite_conn.begin():
+            rows.version_chain(sqlite_conn, IDS[0])
+            rows.hard_delete(sqlite_conn, IDS[1])
+    finally:
+        event.remove(sqlite_conn, "before_cursor_execute", record)
+    assert [statement.split()[0] for statement, _ in seen] == ["SELECT", "UPDATE"], seen
+    for statement, params in seen:
+        plan = [str(step[3]) for step in sqlite_conn.exec_driver_sql("EXPLAIN QUERY PLAN " + statement,
+                                                                      params).all()]
+        assert any("ix_memories_superseded_by" in step for step in plan), (statement, plan)
