@@ -4,6 +4,8 @@
 (or the filled store at ``--url``) holds ``size`` LongMemEval_S turns (``perf_search``'s fill) and is let
 settle. The timed call is what a search does two or three times: the ranking columns of 100 candidates under
 the default search filter (``m3.store.memories.rows_by_ids``), 300 times over random id sets, median in ms.
+``--type T`` adds what ``memory_search(type=T)`` adds to that filter (the filled turns are of type
+``conversation``).
 With ``--baseline DIR`` (another checkout, e.g. ``git archive REV | tar -x -C DIR``) the same call of that
 version runs in a subprocess on the same store, alternating with this checkout's ``--rounds`` times; the
 rows both return are compared (the same values).
@@ -29,11 +31,11 @@ from m3.protocols.messages.memory import MemoryFilter
 from m3.store import memories as rows
 from m3.store.engine import StoreOptions, open_engine
 from m3.store.filters import search_clause
-url, calls = sys.argv[1], int(sys.argv[2])
+url, calls, memory_type = sys.argv[1], int(sys.argv[2]), sys.argv[3] or None
 engine = open_engine(StoreOptions(url=url), "reader")
 with engine.connect() as conn:
     every = [r[0] for r in conn.exec_driver_sql("SELECT id FROM memories ORDER BY id")]
-    clause = search_clause(MemoryFilter(), datetime.now(UTC))
+    clause = search_clause(MemoryFilter(type=memory_type), datetime.now(UTC))
     pick = random.Random(7)
     sets = [pick.sample(every, min(100, len(every))) for _ in range(calls)]
     digest = hashlib.sha256()
@@ -50,10 +52,10 @@ print(json.dumps({"median_ms": statistics.median(took), "digest": digest.hexdige
 """
 
 
-def probe(checkout: Path, url: str, calls: int) -> dict[str, Any]:
+def probe(checkout: Path, url: str, calls: int, memory_type: str | None = None) -> dict[str, Any]:
     """Run :data:`PROBE` with ``checkout``'s m3 first on the import path; its answer."""
     env = {**os.environ, "PYTHONPATH": str(checkout)}
-    done = subprocess.run([sys.executable, "-c", PROBE, url, str(calls)], env=env, cwd=checkout,
+    done = subprocess.run([sys.executable, "-c", PROBE, url, str(calls), memory_type or ""], env=env, cwd=checkout,
                           capture_output=True, text=True, check=True)
     answer: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return answer
@@ -65,10 +67,11 @@ def measure(url: str, work: Path, args: argparse.Namespace) -> list[dict[str, An
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in versions}
     for _ in range(args.rounds):
         for name, checkout in versions.items():
-            runs[name].append(probe(checkout, url, args.calls))
+            runs[name].append(probe(checkout, url, args.calls, args.type))
     digests = {run["digest"] for found in runs.values() for run in found}
     first = runs[next(iter(versions))]
-    return [{"version": name, "store": args.store, "rounds_median_ms": [round(r["median_ms"], 3) for r in found],
+    return [{"version": name, "store": args.store, "type": args.type,
+             "rounds_median_ms": [round(r["median_ms"], 3) for r in found],
              "x": [round(r["median_ms"] / b["median_ms"], 3) for r, b in zip(found, first, strict=True)],
              "same_rows": len(digests) == 1} for name, found in runs.items()]
 
@@ -78,9 +81,11 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--baseline", type=Path, default=None, help="another checkout, timed in turn with this one")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--type", default=None, help="filter on this memory type, as memory_search(type=...)")
     args = parser.parse_args(argv)
     return on_filled_store(args, args.store, measure,
-                           f"rows_by_ids of 100 candidates, {args.store}, {args.size} memories")
+                           f"rows_by_ids of 100 candidates, {args.store}, {args.size} memories"
+                           + (f", type={args.type}" if args.type else ""))
 
 
 if __name__ == "__main__":

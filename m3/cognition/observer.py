@@ -167,10 +167,13 @@ def _chat_rows(conn: Connection, after: int, limit: int) -> list[Any]:
 
 
 def _memory_rows(conn: Connection, after: int, limit: int) -> list[Any]:
+    # ``type || ''``: SQLite (no statistics) would otherwise read every conversation memory through the type
+    # index and sort them on every batch, instead of walking on from ``after`` by rowid.
     return list(conn.execute(
         select(m.c.seq, m.c.id, m.c.content, m.c.metadata, m.c.scope, m.c.agent_id, m.c.user_id,
                m.c.conversation_id, m.c.valid_from)
-        .where(m.c.seq > after, m.c.type == "conversation", m.c.retired_at.is_(None)).order_by(m.c.seq).limit(limit)))
+        .where(m.c.seq > after, m.c.type.concat("") == "conversation", m.c.retired_at.is_(None))
+        .order_by(m.c.seq).limit(limit)))
 
 
 def _chat_item(row: Any) -> Item:

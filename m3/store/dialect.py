@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import URL, ColumnElement, Connection, Engine, TextClause, make_url
+from sqlalchemy import URL, Column, ColumnElement, Connection, Engine, Select, TextClause, make_url
 from sqlalchemy.engine import Dialect as SqlaDialect
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.types import TypeEngine
@@ -96,6 +96,11 @@ class Dialect(Protocol):
     def ids_in(self, column: ColumnElement[Any], ids: Sequence[str]) -> ColumnElement[bool]:
         """``column IN ids``; a dialect may pass the list as one parameter (one cached statement for any length)."""
         return column.in_(ids)
+
+    def by_ids(self, query: Select[Any], column: Column[Any], ids: Sequence[str]) -> Select[Any]:
+        """``query`` narrowed to the rows whose ``column`` (a unique key) is one of ``ids``, found by that key
+        whatever else ``query`` filters on; a row may come once per time its key is given."""
+        return query.where(self.ids_in(column, ids))
 
     def bind_time(self, value: datetime) -> Any:
         """An aware UTC datetime as ``time_type`` takes it."""

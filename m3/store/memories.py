@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, RowMapping, and_, bindparam, delete, func, insert, literal, or_, select, true, update
+from sqlalchemy import Connection, RowMapping, and_, bindparam, delete, func, insert, literal, or_, select, update
 
 from m3.errors import AmbiguousId, NotFound, NotShared
 from m3.protocols.messages.memory import MemoryFilter, NewMemory
@@ -297,7 +297,8 @@ def rows_by_ids(conn: Connection, ids: Sequence[str], where: Any = None,
     wanted = list(columns) if columns is not None else [m]
     dialect = dialect_for(conn)
     for chunk in chunks(ids):
-        result = conn.execute(select(*wanted).where(dialect.ids_in(m.c.id, chunk), true() if where is None else where))
+        query = select(*wanted) if where is None else select(*wanted).where(where)
+        result = conn.execute(dialect.by_ids(query, m.c.id, chunk))
         # Plain tuples zipped with the names: search reads a few hundred rows per query, and a RowMapping per row
         # cost more than the statement.
         names = list(result.keys())
@@ -318,7 +319,7 @@ def visible_ids(conn: Connection, ids: Sequence[str], where: Any) -> set[str]:
     out: set[str] = set()
     dialect = dialect_for(conn)
     for chunk in chunks(ids):
-        out.update(row[0] for row in conn.execute(select(m.c.id).where(dialect.ids_in(m.c.id, chunk), where)))
+        out.update(row[0] for row in conn.execute(dialect.by_ids(select(m.c.id).where(where), m.c.id, chunk)))
     return out
 
 

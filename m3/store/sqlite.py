@@ -14,9 +14,25 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import ColumnElement, Connection, Engine, LargeBinary, String, TextClause, create_engine, event, text
+from sqlalchemy import (
+    Column,
+    ColumnElement,
+    Connection,
+    Engine,
+    LargeBinary,
+    Select,
+    String,
+    TextClause,
+    bindparam,
+    create_engine,
+    event,
+    func,
+    text,
+)
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.pool import NullPool
+from sqlalchemy.sql.selectable import Join
 from sqlalchemy.types import TypeEngine
 
 from m3.errors import ConfigError, StoreError
@@ -108,6 +124,14 @@ class SqliteDialect(Dialect):
     def ids_in(self, column: ColumnElement[Any], ids: Sequence[str]) -> ColumnElement[bool]:
         # One JSON parameter: the statement compiles once, where an expanded IN list is rendered anew per length.
         return column.in_(text("SELECT value FROM json_each(:ids)").bindparams(ids=json.dumps(list(ids))))
+
+    def by_ids(self, query: Select[Any], column: Column[Any], ids: Sequence[str]) -> Select[Any]:
+        # The ids drive the loop (CROSS JOIN fixes SQLite's join order): with no statistics SQLite otherwise
+        # prefers any other indexed filter (a search's ``type``: every memory of that type, 98 ms instead of
+        # 1.7 ms for 400 candidates at 100k memories) to an IN list of ids.
+        given = func.json_each(bindparam(None, json.dumps(list(ids)), type_=String)).table_valued("value")
+        given = given.alias("given_ids")
+        return query.select_from(_OuterLoop(given, column.table, column == given.c.value))
 
     def chat_matches(self, conn: Connection, query: str) -> TextClause | None:
         terms = fulltext.query_terms(query)
@@ -268,3 +292,18 @@ def _enable_wal(cur: Any, busy_timeout_ms: int) -> None:
                 raise
         time.sleep(delay)
         delay = min(delay * 2, 0.2)
+
+
+class _OuterLoop(Join):
+    """An inner join whose left side SQLite must read first (it renders as ``CROSS JOIN``)."""
+
+    inherit_cache = True
+
+
+@compiles(_OuterLoop, "sqlite")
+def _compile_outer_loop(join: _OuterLoop, compiler: Any, **kw: Any) -> str:
+    kw = {**kw, "asfrom": True}
+    left, right = compiler.process(join.left, **kw), compiler.process(join.right, **kw)
+    del kw["asfrom"]
+    return f"{left} CROSS JOIN {right} ON {compiler.process(join.onclause, **kw)}"
+

@@ -287,7 +287,7 @@ def test_successor_index_times_both_lookups_without_and_with_the_index(
 def test_row_reads_times_a_baseline_checkout_and_this_one_on_one_store(tmp_path: Path, data: Path, store: str) -> None:
     root = Path(row_reads.__file__).resolve().parent.parent  # this checkout as its own baseline
     rows = row_reads.main(["--data", str(data), "--size", "40", "--store", store, "--rounds", "2", "--calls", "5",
-                           "--cache", str(tmp_path / "c.sqlite"), "--baseline", str(root)])
+                           "--cache", str(tmp_path / "c.sqlite"), "--baseline", str(root), "--type", "conversation"])
     assert [row["version"] for row in rows] == ["before", "after"]
     assert rows[0]["x"] == [1.0, 1.0] and len(rows[1]["rounds_median_ms"]) == 2
     assert all(row["same_rows"] for row in rows)

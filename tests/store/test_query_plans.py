@@ -50,8 +50,20 @@ def sqlite_conn(writer_engine: Engine, store_url: str) -> Any:
         yield conn
 
 
-@pytest.mark.parametrize("flt", [MemoryFilter(), MemoryFilter(enforce_isolation=True, reader_agent_id="a")],
-                         ids=["plain", "isolated"])
+FILTERS = {
+    "plain": MemoryFilter(),
+    "isolated": MemoryFilter(enforce_isolation=True, reader_agent_id="a"),
+    # A filter on an indexed column must not take the place of the ids: SQLite would read every memory of the
+    # type (or the agent's, the conversation's, everything recorded before as_of) instead of the candidates.
+    "type": MemoryFilter(type="note"),
+    "type-and-agent": MemoryFilter(type="note", agent_id="a", user_id="u"),
+    "conversation": MemoryFilter(conversation_id="c1"),
+    "as-of": MemoryFilter(as_of=datetime(2026, 5, 1, tzinfo=UTC), valid_at=datetime(2026, 4, 1, tzinfo=UTC)),
+    "source": MemoryFilter(source_prefix="/docs"),
+}
+
+
+@pytest.mark.parametrize("flt", FILTERS.values(), ids=FILTERS.keys())
 def test_candidate_rows_are_looked_up_by_id(sqlite_conn: Connection, flt: MemoryFilter) -> None:
     clause = search_clause(flt, datetime.now(UTC))
     for call in (lambda c: rows.rows_by_ids(c, IDS, clause), lambda c: rows.visible_ids(c, IDS, clause),
@@ -59,7 +71,7 @@ def test_candidate_rows_are_looked_up_by_id(sqlite_conn: Connection, flt: Memory
         plan = plan_of(sqlite_conn, call)
         # The ids come as one JSON parameter (json_each): a scan of that list, then one lookup by id per entry.
         own = [step for step in plan if "memory_grants" not in step and "SUBQUERY" not in step
-               and "SCAN json_each" not in step]
+               and "VIRTUAL TABLE" not in step]
         assert own and all("(id=?)" in step for step in own), plan
         # Isolation asks whether a private memory was shared with the reader: one lookup by key per row.
         assert all("(memory_id=? AND agent_id=?)" in step for step in plan if "memory_grants" in step), plan
@@ -117,3 +129,11 @@ def test_rows_are_found_by_their_successor_through_an_index(sqlite_conn: Connect
         plan = [str(step[3]) for step in sqlite_conn.exec_driver_sql("EXPLAIN QUERY PLAN " + statement,
                                                                       params).all()]
         assert any("ix_memories_superseded_by" in step for step in plan), (statement, plan)
+
+
+def test_the_observer_walks_conversation_memories_on_from_its_watermark(sqlite_conn: Connection) -> None:
+    from m3.cognition.observer import _memory_rows  # the loop's read of new conversation turns
+
+    plan = plan_of(sqlite_conn, lambda c: _memory_rows(c, 1000, 50))
+    assert plan == ["SEARCH memories USING INTEGER PRIMARY KEY (rowid>?)"], plan
+

@@ -1,0 +1,32 @@
+"""Memory rows looked up by id under a filter, on both stores."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import Engine
+
+from m3.protocols.messages.memory import MemoryFilter, NewMemory
+from m3.store import memories as rows
+from m3.store.filters import search_clause
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+IDS = [f"00000000-0000-4000-8000-{i:012d}" for i in range(4)]
+
+
+def test_rows_by_ids_give_each_asked_row_once_and_only_those_the_filter_admits(writer_engine: Engine) -> None:
+    kinds = [("note", "a"), ("note", "b"), ("decision", "a"), ("note", "a")]
+    with writer_engine.begin() as conn:
+        rows.insert_memories(conn, [
+            rows.memory_values(NewMemory(type=kind, content=f"text {i}", agent_id=agent), memory_id=IDS[i],
+                               digest=rows.content_hash(f"text {i}"), now=NOW)
+            for i, (kind, agent) in enumerate(kinds)])
+        clause = search_clause(MemoryFilter(type="note", agent_id="a"), datetime.now(UTC))
+        # Asked twice, asked and filtered out, never stored: each admitted row comes back once.
+        asked = [IDS[0], IDS[1], IDS[0], IDS[2], "no-such-memory", IDS[3]]
+        found = rows.rows_by_ids(conn, asked, clause)
+        assert sorted(found) == [IDS[0], IDS[3]]
+        assert found[IDS[0]]["content"] == "text 0" and found[IDS[3]]["agent_id"] == "a"
+        assert rows.visible_ids(conn, asked, clause) == {IDS[0], IDS[3]}
+        assert sorted(rows.rows_by_ids(conn, asked)) == IDS
+        assert rows.rows_by_ids(conn, [], clause) == {} and rows.visible_ids(conn, [], clause) == set()
