@@ -15,11 +15,16 @@ another checkout (``git worktree add /tmp/m3-base main``). Each level runs
 twice, in a subprocess of each version, the baseline first; the rows say
 which version ran, and the new one's ratios are against the baseline's row of
 the same level. Every row carries the load average when its level ended.
+
+Once its store is open, a level settles the process's heap as the engine does (``--heap settled``,
+:func:`m3.gateway.runtime.settle_heap`); ``--heap as-started`` leaves it as it was, and ``--heap both`` runs
+every level both ways, as-started first, the settled row's ratios against it.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import subprocess
@@ -39,6 +44,7 @@ from benchmarks.latency import percentiles_ms, ratio
 from benchmarks.report import RunDir, rows_text
 from benchmarks.retrieval import int_list
 from m3.gateway.registry import default_registry
+from m3.gateway.runtime import settle_heap
 from m3.gateway.service import CallContext, Service
 
 
@@ -67,26 +73,31 @@ async def _run_writers(service: Service, texts: list[str], writers: int, memory_
     return latencies
 
 
-def run_level(store: str, embedder: CachingEmbedder, texts: list[str], writers: int, memory_type: str
-              ) -> dict[str, Any]:
+def run_level(store: str, embedder: CachingEmbedder, texts: list[str], writers: int, memory_type: str,
+              heap: str = "settled") -> dict[str, Any]:
     """One level on a new store: concurrent writes, then the wait until every vector is stored."""
     with store_system(store, embedder) as system:
+        gc.unfreeze()  # what an earlier level settled
+        if heap == "settled":
+            settle_heap()
         service = Service(system.config, system, default_registry())
         started = time.perf_counter()
         latencies = trio.run(_run_writers, service, texts, writers, memory_type)
         elapsed = time.perf_counter() - started
         system.wait_embedded(3600.0)
         embedded = time.perf_counter() - started
+    gc.unfreeze()  # the caller's heap as it was
     stats = percentiles_ms(latencies)
-    return {"load": round(os.getloadavg()[0], 1), "writers": writers, "writes": len(latencies),
+    return {"load": round(os.getloadavg()[0], 1), "heap": heap, "writers": writers, "writes": len(latencies),
             "writes_per_s": round(len(latencies) / elapsed, 1),
             "p50_ms": stats["p50_ms"], "p99_ms": stats["p99_ms"], "max_ms": stats["max_ms"],
             "all_embedded_s": round(embedded, 2)}
 
 
-def add_ratios(rows: list[dict[str, Any]]) -> None:
-    base = rows[0]
+def add_ratios(rows: list[dict[str, Any]], *, per_level: bool = False) -> None:
+    """Ratios against the first row, or (``per_level``) against the first row of the same writer count."""
     for row in rows:
+        base = next(r for r in rows if r["writers"] == row["writers"]) if per_level else rows[0]
         row["throughput_x"] = ratio(row["writes_per_s"], base["writes_per_s"])
         row["p99_x"] = ratio(row["p99_ms"], base["p99_ms"])
 
@@ -123,6 +134,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--store", choices=STORES, default="sqlite")
     parser.add_argument("--baseline", type=Path, default=None,
                         help="another checkout of m3: run every level with it and with this one (A/B)")
+    parser.add_argument("--heap", choices=("settled", "as-started", "both"), default="settled",
+                        help="settle the heap as the engine does, leave it as started, or run each level both ways")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     rows: list[dict[str, Any]] = []
@@ -141,10 +154,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     embedder = cached_embedder(args.cache)
     prewarm(embedder, texts)
     with RunDir("perf_write", args.out) as run:
+        heaps = ("as-started", "settled") if args.heap == "both" else (args.heap,)
         for writers in int_list(args.writers):
-            rows.append(run_level(args.store, embedder, texts, writers, args.type))
-            run.log(rows[-1])
-        add_ratios(rows)
+            for heap in heaps:
+                rows.append(run_level(args.store, embedder, texts, writers, args.type, heap))
+                run.log(rows[-1])
+        add_ratios(rows, per_level=args.heap == "both")
         summary = run.summary({"via": "gateway Service.call('memory_write') from trio tasks",
                                "store": args.store, "memory_type": args.type, "embedder": describe(embedder),
                                "levels": rows})

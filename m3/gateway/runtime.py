@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import logging.handlers
 import os
@@ -19,13 +20,15 @@ if TYPE_CHECKING:
 
 
 @contextmanager
-def running(config: Config | None = None, *, drain_embeddings: bool = True, background: bool = True
-            ) -> Iterator[Service]:
+def running(config: Config | None = None, *, drain_embeddings: bool = True, background: bool = True,
+            long_lived: bool | None = None) -> Iterator[Service]:
     """A started service; on exit, pending embeddings are finished (bounded) and actors stopped.
 
     ``background=False`` (one-shot commands): embed only the memories this process writes, and leave the
     store's backlog (memories lacking a vector, a change of model's re-embedding) to long-running
-    processes instead of starting it for the few seconds this process lives.
+    processes instead of starting it for the few seconds this process lives. ``long_lived`` (default:
+    ``background``): the process serves until stopped, so its heap is settled once started
+    (:func:`settle_heap`).
     """
     # Imported here, not at module level: the CLI imports setup_logging for every command, and
     # `m3 --version`, usage errors and `m3 config` should not pay for SQLAlchemy and the actors.
@@ -36,10 +39,27 @@ def running(config: Config | None = None, *, drain_embeddings: bool = True, back
     config = config or load_config()
     log_tightened(private_roots(config, config.engine_root))
     system = ActorSystem(config, background=background).start()
+    if background if long_lived is None else long_lived:
+        settle_heap()
     try:
         yield Service(config, system, default_registry())
     finally:
         system.stop(drain_embeddings=drain_embeddings)
+
+
+def settle_heap() -> None:
+    """Move every object alive now out of the cyclic garbage collector's sight (``gc.freeze``), after one last
+    collection.
+
+    Called once a long-lived process has started: what exists then (modules, the model's session, the actors)
+    lives as long as the process. A full collection walks every tracked object and stops every thread while
+    it does, about 75 ms with a 100k-memory store open and nearly nothing once the start-up heap is frozen;
+    under 64 concurrent writers such pauses were the slowest writes (docs/benchmarks.md, "Garbage collector
+    pauses"). Objects made later are collected as before; a frozen object is still freed when its last
+    reference goes.
+    """
+    gc.collect()
+    gc.freeze()
 
 
 def private_roots(config: Config, root: Path) -> list[str]:

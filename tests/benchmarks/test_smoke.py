@@ -8,6 +8,7 @@ hash embedder stands in for the model, so the whole file runs in seconds.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import subprocess
 from collections.abc import Sequence
@@ -20,6 +21,7 @@ import pytest
 
 from benchmarks import (
     entity_index,
+    gc_pauses,
     keyword_scale,
     loop_decay,
     perf_search,
@@ -123,6 +125,23 @@ def test_perf_write_measures_each_level_on_either_store(tmp_path: Path, data: Pa
                                "--cache", str(tmp_path / "c.sqlite"), "--out", str(tmp_path)])
     assert summary["store"] == store
     assert [row["writes"] for row in summary["levels"]] == [12, 12]
+
+
+def test_perf_write_runs_each_level_with_the_heap_as_started_then_settled(tmp_path: Path, data: Path) -> None:
+    summary = perf_write.main(["--data", str(data), "--writes", "8", "--writers", "1,2", "--heap", "both",
+                               "--cache", str(tmp_path / "c.sqlite"), "--out", str(tmp_path)])
+    gc.unfreeze()
+    assert [(row["writers"], row["heap"]) for row in summary["levels"]] == [
+        (1, "as-started"), (1, "settled"), (2, "as-started"), (2, "settled")]
+    assert [row["throughput_x"] for row in summary["levels"][::2]] == [1.0, 1.0]
+
+
+def test_gc_pauses_times_full_collections_as_started_and_settled(tmp_path: Path, data: Path) -> None:
+    rows = gc_pauses.main(["--data", str(data), "--size", "40", "--searches", "2", "--collections", "2",
+                           "--cache", str(tmp_path / "c.sqlite")])
+    assert [row["arm"] for row in rows] == ["as started", "settled"] and rows[0]["median_x"] == 1.0
+    # Settled, a full collection walks only what was made since: far fewer objects.
+    assert rows[1]["tracked_objects"] < rows[0]["tracked_objects"] // 10
 
 
 def test_perf_write_compares_a_baseline_checkout_with_this_one_level_by_level(tmp_path: Path, data: Path) -> None:

@@ -358,7 +358,8 @@ def run(config: Config) -> int:
         os.pwrite(pid_fd, str(os.getpid()).encode("ascii"), 0)
         sock_fd = bind(paths.sock).detach()  # only the life lock's holder binds or removes the socket
         try:
-            with shared_store_work(config) as shared_work, running(config, background=shared_work.background) as plain:
+            with shared_store_work(config) as shared_work, running(config, background=shared_work.background,
+                                                                   long_lived=True) as plain:
                 state = EngineState(paths, config)
                 state.shared = shared_work
                 service = MeasuredService(plain, state)
