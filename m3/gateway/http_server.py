@@ -119,5 +119,5 @@ def serve_http(config: Config, host: str, port: int) -> None:
         sys.stderr.write(f"m3: serving MCP on {url} and the tool routes under {tools}/; each client needs a token "
                          "(`m3 token create --agent NAME`)\n")
 
-    with running(config) as service:
+    with running(config, long_lived=True) as service:
         trio.run(lambda: serve(service, host, port, ready=ready))

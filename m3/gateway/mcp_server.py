@@ -150,7 +150,7 @@ def serve_stdio(config: Config) -> None:
     from m3.gateway.runtime import running
 
     prepare_stdio()  # SIGTERM exits cleanly, so the actors still stop in order
-    with running(config) as service:
+    with running(config, long_lived=True) as service:
         server = build_server(service, local_identity(config))
 
         async def main() -> None:

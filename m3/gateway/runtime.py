@@ -21,14 +21,14 @@ if TYPE_CHECKING:
 
 @contextmanager
 def running(config: Config | None = None, *, drain_embeddings: bool = True, background: bool = True,
-            long_lived: bool | None = None) -> Iterator[Service]:
+            long_lived: bool = False) -> Iterator[Service]:
     """A started service; on exit, pending embeddings are finished (bounded) and actors stopped.
 
     ``background=False`` (one-shot commands): embed only the memories this process writes, and leave the
     store's backlog (memories lacking a vector, a change of model's re-embedding) to long-running
-    processes instead of starting it for the few seconds this process lives. ``long_lived`` (default:
-    ``background``): the process serves until stopped, so its heap is settled once started
-    (:func:`settle_heap`).
+    processes instead of starting it for the few seconds this process lives. ``long_lived``: this is one of
+    m3's own serving processes (the engine, ``m3 serve``, the stdio server, the dashboard), so its heap is
+    settled once started (:func:`settle_heap`); never in an application that embeds m3, whose heap is its own.
     """
     # Imported here, not at module level: the CLI imports setup_logging for every command, and
     # `m3 --version`, usage errors and `m3 config` should not pay for SQLAlchemy and the actors.
@@ -39,7 +39,7 @@ def running(config: Config | None = None, *, drain_embeddings: bool = True, back
     config = config or load_config()
     log_tightened(private_roots(config, config.engine_root))
     system = ActorSystem(config, background=background).start()
-    if background if long_lived is None else long_lived:
+    if long_lived:
         settle_heap()
     try:
         yield Service(config, system, default_registry())

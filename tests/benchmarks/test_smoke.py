@@ -33,6 +33,7 @@ from benchmarks import (
     pg_dense_overlap,
     pg_nearest_ab,
     query_handover,
+    query_model,
     row_reads,
     search_undo,
     successor_index,
@@ -142,6 +143,12 @@ def test_gc_pauses_times_full_collections_as_started_and_settled(tmp_path: Path,
     assert [row["arm"] for row in rows] == ["as started", "settled"] and rows[0]["median_x"] == 1.0
     # Settled, a full collection walks only what was made since: far fewer objects.
     assert rows[1]["tracked_objects"] < rows[0]["tracked_objects"] // 10
+
+
+def test_query_model_times_a_query_and_splits_the_models_kernel_time_by_operator(data: Path) -> None:
+    [row] = query_model.main(["--data", str(data), "--queries", "3", "--threads", "1"])
+    assert row["threads"] == 1 and row["queries"] == 3 and row["p50_ms"] > 0
+    assert 0 < row["matmul_ms"] <= row["kernels_ms"] and 0 < row["matmul_share"] <= 1 and "MatMul" in row["top_ops"]
 
 
 def test_perf_write_compares_a_baseline_checkout_with_this_one_level_by_level(tmp_path: Path, data: Path) -> None:

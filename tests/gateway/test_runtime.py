@@ -1,4 +1,4 @@
-"""A process's m3: one-shot commands leave the heap alone, long-lived processes settle it once started."""
+"""A process's m3: m3's own serving processes settle their heap once started; anything else leaves it alone."""
 
 from __future__ import annotations
 
@@ -18,8 +18,11 @@ def unfrozen() -> Iterator[None]:
     gc.unfreeze()  # the rest of the test session collects as usual
 
 
-def test_a_long_lived_process_settles_its_heap_once_started_and_a_one_shot_command_does_not(
+def test_a_serving_process_settles_its_heap_once_started_and_an_embedding_application_does_not(
         config: Config, unfrozen: None) -> None:
+    # An application embedding m3 (m3.integrations' client) runs the background work but owns its heap.
+    with running(config, drain_embeddings=False):
+        assert gc.get_freeze_count() == 0
     with running(config, background=False, drain_embeddings=False):
         assert gc.get_freeze_count() == 0
     with running(config, background=False, long_lived=True, drain_embeddings=False):

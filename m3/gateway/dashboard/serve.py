@@ -81,6 +81,6 @@ def dashboard(config: Config, ns: argparse.Namespace) -> Any:
         return None
     from m3.gateway.runtime import running
 
-    with running(config) as service:
+    with running(config, long_lived=True) as service:
         serve_dashboard(config, ServiceCaller(service, agent, user), policy, port, open_browser=ns.open)
     return None
