@@ -50,9 +50,11 @@ def live_searcher(url: str, work: Path, embedder: Embedder | None = None) -> Sea
 
 
 def compare(searcher: Searcher, queries: list[str], arms: dict[str, Arm], base: str,
-            **labels: Any) -> list[dict[str, Any]]:
-    """Each question by every arm (alternating the order), k = 10; per arm p50/p95 and the ratio of its median
-    to ``base``'s, and how many questions' answers (ids in order) differed between the arms."""
+            flt: MemoryFilter | None = None, **labels: Any) -> list[dict[str, Any]]:
+    """Each question by every arm (alternating the order), k = 10, under ``flt`` (default: none); per arm
+    p50/p95 and the ratio of its median to ``base``'s, and how many questions' answers (ids in order) differed
+    between the arms."""
+    flt = flt or MemoryFilter()
     warm = min(WARMUP, len(queries) // 2)  # a small data set has fewer questions than asked
     latencies: dict[str, list[float]] = {name: [] for name in arms}
     differing = 0
@@ -62,7 +64,7 @@ def compare(searcher: Searcher, queries: list[str], arms: dict[str, Arm], base: 
             with arms[name]():
                 started = time.perf_counter()
                 with searcher.conn.begin():
-                    found = searcher.search(SearchMemories(query=query, k=10, filter=MemoryFilter()))
+                    found = searcher.search(SearchMemories(query=query, k=10, filter=flt))
                 took = time.perf_counter() - started
             answers[name] = [item.id for item in found.items]
             if i >= warm:
@@ -82,10 +84,11 @@ def parser(description: str) -> argparse.ArgumentParser:
 
 
 def compare_on(url: str, work: Path, queries: list[str], arms: Callable[[Searcher], dict[str, Arm]], base: str,
-               embedder: Embedder | None = None, **labels: Any) -> list[dict[str, Any]]:
+               embedder: Embedder | None = None, flt: MemoryFilter | None = None, **labels: Any
+               ) -> list[dict[str, Any]]:
     """:func:`compare` with a :func:`live_searcher` on ``url``, released afterwards; ``arms`` are made for it."""
     searcher = live_searcher(url, work, embedder)
     try:
-        return compare(searcher, queries, arms(searcher), base, **labels)
+        return compare(searcher, queries, arms(searcher), base, flt, **labels)
     finally:
         searcher.release()

@@ -9,7 +9,10 @@ first, in one process on one store. The changes:
 * ``int8-scan`` (SQLite, native core): the in-memory index scanned through its int8 copy from
   ``native.INT8_FROM_ROWS`` rows (or ``--int8-from-rows``); undone, the f32 matrix is scanned;
 * ``row-vectors`` (PostgreSQL): the candidates' vectors read with their rows; undone, in a statement of their
-  own once the query's vector is there.
+  own once the query's vector is there;
+* ``ids-drive`` (SQLite): reads of given ids (the candidates' rows) run with the ids as the outer loop; undone,
+  SQLite chooses, as it did before, an index of the filter (``--type T`` searches with ``type=T``: the filled
+  turns are of type ``conversation``).
 
 The query is embedded live (MiniLM, one onnxruntime thread) unless ``--cached`` (vectors from the embedding
 cache). Prints p50/p95 of each arm, the ratio of the medians (now ÷ undone) and how many questions' answers
@@ -30,10 +33,13 @@ from benchmarks.interleaved import WARMUP, as_it_is, compare_on, parser
 from benchmarks.perf_search import corpus, on_filled_store
 from benchmarks.precomputed import PrecomputedEmbedder
 from m3.actors.searcher import Searcher
+from m3.protocols.messages.memory import MemoryFilter
 from m3.retrieval import native
 from m3.retrieval.dense import SqlLeg
+from m3.store.dialect import Dialect
+from m3.store.sqlite import SqliteDialect
 
-CHANGES = ("int8-scan", "row-vectors")
+CHANGES = ("int8-scan", "row-vectors", "ids-drive")
 
 
 @contextmanager
@@ -58,6 +64,16 @@ def _vectors_apart(searcher: Searcher) -> Iterator[None]:
         del leg.vectors_with_rows  # the class's value again
 
 
+@contextmanager
+def _planner_chooses() -> Iterator[None]:
+    own = SqliteDialect.by_ids
+    SqliteDialect.by_ids = Dialect.by_ids  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        SqliteDialect.by_ids = own  # type: ignore[method-assign]
+
+
 def arms(change: str, searcher: Searcher, args: argparse.Namespace
          ) -> dict[str, Callable[[], AbstractContextManager[None]]]:
     """``now`` and ``undone`` for ``change``."""
@@ -65,6 +81,10 @@ def arms(change: str, searcher: Searcher, args: argparse.Namespace
         if not native.available():
             raise SystemExit("int8-scan needs the native core: pip install ./native")
         return {"now": lambda: _threshold(args.int8_from_rows), "undone": lambda: _threshold(sys.maxsize)}
+    if change == "ids-drive":
+        if args.store != "sqlite":
+            raise SystemExit("ids-drive is SQLite's change: use --store sqlite")
+        return {"now": as_it_is, "undone": _planner_chooses}
     return {"now": as_it_is, "undone": lambda: _vectors_apart(searcher)}
 
 
@@ -72,13 +92,15 @@ def measure(url: str, work: Path, args: argparse.Namespace) -> list[dict[str, An
     _, queries = corpus(args.data, 1, args.queries + WARMUP)
     embedder = PrecomputedEmbedder(cached_embedder(args.cache, 1)) if args.cached else None
     return compare_on(url, work, queries, lambda searcher: arms(args.change, searcher, args), "undone", embedder,
-                      change=args.change, store=args.store, query="cached" if args.cached else "embedded live")
+                      MemoryFilter(type=args.type), change=args.change, store=args.store, type=args.type,
+                      query="cached" if args.cached else "embedded live")
 
 
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     options = parser(__doc__.splitlines()[0])
     options.add_argument("--change", choices=CHANGES, required=True)
     options.add_argument("--cached", action="store_true", help="query vectors from the embedding cache")
+    options.add_argument("--type", default=None, help="search with this memory type as filter")
     options.add_argument("--int8-from-rows", type=int, default=native.INT8_FROM_ROWS,
                          help="int8-scan: rows from which the arm 'now' scans the int8 copy")
     args = options.parse_args(argv)
