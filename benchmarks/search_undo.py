@@ -12,7 +12,9 @@ first, in one process on one store. The changes:
   own once the query's vector is there;
 * ``ids-drive`` (SQLite): reads of given ids (the candidates' rows) run with the ids as the outer loop; undone,
   SQLite chooses, as it did before, an index of the filter (``--type T`` searches with ``type=T``: the filled
-  turns are of type ``conversation``).
+  turns are of type ``conversation``);
+* ``window-drive`` (SQLite): under a type filter, the memories valid in a window the question names are found
+  through the valid-time index; undone, through the type's (with ``--type``).
 
 The query is embedded live (MiniLM, one onnxruntime thread) unless ``--cached`` (vectors from the embedding
 cache). Prints p50/p95 of each arm, the ratio of the medians (now ÷ undone) and how many questions' answers
@@ -25,6 +27,7 @@ import argparse
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +35,7 @@ from benchmarks.embedding import cached_embedder
 from benchmarks.interleaved import WARMUP, as_it_is, compare_on, parser
 from benchmarks.perf_search import corpus, on_filled_store
 from benchmarks.precomputed import PrecomputedEmbedder
+from m3.actors import searcher as searcher_module
 from m3.actors.searcher import Searcher
 from m3.protocols.messages.memory import MemoryFilter
 from m3.retrieval import native
@@ -39,7 +43,7 @@ from m3.retrieval.dense import SqlLeg
 from m3.store.dialect import Dialect
 from m3.store.sqlite import SqliteDialect
 
-CHANGES = ("int8-scan", "row-vectors", "ids-drive")
+CHANGES = ("int8-scan", "row-vectors", "ids-drive", "window-drive")
 
 
 @contextmanager
@@ -74,6 +78,21 @@ def _planner_chooses() -> Iterator[None]:
         SqliteDialect.by_ids = own  # type: ignore[method-assign]
 
 
+@contextmanager
+def _type_drives_windows() -> Iterator[None]:
+    # The Searcher's own name for it (it imported the function).
+    own = vars(searcher_module)["search_clause"]
+
+    def as_before(flt: MemoryFilter, now: datetime, *, by_valid_time: bool = False) -> Any:
+        return own(flt, now)
+
+    setattr(searcher_module, "search_clause", as_before)  # noqa: B010 - not an exported name
+    try:
+        yield
+    finally:
+        setattr(searcher_module, "search_clause", own)  # noqa: B010
+
+
 def arms(change: str, searcher: Searcher, args: argparse.Namespace
          ) -> dict[str, Callable[[], AbstractContextManager[None]]]:
     """``now`` and ``undone`` for ``change``."""
@@ -81,10 +100,10 @@ def arms(change: str, searcher: Searcher, args: argparse.Namespace
         if not native.available():
             raise SystemExit("int8-scan needs the native core: pip install ./native")
         return {"now": lambda: _threshold(args.int8_from_rows), "undone": lambda: _threshold(sys.maxsize)}
-    if change == "ids-drive":
+    if change in ("ids-drive", "window-drive"):
         if args.store != "sqlite":
-            raise SystemExit("ids-drive is SQLite's change: use --store sqlite")
-        return {"now": as_it_is, "undone": _planner_chooses}
+            raise SystemExit(f"{change} is SQLite's change: use --store sqlite")
+        return {"now": as_it_is, "undone": _planner_chooses if change == "ids-drive" else _type_drives_windows}
     return {"now": as_it_is, "undone": lambda: _vectors_apart(searcher)}
 
 

@@ -161,7 +161,7 @@ class Searcher(StoreReader):
         # The question's time: relative times in the query and recency count from it.
         asked = msg.now or msg.filter.as_of or now
         named = timewords.windows(msg.query, asked)
-        window = self._window(clause, named)
+        window = self._window(search_clause(msg.filter, now, by_valid_time=True) if named else clause, named)
         embedding = self._start_embedding(msg.query, n, msg.filter.include_archived, clause, window)
         terms = fulltext.query_terms(msg.query)
         hits = self._dialect.memory_hits(self.conn, msg.query, clause, n, selective=narrows(msg.filter))

@@ -97,8 +97,11 @@ def narrows(flt: MemoryFilter) -> bool:
     return any(getattr(flt, name) is not None for name in FIELDS)
 
 
-def field_clauses(flt: MemoryFilter) -> list[ColumnElement[bool]]:
-    return [m.c[name] == getattr(flt, name) for name in FIELDS if getattr(flt, name) is not None]
+def field_clauses(flt: MemoryFilter, *, unindexed: frozenset[str] = frozenset()) -> list[ColumnElement[bool]]:
+    """The filter's field conditions; those named in ``unindexed`` written ``column || ''`` so that SQLite (no
+    statistics) does not choose their index to find the rows (the same rows either way)."""
+    return [(m.c[name].concat("") if name in unindexed else m.c[name]) == getattr(flt, name)
+            for name in FIELDS if getattr(flt, name) is not None]
 
 
 def source_clause(prefix: str | None) -> ColumnElement[bool]:
@@ -110,9 +113,11 @@ def source_clause(prefix: str | None) -> ColumnElement[bool]:
     return or_(m.c.source == prefix, func.substr(m.c.source, 1, len(prefix) + 1) == prefix + "/")
 
 
-def search_clause(flt: MemoryFilter, now: datetime) -> ColumnElement[bool]:
+def search_clause(flt: MemoryFilter, now: datetime, *, by_valid_time: bool = False) -> ColumnElement[bool]:
     """Everything a search may see: time, fields and isolation. A search naming no type leaves out file chunks
-    (files_search asks for them by type)."""
+    (files_search asks for them by type). ``by_valid_time``: the caller adds a window of valid time, which is
+    to find the rows, not the type (the type's index would read every memory of the type)."""
     kinds = [m.c.type != FILE_CHUNK] if flt.type is None else []
-    return and_(time_clause(flt, now), isolation_clause(flt), *field_clauses(flt), *kinds,
+    unindexed = frozenset({"type"}) if by_valid_time else frozenset()
+    return and_(time_clause(flt, now), isolation_clause(flt), *field_clauses(flt, unindexed=unindexed), *kinds,
                 source_clause(flt.source_prefix))

@@ -44,8 +44,10 @@ from benchmarks.data import Haystack, default_data_dir, load_locomo, load_longme
 from benchmarks.precomputed import synthetic_vector
 from benchmarks.retrieval import run_benchmark
 from benchmarks.summarize import table_from_log
+from m3.actors import searcher as searcher_module
 from m3.retrieval import native
 from m3.retrieval.dense import SqlLeg
+from m3.store import filters
 from m3.store.dialect import Dialect
 from m3.store.sqlite import SqliteDialect
 from tests.benchmarks.synthetic import write_dev_data
@@ -280,19 +282,20 @@ def test_query_handover_times_both_arms_on_one_store_and_finds_the_same_answers(
 
 
 @pytest.mark.parametrize(("change", "store"), [("int8-scan", "sqlite"), ("row-vectors", "postgres"),
-                                               ("ids-drive", "sqlite")])
+                                               ("ids-drive", "sqlite"), ("window-drive", "sqlite")])
 def test_search_undo_times_a_change_now_and_undone_on_one_store_and_finds_the_same_answers(
         tmp_path: Path, data: Path, change: str, store: str) -> None:
     if change == "int8-scan" and not native.available():
         pytest.skip("the m3_native extension is not installed")
     rows = search_undo.main(["--data", str(data), "--size", "40", "--queries", "4", "--store", store,
                              "--change", change, "--int8-from-rows", "1", "--cache", str(tmp_path / "c.sqlite"),
-                             *(["--type", "conversation"] if change == "ids-drive" else [])])
+                             *(["--type", "conversation"] if change.endswith("-drive") else [])])
     assert [row["arm"] for row in rows] == ["now", "undone"]
     assert rows[0]["queries"] == rows[1]["queries"] > 0 and all(row["p50_ms"] > 0 for row in rows)
     assert rows[1]["p50_x"] == 1.0 and rows[0]["answers_differing"] == 0
     # Every arm puts back what it changed.
     assert native.INT8_FROM_ROWS > 1 and SqlLeg.vectors_with_rows and SqliteDialect.by_ids is not Dialect.by_ids
+    assert vars(searcher_module)["search_clause"] is filters.search_clause
 
 
 def test_pg_buffers_restarts_the_server_with_each_setting_and_leaves_it_on_m3s(tmp_path: Path, data: Path) -> None:

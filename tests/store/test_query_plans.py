@@ -101,10 +101,14 @@ def test_reusable_vectors_are_found_from_the_given_ids(sqlite_conn: Connection) 
     assert "(id=?)" in plan[0] and not any("ix_embeddings_model_seq" in step for step in plan), plan
 
 
-def test_memories_valid_in_a_named_window_are_found_by_the_valid_time_index(sqlite_conn: Connection) -> None:
-    # The Searcher's time leg ranks the memories a query's named window admits (migration 0014).
+@pytest.mark.parametrize("flt", [MemoryFilter(), MemoryFilter(type="note")], ids=["plain", "type"])
+def test_memories_valid_in_a_named_window_are_found_by_the_valid_time_index(sqlite_conn: Connection,
+                                                                            flt: MemoryFilter) -> None:
+    # The Searcher's time leg ranks the memories a query's named window admits (migration 0014); a type filter
+    # must not take the window's place (every memory of the type read instead).
     start, end = datetime(2026, 5, 25, tzinfo=UTC), datetime(2026, 5, 26, tzinfo=UTC)
-    clause = and_(search_clause(MemoryFilter(), datetime.now(UTC)), m.c.valid_from >= start, m.c.valid_from < end)
+    clause = and_(search_clause(flt, datetime.now(UTC), by_valid_time=True), m.c.valid_from >= start,
+                  m.c.valid_from < end)
     plan = plan_of(sqlite_conn, lambda c: c.execute(select(m.c.id).where(clause)).all())
     assert any("ix_memories_valid_from" in step for step in plan), plan
 
