@@ -14,7 +14,9 @@ first, in one process on one store. The changes:
   SQLite chooses, as it did before, an index of the filter (``--type T`` searches with ``type=T``: the filled
   turns are of type ``conversation``);
 * ``window-drive`` (SQLite): under a type filter, the memories valid in a window the question names are found
-  through the valid-time index; undone, through the type's (with ``--type``).
+  through the valid-time index; undone, through the type's (with ``--type``);
+* ``broad-filter`` (SQLite): under a field filter holding more than a third of the store (counted in an index),
+  the keyword leg checks FTS5's best matches first; undone, it ranks every match under any field filter.
 
 The query is embedded live (MiniLM, one onnxruntime thread) unless ``--cached`` (vectors from the embedding
 cache). Prints p50/p95 of each arm, the ratio of the medians (now ÷ undone) and how many questions' answers
@@ -41,9 +43,10 @@ from m3.protocols.messages.memory import MemoryFilter
 from m3.retrieval import native
 from m3.retrieval.dense import SqlLeg
 from m3.store.dialect import Dialect
+from m3.store.filters import narrows
 from m3.store.sqlite import SqliteDialect
 
-CHANGES = ("int8-scan", "row-vectors", "ids-drive", "window-drive")
+CHANGES = ("int8-scan", "row-vectors", "ids-drive", "window-drive", "broad-filter")
 
 
 @contextmanager
@@ -93,6 +96,15 @@ def _type_drives_windows() -> Iterator[None]:
         setattr(searcher_module, "search_clause", own)  # noqa: B010
 
 
+@contextmanager
+def _every_field_filter_selective(searcher: Searcher) -> Iterator[None]:
+    searcher._selective = narrows  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        del searcher._selective  # the class's method again
+
+
 def arms(change: str, searcher: Searcher, args: argparse.Namespace
          ) -> dict[str, Callable[[], AbstractContextManager[None]]]:
     """``now`` and ``undone`` for ``change``."""
@@ -100,10 +112,12 @@ def arms(change: str, searcher: Searcher, args: argparse.Namespace
         if not native.available():
             raise SystemExit("int8-scan needs the native core: pip install ./native")
         return {"now": lambda: _threshold(args.int8_from_rows), "undone": lambda: _threshold(sys.maxsize)}
-    if change in ("ids-drive", "window-drive"):
+    if change in ("ids-drive", "window-drive", "broad-filter"):
         if args.store != "sqlite":
             raise SystemExit(f"{change} is SQLite's change: use --store sqlite")
-        return {"now": as_it_is, "undone": _planner_chooses if change == "ids-drive" else _type_drives_windows}
+        undo = {"ids-drive": _planner_chooses, "window-drive": _type_drives_windows,
+                "broad-filter": lambda: _every_field_filter_selective(searcher)}[change]
+        return {"now": as_it_is, "undone": undo}
     return {"now": as_it_is, "undone": lambda: _vectors_apart(searcher)}
 
 

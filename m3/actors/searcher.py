@@ -35,6 +35,7 @@ from m3.protocols.messages.memory import (
     MemoriesArchived,
     MemoriesErased,
     MemoriesRestored,
+    MemoryFilter,
     SearchChat,
     SearchMemories,
     SearchWeights,
@@ -164,7 +165,7 @@ class Searcher(StoreReader):
         window = self._window(search_clause(msg.filter, now, by_valid_time=True) if named else clause, named)
         embedding = self._start_embedding(msg.query, n, msg.filter.include_archived, clause, window)
         terms = fulltext.query_terms(msg.query)
-        hits = self._dialect.memory_hits(self.conn, msg.query, clause, n, selective=narrows(msg.filter))
+        hits = self._dialect.memory_hits(self.conn, msg.query, clause, n, selective=self._selective(msg.filter))
         # Narrow rows (no content) for ranking; the chosen few are completed below. The keyword hits' rows are
         # read while the query still embeds; if it is done already, with the dense hits' rows in one statement.
         loaded = CandidateRows(self.conn, clause, vector_model=self._model if embedding is not None
@@ -184,6 +185,17 @@ class Searcher(StoreReader):
         items = [self._item(c, msg.explain, rank, by_relevance[c.id], named) for rank, c in enumerate(chosen, 1)]
         self._touch([c.id for c in chosen], now)
         return r.MemorySearchResult(count=len(items), items=items, query=msg.query, grade_with="score")
+
+    def _selective(self, flt: MemoryFilter) -> bool:
+        """Whether the keyword leg ranks every match at once (``flt`` keeps a small part of the store) instead of
+        checking the best first (the same hits if enough pass): not for a filter an index counts above a third of
+        the in-memory index; any other field filter is taken as selective."""
+        if not narrows(flt):
+            return False
+        held = self._dense.size()
+        if held is None:
+            return True
+        return rows.holds_more_than(self.conn, flt, held // 3) is not True
 
     def _start_embedding(self, query: str, n: int, include_archived: bool, clause: Any,
                          window: tuple[Any, int] | None) -> QueryEmbedding | None:

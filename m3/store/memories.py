@@ -19,7 +19,7 @@ from m3.protocols.messages.memory import MemoryFilter, NewMemory
 from m3.protocols.tools.memory import MemoryRecord
 from m3.store.dialect import dialect_for
 from m3.store.direct import DirectInsert
-from m3.store.filters import isolation_clause, time_clause
+from m3.store.filters import FIELDS, field_clauses, isolation_clause, time_clause
 from m3.store.schema import memories as m
 from m3.store.schema import memory_embeddings as e
 from m3.store.schema import memory_history as h
@@ -312,6 +312,21 @@ def count_at_most(conn: Connection, where: Any, cap: int) -> int:
     """How many memories satisfy ``where``, counted up to ``cap + 1`` (a bounded cost however many do)."""
     admitted = select(m.c.seq).where(where).limit(cap + 1).subquery()
     return int(conn.execute(select(func.count()).select_from(admitted)).scalar_one())
+
+
+#: The sets of filter fields an index of memories holds, so that counting the rows with those values reads that
+#: index alone: (type, agent_id, user_id) and its leading parts, and conversation_id.
+_COUNTED_IN_AN_INDEX = (frozenset({"type"}), frozenset({"type", "agent_id"}),
+                        frozenset({"type", "agent_id", "user_id"}), frozenset({"conversation_id"}))
+
+
+def holds_more_than(conn: Connection, flt: MemoryFilter, cap: int) -> bool | None:
+    """Whether more than ``cap`` memories (current or not) have ``flt``'s field values, counted in an index;
+    None when no index holds just those fields (the count would read the table)."""
+    fields = frozenset(name for name in FIELDS if getattr(flt, name) is not None)
+    if fields not in _COUNTED_IN_AN_INDEX:
+        return None
+    return count_at_most(conn, and_(*field_clauses(flt)), cap) > cap
 
 
 def visible_ids(conn: Connection, ids: Sequence[str], where: Any) -> set[str]:

@@ -15,6 +15,7 @@ from m3.actors.system import ActorSystem, search_weights
 from m3.protocols.messages.memory import MemoryFilter, SearchMemories
 from m3.retrieval.candidate_rows import CandidateRows
 from m3.store import vectors
+from m3.store.dialect import dialect_for
 from tests.actors.conftest import WAIT_S, write_one
 from tests.stored import count
 
@@ -151,3 +152,29 @@ def test_a_search_embeds_its_query_on_a_helper_thread_that_ends_with_the_searche
     finally:
         searcher.stop()
     assert embedding_threads() == before
+
+
+def test_the_keyword_leg_checks_the_best_matches_first_under_a_filter_holding_much_of_the_store(
+        system: ActorSystem, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Ranking every keyword match is for filters that keep a small part of the store; a type most memories
+    # have gives the same hits from FTS5's best matches checked first (SQLite). PostgreSQL ranks alike either way.
+    for i in range(6):
+        system.writer.ask(write_one(f"the garden shed needs paint, note {i}", agent_id="gardener"), WAIT_S)
+    system.writer.ask(write_one("paint the garden shed green", type="decision", agent_id="gardener"), WAIT_S)
+    system.wait_embedded(WAIT_S)
+    kind = type(dialect_for(system.options.url))
+    asked: list[bool] = []
+    memory_hits = kind.memory_hits
+
+    def recording(self: Any, conn: Any, query: str, where: Any, limit: int, *, selective: bool) -> Any:
+        asked.append(selective)
+        return memory_hits(self, conn, query, where, limit, selective=selective)
+
+    monkeypatch.setattr(kind, "memory_hits", recording)
+    found = {}
+    for name, flt in {"none": MemoryFilter(), "broad type": MemoryFilter(type="note"),
+                      "rare type": MemoryFilter(type="decision"), "agent": MemoryFilter(agent_id="gardener")}.items():
+        found[name] = system.searcher.ask(SearchMemories(query="garden shed paint", k=8, filter=flt), WAIT_S)
+    in_memory = not dialect_for(system.options.url).nearest_in_sql
+    assert asked == ([False, False, True, True] if in_memory else [False, True, True, True])
+    assert found["broad type"].count == 6 and found["rare type"].count == 1 and found["agent"].count == 7

@@ -30,3 +30,20 @@ def test_rows_by_ids_give_each_asked_row_once_and_only_those_the_filter_admits(w
         assert rows.visible_ids(conn, asked, clause) == {IDS[0], IDS[3]}
         assert sorted(rows.rows_by_ids(conn, asked)) == IDS
         assert rows.rows_by_ids(conn, [], clause) == {} and rows.visible_ids(conn, [], clause) == set()
+
+
+def test_a_filter_is_counted_in_an_index_up_to_a_cap_and_not_at_all_without_one(writer_engine: Engine) -> None:
+    kinds = [("note", "a", "c1")] * 3 + [("decision", "b", "c2")]
+    with writer_engine.begin() as conn:
+        rows.insert_memories(conn, [
+            rows.memory_values(NewMemory(type=kind, content=f"fact {i}", agent_id=agent, conversation_id=conv),
+                               memory_id=f"00000000-0000-4000-8000-{i:012d}", digest=rows.content_hash(f"fact {i}"),
+                               now=NOW)
+            for i, (kind, agent, conv) in enumerate(kinds)])
+        assert rows.holds_more_than(conn, MemoryFilter(type="note"), 2) is True
+        assert rows.holds_more_than(conn, MemoryFilter(type="note"), 3) is False
+        assert rows.holds_more_than(conn, MemoryFilter(type="note", agent_id="a"), 2) is True
+        assert rows.holds_more_than(conn, MemoryFilter(conversation_id="c2"), 1) is False
+        # No index holds the agent alone (nor the type with the user but not the agent): not counted.
+        assert rows.holds_more_than(conn, MemoryFilter(agent_id="a"), 1) is None
+        assert rows.holds_more_than(conn, MemoryFilter(type="note", user_id="u"), 1) is None

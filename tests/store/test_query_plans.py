@@ -141,3 +141,11 @@ def test_the_observer_walks_conversation_memories_on_from_its_watermark(sqlite_c
     plan = plan_of(sqlite_conn, lambda c: _memory_rows(c, 1000, 50))
     assert plan == ["SEARCH memories USING INTEGER PRIMARY KEY (rowid>?)"], plan
 
+
+@pytest.mark.parametrize("flt", [MemoryFilter(type="note"), MemoryFilter(type="note", agent_id="a", user_id="u"),
+                                 MemoryFilter(conversation_id="c1")], ids=["type", "owner", "conversation"])
+def test_the_share_of_a_filter_is_counted_in_an_index_alone(sqlite_conn: Connection, flt: MemoryFilter) -> None:
+    # The Searcher asks before each filtered search whether the filter holds much of the store.
+    plan = plan_of(sqlite_conn, lambda c: rows.holds_more_than(c, flt, 1000))
+    assert any("COVERING INDEX" in step for step in plan), plan
+
