@@ -109,8 +109,8 @@ def duplicate_key(mem: NewMemory, digest: str) -> DuplicateKey:
 # Statements built once: SQLAlchemy caches their compiled form, so a write pays for binding values only.
 # ``type || ''`` and ``conversation_id || ''``, not the bare columns: SQLite keeps no statistics, so it
 # would drive the lookup from the (type, agent, user) or the conversation index and read every memory of
-# that type or conversation on each group commit (64 writers: 3.3k writes/s over 3,000 notes, 1.4k over
-# 12,000); through the content-hash index it reads only the matches.
+# that type or conversation on each group commit (64 writers of notes slowed to half by 12,000 notes,
+# docs/benchmarks.md); through the content-hash index it reads only the matches.
 _CURRENT_BY_HASH = select(
     m.c.id, m.c.content_hash, m.c.recorded_at, m.c.type, m.c.agent_id, m.c.user_id, m.c.conversation_id,
     m.c.archived_at, m.c.archive_reason, m.c.expires_at,
