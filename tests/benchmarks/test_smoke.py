@@ -20,6 +20,7 @@ import numpy.typing as npt
 import pytest
 
 from benchmarks import (
+    backlog_count,
     entity_index,
     gc_pauses,
     keyword_scale,
@@ -139,6 +140,14 @@ def test_perf_write_runs_each_level_with_the_heap_as_started_then_settled(tmp_pa
     assert [(row["writers"], row["heap"]) for row in summary["levels"]] == [
         (1, "as-started"), (1, "settled"), (2, "as-started"), (2, "settled")]
     assert [row["throughput_x"] for row in summary["levels"][::2]] == [1.0, 1.0]
+
+
+@pytest.mark.parametrize("store", ["sqlite", "postgres"])
+def test_backlog_count_times_both_ways_and_finds_the_same_count(tmp_path: Path, data: Path, store: str) -> None:
+    rows = backlog_count.main(["--data", str(data), "--size", "40", "--rounds", "1", "--store", store,
+                               "--cache", str(tmp_path / "c.sqlite")])
+    assert [row["arm"] for row in rows] == ["in indexes", "row by row"]
+    assert all(row["same_count"] and row["median_ms"] > 0 for row in rows) and rows[1]["x"] == 1.0
 
 
 def test_gc_pauses_times_full_collections_as_started_and_settled(tmp_path: Path, data: Path) -> None:
