@@ -389,7 +389,7 @@ class Searcher(StoreReader):
         return {
             "vectors_by_model": vectors.counts_by_model(self.conn),
             "pending": vectors.count_missing(self.conn, msg.model),
-            "memories": rows.count_current(self.conn),
+            "memories": vectors.count_current(self.conn),
             "active_model": embedding_models.active(self.conn),
             "models": embedding_models.states(self.conn),
             "search_model": self._model, "index_size": self._dense.size(),

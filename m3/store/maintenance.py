@@ -12,7 +12,7 @@ from typing import Any, Literal
 import numpy as np
 from sqlalchemy import Column, Connection, Table, and_, func, or_, select
 
-from m3.store import schema
+from m3.store import schema, vectors
 from m3.store.dialect import Fact, dialect_for
 from m3.store.memories import content_hash
 
@@ -129,32 +129,15 @@ def _archive_state(conn: Connection) -> dict[str, Any]:
                      "out of step", "They were changed outside m3: memory_restore clears both columns."), bad)
 
 
-def _count(conn: Connection, query: Any) -> int:
-    return int(conn.execute(query).scalar_one())
-
-
-def _with_vector(conn: Connection, model: str) -> int:
-    """Current memories with a vector of ``model``: that model's vectors, less those of retired memories (each
-    memory has at most one per model). Counted in indexes, not by a probe per memory (a quarter of a second at
-    100k memories on SQLite)."""
-    # From the retired memories (a partial index), each looked up in the vectors: a join would be driven from
-    # every vector of the model.
-    of_retired = select(func.count()).select_from(m).where(
-        m.c.retired_at.is_not(None), select(e.c.memory_id).where(e.c.memory_id == m.c.id, e.c.model == model).exists())
-    return _count(conn, select(func.count()).select_from(e).where(e.c.model == model)) - _count(conn, of_retired)
-
-
 def backlog(conn: Connection, models: list[str], limit: int) -> list[dict[str, Any]]:
     """Per model: how many current memories wait for a vector of it, since when, and the oldest ``limit`` ids."""
     em = schema.embedding_models
     states = {str(r[0]): str(r[1]) for r in conn.execute(select(em.c.model, em.c.state).order_by(em.c.model))}
     out = []
-    current = _count(conn, select(func.count()).select_from(m)) - _count(
-        conn, select(func.count()).select_from(m).where(m.c.retired_at.is_not(None)))
     for model in dict.fromkeys([*models, *states]):
         waiting = (m.c.retired_at.is_(None),
                    ~select(e.c.memory_id).where(e.c.model == model, e.c.memory_id == m.c.id).exists())
-        count = current - _with_vector(conn, model)
+        count = vectors.count_missing(conn, model)
         # Walked from the oldest memory on: only when something waits (otherwise it would read every row).
         oldest = conn.execute(select(m.c.id, m.c.recorded_at).where(*waiting).order_by(m.c.seq)
                               .limit(limit)).all() if count else []

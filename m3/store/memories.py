@@ -280,8 +280,6 @@ def edges_of(conn: Connection, ids: Sequence[str]) -> list[RowMapping]:
     return list(conn.execute(query.order_by(r.c.seq)).mappings())
 
 
-def count_current(conn: Connection) -> int:
-    return int(conn.execute(select(func.count()).select_from(m).where(m.c.retired_at.is_(None))).scalar_one())
 
 
 #: The columns search ranks by (m3.retrieval.ranking reads these); any other is loaded when first asked for.

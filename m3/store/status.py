@@ -20,7 +20,7 @@ def describe(conn: Connection, model: str) -> dict[str, Any]:
 
     counts = {
         "memories": rows_of(m),
-        "current": rows_of(m, m.c.retired_at.is_(None)),
+        "current": vectors.count_current(conn),
         "retired": rows_of(m, m.c.retired_at.is_not(None)),
         "vectors_by_model": vectors.counts_by_model(conn),
         "without_vector": vectors.count_missing(conn, model),

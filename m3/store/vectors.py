@@ -126,10 +126,25 @@ def reusable(conn: Connection, model: str, ids: Sequence[str]) -> dict[str, Matr
     return {row[0]: np.asarray(row[1], dtype=np.float32) for row in rows}
 
 
+def count_current(conn: Connection) -> int:
+    """Current memories: all of them less the retired ones, each counted in an index (not a read of every row)."""
+    return _count(conn, select(func.count()).select_from(m)) - _count(
+        conn, select(func.count()).select_from(m).where(m.c.retired_at.is_not(None)))
+
+
 def count_missing(conn: Connection, model: str) -> int:
-    return int(conn.execute(
-        select(func.count()).select_from(m).where(m.c.retired_at.is_(None), ~_has_vector(model))
-    ).scalar_one())
+    """Current memories without a vector of ``model``: the current ones less those with one (at most one each),
+    counted in indexes rather than by a probe per memory (a quarter of a second at 100k memories on SQLite).
+    The vectors of retired memories are found from the retired ones (a partial index): a join would be driven
+    from every vector of the model."""
+    of_model = _count(conn, select(func.count()).select_from(e).where(e.c.model == model))
+    of_retired = _count(conn, select(func.count()).select_from(m).where(m.c.retired_at.is_not(None),
+                                                                         _has_vector(model)))
+    return count_current(conn) - (of_model - of_retired)
+
+
+def _count(conn: Connection, query: Any) -> int:
+    return int(conn.execute(query).scalar_one())
 
 
 def _has_vector(model: str) -> Any:

@@ -1,4 +1,4 @@
-"""The embedding backlog as the store counts it, on both stores."""
+"""The embedding backlog and the current memories as the store counts them, on both stores."""
 
 from __future__ import annotations
 
@@ -41,6 +41,7 @@ def test_the_backlog_counts_the_current_memories_without_a_vector_of_each_model(
                            ~select(e.c.memory_id).where(e.c.model == model, e.c.memory_id == m.c.id).exists())
             assert row["pending"] == conn.execute(select(func.count()).select_from(m).where(waiting)).scalar_one()
         assert [found[name]["pending"] for name in ("model-a", "model-b", "model-c", "model-d")] == [2, 4, 5, 0]
+        assert vectors.count_current(conn) == 5 and vectors.count_missing(conn, "model-a") == 2
         assert found["model-d"]["oldest"] == [] and found["model-d"]["oldest_recorded_at"] is None
         assert [item["id"] for item in found["model-a"]["oldest"]] == [IDS[5], IDS[7]]
         assert found["model-c"]["oldest_recorded_at"] is not None
