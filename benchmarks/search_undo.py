@@ -16,7 +16,8 @@ first, in one process on one store. The changes:
 * ``window-drive`` (SQLite): under a type filter, the memories valid in a window the question names are found
   through the valid-time index; undone, through the type's (with ``--type``);
 * ``broad-filter`` (SQLite): under a field filter holding more than a third of the store (counted in an index),
-  the keyword leg checks FTS5's best matches first; undone, it ranks every match under any field filter.
+  the keyword leg checks FTS5's best matches first; undone, it ranks every match under any field filter
+  (``--agent A`` searches with ``agent_id=A``: counted in the owner index type by type).
 
 The query is embedded live (MiniLM, one onnxruntime thread) unless ``--cached`` (vectors from the embedding
 cache). Prints p50/p95 of each arm, the ratio of the medians (now ÷ undone) and how many questions' answers
@@ -125,7 +126,8 @@ def measure(url: str, work: Path, args: argparse.Namespace) -> list[dict[str, An
     _, queries = corpus(args.data, 1, args.queries + WARMUP)
     embedder = PrecomputedEmbedder(cached_embedder(args.cache, 1)) if args.cached else None
     return compare_on(url, work, queries, lambda searcher: arms(args.change, searcher, args), "undone", embedder,
-                      MemoryFilter(type=args.type), change=args.change, store=args.store, type=args.type,
+                      MemoryFilter(type=args.type, agent_id=args.agent), change=args.change, store=args.store,
+                      type=args.type, agent=args.agent,
                       query="cached" if args.cached else "embedded live")
 
 
@@ -134,11 +136,13 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     options.add_argument("--change", choices=CHANGES, required=True)
     options.add_argument("--cached", action="store_true", help="query vectors from the embedding cache")
     options.add_argument("--type", default=None, help="search with this memory type as filter")
+    options.add_argument("--agent", default=None, help="search with this agent as filter")
     options.add_argument("--int8-from-rows", type=int, default=native.INT8_FROM_ROWS,
                          help="int8-scan: rows from which the arm 'now' scans the int8 copy")
     args = options.parse_args(argv)
     return on_filled_store(args, args.store, measure,
-                           f"search, {args.change} now and undone, {args.store}, {args.size} memories")
+                           f"search, {args.change} now and undone, {args.store}, "
+                           + (f"{args.size} memories" if args.url is None else args.url))
 
 
 if __name__ == "__main__":

@@ -316,15 +316,28 @@ def count_at_most(conn: Connection, where: Any, cap: int) -> int:
 #: index alone: (type, agent_id, user_id) and its leading parts, and conversation_id.
 _COUNTED_IN_AN_INDEX = (frozenset({"type"}), frozenset({"type", "agent_id"}),
                         frozenset({"type", "agent_id", "user_id"}), frozenset({"conversation_id"}))
+#: Filters that leave out the owner index's first column: counted type by type (the store's few types).
+_COUNTED_PER_TYPE = (frozenset({"agent_id"}), frozenset({"agent_id", "user_id"}))
+
+
+def stored_types() -> Any:
+    """A subquery of every type the store holds, each found by one step down the owner index (a loose index
+    scan: as many index seeks as there are types, however many memories)."""
+    kinds = select(func.min(m.c.type).label("kind")).cte("kinds", recursive=True)
+    after = select(func.min(m.c.type)).where(m.c.type > kinds.c.kind).scalar_subquery()
+    kinds = kinds.union_all(select(after).where(kinds.c.kind.is_not(None)))
+    return select(kinds.c.kind).where(kinds.c.kind.is_not(None))
 
 
 def holds_more_than(conn: Connection, flt: MemoryFilter, cap: int) -> bool | None:
     """Whether more than ``cap`` memories (current or not) have ``flt``'s field values, counted in an index;
     None when no index holds just those fields (the count would read the table)."""
     fields = frozenset(name for name in FIELDS if getattr(flt, name) is not None)
-    if fields not in _COUNTED_IN_AN_INDEX:
-        return None
-    return count_at_most(conn, and_(*field_clauses(flt)), cap) > cap
+    if fields in _COUNTED_IN_AN_INDEX:
+        return count_at_most(conn, and_(*field_clauses(flt)), cap) > cap
+    if fields in _COUNTED_PER_TYPE:
+        return count_at_most(conn, and_(m.c.type.in_(stored_types()), *field_clauses(flt)), cap) > cap
+    return None
 
 
 def visible_ids(conn: Connection, ids: Sequence[str], where: Any) -> set[str]:

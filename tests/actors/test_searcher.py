@@ -161,6 +161,7 @@ def test_the_keyword_leg_checks_the_best_matches_first_under_a_filter_holding_mu
     for i in range(6):
         system.writer.ask(write_one(f"the garden shed needs paint, note {i}", agent_id="gardener"), WAIT_S)
     system.writer.ask(write_one("paint the garden shed green", type="decision", agent_id="gardener"), WAIT_S)
+    system.writer.ask(write_one("paint the fence white", agent_id="painter"), WAIT_S)
     system.wait_embedded(WAIT_S)
     kind = type(dialect_for(system.options.url))
     asked: list[bool] = []
@@ -173,8 +174,11 @@ def test_the_keyword_leg_checks_the_best_matches_first_under_a_filter_holding_mu
     monkeypatch.setattr(kind, "memory_hits", recording)
     found = {}
     for name, flt in {"none": MemoryFilter(), "broad type": MemoryFilter(type="note"),
-                      "rare type": MemoryFilter(type="decision"), "agent": MemoryFilter(agent_id="gardener")}.items():
+                      "rare type": MemoryFilter(type="decision"), "agent": MemoryFilter(agent_id="gardener"),
+                      "rare agent": MemoryFilter(agent_id="painter")}.items():
         found[name] = system.searcher.ask(SearchMemories(query="garden shed paint", k=8, filter=flt), WAIT_S)
     in_memory = not dialect_for(system.options.url).nearest_in_sql
-    assert asked == ([False, False, True, True] if in_memory else [False, True, True, True])
-    assert found["broad type"].count == 6 and found["rare type"].count == 1 and found["agent"].count == 7
+    # An agent's share is counted type by type: the gardener wrote most of the store, the painter one memory.
+    assert asked == ([False, False, True, False, True] if in_memory else [False, True, True, True, True])
+    assert found["broad type"].count == 7 and found["rare type"].count == 1 and found["agent"].count == 7
+    assert [item.content for item in found["rare agent"].items] == ["paint the fence white"]

@@ -29,7 +29,7 @@ def plan_of(conn: Connection, call: Any) -> list[str]:
     seen: list[tuple[str, Any]] = []
 
     def record(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_args: Any) -> None:
-        if statement.startswith("SELECT"):
+        if statement.startswith(("SELECT", "WITH")):
             seen.append((statement, parameters))
 
     event.listen(conn, "before_cursor_execute", record)
@@ -143,9 +143,12 @@ def test_the_observer_walks_conversation_memories_on_from_its_watermark(sqlite_c
 
 
 @pytest.mark.parametrize("flt", [MemoryFilter(type="note"), MemoryFilter(type="note", agent_id="a", user_id="u"),
-                                 MemoryFilter(conversation_id="c1")], ids=["type", "owner", "conversation"])
+                                 MemoryFilter(conversation_id="c1"), MemoryFilter(agent_id="a"),
+                                 MemoryFilter(agent_id="a", user_id="u")],
+                         ids=["type", "owner", "conversation", "agent", "agent-and-user"])
 def test_the_share_of_a_filter_is_counted_in_an_index_alone(sqlite_conn: Connection, flt: MemoryFilter) -> None:
     # The Searcher asks before each filtered search whether the filter holds much of the store.
     plan = plan_of(sqlite_conn, lambda c: rows.holds_more_than(c, flt, 1000))
     assert any("COVERING INDEX" in step for step in plan), plan
+    assert not any(step.startswith("SCAN memories") for step in plan), plan
 
