@@ -26,7 +26,7 @@ from m3.protocols.base import Message
 from m3.protocols.messages import entities as msg
 from m3.protocols.tools import entities as p
 from m3.store import entities as reads
-from m3.store import entity_graph
+from m3.store import entity_graph, entity_lists
 from m3.store.engine import StoreOptions
 
 log = logging.getLogger(__name__)
@@ -170,7 +170,7 @@ class EntityIndexer(ConnectionOwner):
         return p.EntityListResult(count=len(found), items=[p.summary(row) for row in found])
 
     def _list(self, ask: msg.ListEntities) -> p.EntityListResult:
-        found = self._read(lambda: reads.list_entities(self.conn, ask.type, ask.limit, ask.offset, ask.filter))
+        found = self._read(lambda: entity_lists.list_entities(self.conn, ask.type, ask.limit, ask.offset, ask.filter))
         return p.EntityListResult(count=len(found), items=[p.summary(row) for row in found])
 
     def _get(self, ask: msg.GetEntity) -> p.EntityDetails:
