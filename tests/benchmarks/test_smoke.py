@@ -22,7 +22,6 @@ import pytest
 from benchmarks import (
     backlog_count,
     entity_index,
-    entity_reads,
     gc_pauses,
     keyword_scale,
     loop_decay,
@@ -39,6 +38,7 @@ from benchmarks import (
     row_reads,
     search_undo,
     successor_index,
+    tool_reads,
     write_cpu,
 )
 from benchmarks.cache import CachingEmbedder
@@ -339,15 +339,15 @@ def test_row_reads_times_a_baseline_checkout_and_this_one_on_one_store(tmp_path:
 
 
 @pytest.mark.parametrize("store", ["sqlite", "postgres"])
-def test_entity_reads_times_a_baseline_checkout_and_this_one_on_one_store(tmp_path: Path, data: Path, store: str
-                                                                          ) -> None:
-    root = Path(entity_reads.__file__).resolve().parent.parent  # this checkout as its own baseline
-    rows = entity_reads.main(["--data", str(data), "--size", "40", "--store", store, "--rounds", "2", "--calls", "1",
+def test_tool_reads_times_a_baseline_checkout_and_this_one_on_one_store(tmp_path: Path, data: Path, store: str
+                                                                        ) -> None:
+    root = Path(tool_reads.__file__).resolve().parent.parent  # this checkout as its own baseline
+    rows = tool_reads.main(["--data", str(data), "--size", "40", "--store", store, "--rounds", "2", "--calls", "1",
                               "--cache", str(tmp_path / "c.sqlite"), "--baseline", str(root)])
     assert [(row["version"], row["read"]) for row in rows] == [
-        (version, read) for version in ("before", "after") for read in ("entity_search", "entity_list",
-                                                                        "entity_summary")]
-    assert all(row["x"][0] == 1.0 for row in rows[:3]) and all(row["same_answers"] for row in rows)
+        (version, read) for version in ("before", "after")
+        for read in ("entity_search", "entity_list", "entity_summary", "memory_stats")]
+    assert all(row["x"][0] == 1.0 for row in rows[:4]) and all(row["same_answers"] for row in rows)
 
 
 def test_keyword_scale_measures_a_baseline_checkout_and_this_one_on_the_same_store(tmp_path: Path, data: Path) -> None:

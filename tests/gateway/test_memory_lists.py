@@ -87,6 +87,13 @@ async def test_list_and_stats_see_only_what_the_caller_may_read(service: Service
     stats_b = await service.call("memory_stats", {}, B)
     assert (stats_b["current"], stats_b["by_type"]) == (2, {"fact": 1, "note": 1})
     assert (await service.call("memory_stats", {"agent_id": "agent-b"}, B))["current"] == 1
+    plan = (await service.call("memory_list", {"type": "plan"}, A))["items"][0]["id"]
+    await service.call("memory_delete", {"id": plan}, A)
+    after = await service.call("memory_stats", {}, A)
+    assert (after["current"], after["retired"], after["by_type"]) == (1, 1, {"fact": 1})
+    assert after["oldest"] == after["newest"] == stats_a["newest"] and after["by_scope"] == {"org": 1}
+    # Agent a's retired plan is not b's to count.
+    assert (await service.call("memory_stats", {}, B))["retired"] == 0
 
 
 @pytest.mark.anyio

@@ -1,12 +1,13 @@
-"""The entity reads of the tools (``entity_search``, ``entity_list``, ``entity_get``'s summary): this checkout
-against another's, on one store.
+"""Reads of the tools that browse rather than search (``entity_search``, ``entity_list``, ``entity_get``'s
+summary, ``memory_stats``): this checkout against another's, on one store.
 
-``python -m benchmarks.entity_reads --size 100000 [--store S] [--url URL] [--baseline DIR] [--rounds 3]``: one
+``python -m benchmarks.tool_reads --size 100000 [--store S] [--url URL] [--baseline DIR] [--rounds 3]``: one
 new store (or the filled store at ``--url``) holds ``size`` LongMemEval_S turns (``perf_search``'s fill) whose
 entities the settle pass indexed. Each read runs as the EntityIndexer runs it, on a reader connection with the
 default filter, over the same inputs for both versions: ``entity_search`` of 20 names (four-letter prefixes of
 entities picked at random), ``entity_list`` pages (the first 50, the first 50 names, 50 after the first 200),
-and the summary of 20 entities picked at random (what ``entity_get`` counts). With ``--baseline DIR`` (another
+the summary of 20 entities picked at random (what ``entity_get`` counts), and ``memory_stats`` as the local
+user and as an isolated agent. With ``--baseline DIR`` (another
 checkout, e.g. ``git archive REV | tar -x -C DIR``) that version's functions run in a subprocess in turn with
 this checkout's, ``--rounds`` times; what both return is compared (a digest of every answer).
 """
@@ -26,8 +27,11 @@ from benchmarks.perf_search import kept_store_parser, on_filled_store
 #: The timed reads, run by either checkout: prints each read's median ms and one digest of every answer.
 PROBE = r"""
 import hashlib, json, random, statistics, sys, time
+from datetime import UTC, datetime
+from m3.protocols.messages.listing import CountMemories
 from m3.protocols.messages.memory import MemoryFilter
 from m3.store import entities
+from m3.store.memory_lists import count_memories
 from m3.store.engine import StoreOptions, open_engine
 try:
     from m3.store.entity_lists import list_entities
@@ -36,6 +40,7 @@ except ImportError:  # before entity_list had a module of its own
 url, calls = sys.argv[1], int(sys.argv[2])
 engine = open_engine(StoreOptions(url=url), "reader")
 flt = MemoryFilter()
+now = datetime(2030, 1, 1, tzinfo=UTC)  # one time for both versions: the same answers
 with engine.connect() as conn:
     every = [tuple(r) for r in conn.exec_driver_sql("SELECT id, norm FROM entities ORDER BY id")]
     pick = random.Random(7).sample(every, min(20, len(every)))
@@ -44,6 +49,8 @@ with engine.connect() as conn:
         "entity_list": [lambda: list_entities(conn, None, 50, 0, flt), lambda: list_entities(conn, "name", 50, 0, flt),
                         lambda: list_entities(conn, None, 50, 200, flt)],
         "entity_summary": [lambda i=entity_id: entities.summaries(conn, [i], flt) for entity_id, _ in pick],
+        "memory_stats": [lambda f=f: count_memories(conn, CountMemories(filter=f), now).model_dump()
+                         for f in (flt, MemoryFilter(enforce_isolation=True, reader_agent_id="agent-x"))],
     }
     digest, out = hashlib.sha256(), {}
     for name, calls_of in reads.items():
@@ -97,7 +104,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--calls", type=int, default=3, help="times each input is read per round")
     args = parser.parse_args(argv)
     where = f"{args.size} memories" if args.url is None else args.url
-    return on_filled_store(args, args.store, measure, f"entity reads, {args.store}, {where}")
+    return on_filled_store(args, args.store, measure, f"browsing reads, {args.store}, {where}")
 
 
 if __name__ == "__main__":
