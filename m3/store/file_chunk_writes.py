@@ -40,8 +40,10 @@ def _retire(conn: Connection, msg: IndexFiles, now: datetime) -> list[str]:
     owner = m.c.agent_id.is_(None) if msg.agent_id is None else m.c.agent_id == msg.agent_id
     ids: list[str] = []
     for paths in rows.chunks(sorted(set(msg.retire_paths))):
+        # ``type || ''``: the paths find the rows (the source index); SQLite would otherwise take the owner
+        # index and read every chunk of the owner, per batch.
         found = conn.execute(select(m.c.id, m.c.source).where(
-            m.c.type == FILE_CHUNK, owner, m.c.retired_at.is_(None), m.c.source.in_(paths))).all()
+            m.c.type.concat("") == FILE_CHUNK, owner, m.c.retired_at.is_(None), m.c.source.in_(paths))).all()
         if not found:
             continue
         chosen = [row.id for row in found]

@@ -35,6 +35,14 @@ metadata = MetaData()
 # SQLite only gives INTEGER PRIMARY KEY rowid semantics to the exact type INTEGER.
 SeqType = BigInteger().with_variant(Integer(), "sqlite")
 
+
+def _present(name: str, column: str) -> Index:
+    """An index of the rows where ``column`` is not NULL: for lookups by a value of a column most rows leave
+    NULL (an index holding NULL for most rows misleads SQLite's planner, migration 0004)."""
+    present = text(f"{column} IS NOT NULL")
+    return Index(name, column, sqlite_where=present, postgresql_where=present)
+
+
 memories = Table(
     "memories", metadata,
     Column("seq", SeqType, primary_key=True, autoincrement=True),
@@ -77,6 +85,8 @@ memories = Table(
     # Version chains, updates and hard deletes look rows up by their successor (migration 0015).
     Index("ix_memories_superseded_by", "superseded_by", sqlite_where=text("superseded_by IS NOT NULL"),
           postgresql_where=text("superseded_by IS NOT NULL")),
+    # A re-indexed file's chunks are found by path (migration 0016).
+    _present("ix_memories_source", "source"),
 )
 
 memory_embeddings = Table(
@@ -237,6 +247,8 @@ tasks = Table(
     Index("ix_tasks_parent", "parent_id"),
     Index("ix_tasks_owner", "owner"),
     Index("ix_tasks_lease", "lease_expires_at"),
+    # Foreign keys' lookups when the parent row is deleted (migration 0016), as below.
+    _present("ix_tasks_result_memory", "result_memory_id"),
 )
 
 task_events = Table(
@@ -262,6 +274,7 @@ inbox = Table(
     Column("created_at", UTCDateTime(), nullable=False),
     Column("read_at", UTCDateTime()),
     Index("ix_inbox_agent", "agent_id", "read_at", "seq"),
+    _present("ix_inbox_task", "task_id"),
 )
 
 inbox_links = Table(
@@ -374,6 +387,8 @@ entities = Table(
     Column("updated_at", UTCDateTime(), nullable=False),
     UniqueConstraint("partition", "type", "norm", name="uq_entities_name"),
     Index("ix_entities_norm", "norm"),
+    # Deleting an entity looks for those merged into it (migration 0016): without an index, a read of the table.
+    _present("ix_entities_merged_into", "merged_into"),
 )
 
 #: Where a memory names an entity (character span of its title and content as indexed).

@@ -152,3 +152,18 @@ def test_the_share_of_a_filter_is_counted_in_an_index_alone(sqlite_conn: Connect
     assert any("COVERING INDEX" in step for step in plan), plan
     assert not any(step.startswith("SCAN memories") for step in plan), plan
 
+
+
+def test_a_reindexed_files_chunks_are_found_by_path_not_among_every_chunk_of_the_owner(
+        sqlite_conn: Connection) -> None:
+    from m3.protocols.messages.files import FILE_CHUNK, IndexFiles
+    from m3.store import file_chunk_writes
+
+    with sqlite_conn.begin():
+        rows.insert_memories(sqlite_conn, [
+            rows.memory_values(NewMemory(type=FILE_CHUNK, content=f"chunk {i}", agent_id="a", source=f"/r/f{i}.md"),
+                               memory_id=IDS[i], digest=rows.content_hash(f"chunk {i}"), now=datetime.now(UTC))
+            for i in range(3)])
+        msg = IndexFiles(retire_paths=("/r/f1.md", "/r/f2.md"), agent_id="a", actor="a")
+        plan = plan_of(sqlite_conn, lambda c: file_chunk_writes._retire(c, msg, datetime.now(UTC)))
+    assert any("ix_memories_source" in step for step in plan), plan

@@ -4,4 +4,4 @@
 needs no Alembic import; a test checks it against Alembic's own head.
 """
 
-HEAD = "0015_superseded_by"
+HEAD = "0016_lookup_indexes"
