@@ -22,6 +22,7 @@ import pytest
 from benchmarks import (
     backlog_count,
     entity_index,
+    files_reindex,
     gc_pauses,
     keyword_scale,
     loop_decay,
@@ -348,6 +349,17 @@ def test_tool_reads_times_a_baseline_checkout_and_this_one_on_one_store(tmp_path
         (version, read) for version in ("before", "after")
         for read in ("entity_search", "entity_list", "entity_summary", "memory_stats")]
     assert all(row["x"][0] == 1.0 for row in rows[:4]) and all(row["same_answers"] for row in rows)
+
+
+@pytest.mark.parametrize("store", ["sqlite", "postgres"])
+def test_files_reindex_times_both_calls_with_and_without_the_lookup_indexes(tmp_path: Path, data: Path, store: str
+                                                                            ) -> None:
+    rows = files_reindex.main(["--data", str(data), "--files", "8", "--store", store,
+                               "--cache", str(tmp_path / "c.sqlite")])
+    assert [row["arm"] for row in rows] == ["with", "without"] and rows[0]["reindex_x"] == 1.0
+    for row in rows:
+        assert row["chunks"] >= 8 and row["retired"] == row["chunks"] and row["rewritten"] >= row["chunks"]
+        assert row["first_index_s"] > 0 and row["reindex_s"] > 0
 
 
 def test_keyword_scale_measures_a_baseline_checkout_and_this_one_on_the_same_store(tmp_path: Path, data: Path) -> None:

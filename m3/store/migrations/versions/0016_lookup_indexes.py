@@ -4,9 +4,8 @@
   ``files_forget``); without the index each batch of 500 new chunks read every chunk of the owner.
 * ``entities.merged_into``: deleting an entity (the entity pass drops those no memory mentions any more, e.g.
   after their memories were updated, deleted or a file re-indexed) made SQLite look for entities merged into it
-  with a read of the whole ``entities`` table, for each one: 200 deletions at 174k entities took 6.8 s,
-  18 ms with the index. Re-indexing 8,000 changed files spent most of its 6 minutes there
-  (``benchmarks/files_reindex.py``).
+  with a read of the whole ``entities`` table, for each one. Re-indexing 8,000 changed files spent most of its
+  6 minutes there; 48 s with these indexes (``benchmarks/files_reindex.py``).
 * ``tasks.result_memory_id`` and ``inbox.task_id``: the same for a hard-deleted memory (its tasks' results are
   set to NULL) and a deleted task (its inbox items' task).
 
