@@ -5,7 +5,7 @@
 * ``entities.merged_into``: deleting an entity (the entity pass drops those no memory mentions any more, e.g.
   after their memories were updated, deleted or a file re-indexed) made SQLite look for entities merged into it
   with a read of the whole ``entities`` table, for each one. Re-indexing 8,000 changed files spent most of its
-  6 minutes there; 48 s with these indexes (``benchmarks/files_reindex.py``).
+  15 minutes there; 51 s with these indexes (``benchmarks/files_reindex.py``).
 * ``tasks.result_memory_id`` and ``inbox.task_id``: the same for a hard-deleted memory (its tasks' results are
   set to NULL) and a deleted task (its inbox items' task).
 
