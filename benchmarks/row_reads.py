@@ -14,13 +14,10 @@ rows both return are compared (the same values).
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
+from benchmarks.checkouts import in_turn
 from benchmarks.perf_search import kept_store_parser, on_filled_store
 
 #: The timed loop, run by either checkout (it uses only what both have): prints the median ms and a digest.
@@ -52,24 +49,10 @@ print(json.dumps({"median_ms": statistics.median(took), "digest": digest.hexdige
 """
 
 
-def probe(checkout: Path, url: str, calls: int, memory_type: str | None = None) -> dict[str, Any]:
-    """Run :data:`PROBE` with ``checkout``'s m3 first on the import path; its answer."""
-    env = {**os.environ, "PYTHONPATH": str(checkout)}
-    done = subprocess.run([sys.executable, "-c", PROBE, url, str(calls), memory_type or ""], env=env, cwd=checkout,
-                          capture_output=True, text=True, check=True)
-    answer: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return answer
-
-
 def measure(url: str, work: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
-    here = Path(__file__).resolve().parent.parent
-    versions = {"after": here} if args.baseline is None else {"before": args.baseline, "after": here}
-    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in versions}
-    for _ in range(args.rounds):
-        for name, checkout in versions.items():
-            runs[name].append(probe(checkout, url, args.calls, args.type))
+    runs = in_turn(args.baseline, args.rounds, PROBE, url, str(args.calls), args.type or "")
     digests = {run["digest"] for found in runs.values() for run in found}
-    first = runs[next(iter(versions))]
+    first = next(iter(runs.values()))
     return [{"version": name, "store": args.store, "type": args.type,
              "rounds_median_ms": [round(r["median_ms"], 3) for r in found],
              "x": [round(r["median_ms"] / b["median_ms"], 3) for r, b in zip(found, first, strict=True)],

@@ -15,13 +15,10 @@ this checkout's, ``--rounds`` times; what both return is compared (a digest of e
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
+from benchmarks.checkouts import in_turn
 from benchmarks.perf_search import kept_store_parser, on_filled_store
 
 #: The timed reads, run by either checkout: prints each read's median ms and one digest of every answer.
@@ -68,24 +65,10 @@ print(json.dumps({"median_ms": out, "digest": digest.hexdigest()}))
 """
 
 
-def probe(checkout: Path, url: str, calls: int) -> dict[str, Any]:
-    """Run :data:`PROBE` with ``checkout``'s m3 first on the import path; its answer."""
-    env = {**os.environ, "PYTHONPATH": str(checkout)}
-    done = subprocess.run([sys.executable, "-c", PROBE, url, str(calls)], env=env, cwd=checkout,
-                          capture_output=True, text=True, check=True)
-    answer: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return answer
-
-
 def measure(url: str, work: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
-    here = Path(__file__).resolve().parent.parent
-    versions = {"after": here} if args.baseline is None else {"before": args.baseline, "after": here}
-    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in versions}
-    for _ in range(args.rounds):
-        for name, checkout in versions.items():
-            runs[name].append(probe(checkout, url, args.calls))
+    runs = in_turn(args.baseline, args.rounds, PROBE, url, str(args.calls))
     same = len({run["digest"] for found in runs.values() for run in found}) == 1
-    first = runs[next(iter(versions))]
+    first = next(iter(runs.values()))
     rows = []
     for name, found in runs.items():
         for read in found[0]["median_ms"]:
