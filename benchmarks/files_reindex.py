@@ -11,6 +11,10 @@ foreign keys that had none) right after the store is created. The entity pass ru
 engine and hands its work to the same Writer, so a call also waits behind it; between the two calls the store
 is let settle (vectors stored, the entity backlog worked off). Prints the seconds of both calls
 per arm and the ratio of each arm's re-index to the first arm's.
+
+``--baseline DIR`` (another checkout, e.g. ``git archive REV | tar -x -C DIR``) times instead the arm ``with`` in
+that checkout and in this one, in turn for ``--rounds`` rounds, each in a subprocess (:mod:`benchmarks.checkouts`),
+and prints each round's ratio of this checkout's re-index to the baseline's.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from typing import Any
 import trio
 from sqlalchemy import text
 
+from benchmarks.checkouts import in_turn
 from benchmarks.data import default_data_dir
 from benchmarks.embedding import cached_embedder
 from benchmarks.ingest import STORES, bench_config, store_url
@@ -97,6 +102,32 @@ def run_arm(arm: str, store: str, texts: list[str], files: int, cache: Path | No
             "retired": again["chunks_retired"], "rewritten": again["chunks_written"]}
 
 
+#: One arm ``with`` in whichever checkout runs it (``benchmarks.checkouts.probe``): data folder, files, store,
+#: embedding cache ("" for the default).
+PROBE = """
+import json, sys
+from pathlib import Path
+from benchmarks.files_reindex import TURNS_PER_FILE, run_arm
+from benchmarks.perf_search import corpus
+data, files, store, cache = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+turns, _ = corpus(data, files * TURNS_PER_FILE, 1)
+print(json.dumps(run_arm("with", store, [turn.content for turn in turns], files, Path(cache) if cache else None)))
+"""
+
+
+def versions(baseline: Path, rounds: int, data: Path, files: int, store: str, cache: Path | None
+             ) -> list[dict[str, Any]]:
+    """The arm ``with`` in ``baseline`` and in this checkout, in turn: one row per version and round."""
+    runs = in_turn(baseline, rounds, PROBE, str(data), str(files), store, str(cache or ""))
+    rows = []
+    for i, (before, after) in enumerate(zip(runs["before"], runs["after"], strict=True)):
+        for name, row in (("baseline", before), ("this", after)):
+            rows.append({"round": i + 1, "version": name, "files": files, "chunks": row["chunks"],
+                         "first_index_s": row["first_index_s"], "reindex_s": row["reindex_s"],
+                         "reindex_x": round(row["reindex_s"] / before["reindex_s"], 3)})
+    return rows
+
+
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=default_data_dir())
@@ -104,7 +135,14 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--store", choices=STORES, default="sqlite")
     parser.add_argument("--files", type=int, default=8000)
     parser.add_argument("--arms", default="with,without", help="comma-separated: with, without (the indexes)")
+    parser.add_argument("--baseline", type=Path, default=None, help="another checkout, timed in turn with this one")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds of the two checkouts (with --baseline)")
     args = parser.parse_args(argv)
+    if args.baseline is not None:
+        rows = versions(args.baseline, args.rounds, args.data, args.files, args.store, args.cache)
+        print(rows_text(rows, f"files_index twice, baseline {args.baseline} and this checkout in turn, "
+                              f"{args.store}, {args.files} files"))
+        return rows
     turns, _ = corpus(args.data, args.files * TURNS_PER_FILE, 1)
     texts = [turn.content for turn in turns]
     rows = [run_arm(arm, args.store, texts, args.files, args.cache) for arm in args.arms.split(",")]

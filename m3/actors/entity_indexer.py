@@ -3,9 +3,11 @@
 Never on the write path: memory_write commits without it. On each tick (``entities.interval_s``) it reads the
 memories after its watermark, at most ``entities.batch`` of them, extracts their mentions and relations
 (:mod:`m3.cognition.extraction`, pure and deterministic) and hands them to the Writer as one
-:class:`IndexEntities`, which also drops what retired or erased memories mentioned and moves the watermark. A full
-batch queues the next one behind the messages waiting (reads are never stuck behind a whole backlog); otherwise
-the next tick is armed. ``entity_extract`` runs the same pass at once (:class:`ExtractEntities`).
+:class:`IndexEntities`, which also moves the watermark. With them go the memories the store noted for a second
+reading (``entity_stale``: changed in place, retired or restored, noted by a trigger, migration 0017): what they
+mentioned is dropped and the current ones indexed anew. A full batch queues the next one behind the messages
+waiting (reads are never stuck behind a whole backlog); otherwise the next tick is armed. ``entity_extract``
+runs the same pass at once (:class:`ExtractEntities`).
 
 Ticks run only in long-running processes and, on a store several engines share, only in the engine holding the
 background lease (:class:`TakeBackground`); one-shot commands and other engines index only when asked. The
@@ -122,26 +124,36 @@ class EntityIndexer(ConnectionOwner):
         except Exception as exc:  # logged, and tried again at the next tick: a tick has nobody to answer
             self.last_error = repr(exc)
             log.warning("entity indexing failed, trying again in %g s: %r", self._interval_s, exc)
-            done = {"memories": 0}
-        if done["memories"] >= self._batch:
+            done = {"memories": 0, "notes": 0}
+        if self._full(done, self._batch):
             self.tell_self(IndexTick())  # more waits: next batch behind the messages queued meanwhile
         else:
             self._ticker.arm(self._interval_s, lambda: self.tell_self(IndexTick()))
 
+    @staticmethod
+    def _full(done: dict[str, int], budget: int) -> bool:
+        """Whether a pass used its whole budget of the backlog or of the notes (so more may wait)."""
+        return done["memories"] >= budget or done["notes"] >= budget
+
     def _pass(self, budget: int) -> dict[str, int]:
-        """Index at most ``budget`` memories after the watermark (and drop what retired memories mentioned)."""
+        """Index at most ``budget`` memories after the watermark, and read again at most ``budget`` memories the
+        store noted (changed in place, retired or restored: ``entity_stale``); counts, ``notes`` the notes read."""
         with self.conn.begin():
             after = reads.watermark(self.conn)
             page = reads.backlog(self.conn, after, budget)
-            stale = reads.has_stale(self.conn)
-        if not page and not stale:
-            return dict.fromkeys(COUNTS, 0)
+            notes = reads.stale(self.conn, budget)
+        if not page and not notes:
+            return dict.fromkeys((*COUNTS, "notes"), 0)
+        current = {row["id"]: row for row in page if row["retired_at"] is None}
+        current.update((row["id"], row) for row in notes if row["id"] is not None and row["retired_at"] is None)
         found = tuple(_found(row, self._extractor.extract(reads.indexed_text(row["title"], row["content"])))
-                      for row in page if row["retired_at"] is None)
+                      for row in current.values())
         mark = max((row["seq"] for row in page), default=after)
-        counts = self._writer.ask(msg.IndexEntities(memories=found, watermark=mark), self._ask_timeout)
+        counts = self._writer.ask(msg.IndexEntities(
+            memories=found, watermark=mark, again=tuple(row["memory_id"] for row in notes),
+            notes=tuple(row["note"] for row in notes)), self._ask_timeout)
         self.last_error = None
-        return {**counts, "memories": len(page)}
+        return {**counts, "memories": len(page), "notes": len(notes)}
 
     def _extract(self, ask: msg.ExtractEntities) -> p.EntityExtractResult:
         total = dict.fromkeys(COUNTS, 0)
@@ -153,7 +165,7 @@ class EntityIndexer(ConnectionOwner):
                 total[key] += done[key]
             if left is not None:
                 left -= done["memories"]
-            if done["memories"] < budget:
+            if not self._full(done, budget):
                 break
         with self.conn.begin():
             remaining = reads.backlog_size(self.conn, reads.watermark(self.conn))

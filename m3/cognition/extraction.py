@@ -90,6 +90,14 @@ _RELATIONS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("is_my", re.compile(rf"{_S}[ \t]{{1,3}}is[ \t]{{1,3}}my[ \t]{{1,3}}"
                          rf"(?P<r>[a-z][\w-]{{1,30}}(?:[ \t][a-z][\w-]{{1,30}})?)\b")),
 )
+#: Per relation, words its pattern cannot match without (one of each group, case as in the pattern): a text that
+#: lacks them skips the pattern, which would otherwise try a name at every capital letter of the text.
+_NEEDS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "works_at": (("work",),), "moved_to": (("moved", "relocated"),), "lives_in": (("liv",),),
+    "joined": (("joined",),), "founded": (("founded", "started"),), "manages": (("manages", "leads", "runs"),),
+    "reports_to": (("reports",),), "married_to": (("married",),), "role_of": (("the",), ("of",)),
+    "is_my": (("my",),),
+}
 _SENTENCE_END = frozenset(".!?:;\n\"'(\u201c*-\u2022")
 
 
@@ -240,11 +248,15 @@ def _name(text: str, start: int, end: int) -> Mention | None:
     return Mention(" ".join(surface.split()), "name", s, s + len(surface), surface)
 
 
-def _relations(text: str, mentions: list[Mention]) -> tuple[list[Fact], list[Mention]]:
-    """The facts the relation patterns find, and the mentions they add (a sentence-initial one-word name)."""
+def _relations(text: str, mentions: list[Mention], needs: Mapping[str, tuple[tuple[str, ...], ...]] = _NEEDS
+               ) -> tuple[list[Fact], list[Mention]]:
+    """The facts the relation patterns find, and the mentions they add (a sentence-initial one-word name);
+    ``needs`` names the words without which a pattern is not tried (``_NEEDS``; the result is the same without)."""
     facts: list[Fact] = []
     extra: list[Mention] = []
     for predicate, pattern in _RELATIONS:
+        if not all(any(word in text for word in group) for group in needs.get(predicate, ())):
+            continue
         for match in pattern.finditer(text):
             subject = _ending_at(text, match.end("s"), mentions, extra)
             if subject is None:

@@ -21,6 +21,7 @@ from m3.store.memories import chunks
 from m3.store.schema import entities as e
 from m3.store.schema import entity_mentions as mn
 from m3.store.schema import entity_relations as rel
+from m3.store.schema import entity_stale as st
 from m3.store.schema import entity_watermark as wm
 from m3.store.schema import memories as m
 
@@ -50,22 +51,27 @@ def watermark(conn: Connection) -> int:
     return int(conn.execute(select(wm.c.seq).where(wm.c.id == 1)).scalar() or 0)
 
 
+#: The memory columns the entity pass reads (extraction, owner, valid time, whether it is current).
+_PASS_COLUMNS = (m.c.seq, m.c.id, m.c.title, m.c.content, m.c.scope, m.c.agent_id, m.c.user_id, m.c.valid_from,
+                 m.c.valid_to, m.c.retired_at)
+
+
 def backlog(conn: Connection, after: int, limit: int) -> list[dict[str, Any]]:
     """The next ``limit`` memories after ``after`` (retired ones too: the watermark moves past them)."""
     return [dict(row) for row in conn.execute(
-        select(m.c.seq, m.c.id, m.c.title, m.c.content, m.c.scope, m.c.agent_id, m.c.user_id, m.c.valid_from,
-               m.c.valid_to, m.c.retired_at).where(m.c.seq > after).order_by(m.c.seq).limit(limit)).mappings()]
+        select(*_PASS_COLUMNS).where(m.c.seq > after).order_by(m.c.seq).limit(limit)).mappings()]
 
 
 def backlog_size(conn: Connection, after: int) -> int:
     return int(conn.execute(select(func.count()).select_from(m).where(m.c.seq > after)).scalar_one())
 
 
-def has_stale(conn: Connection) -> bool:
-    """Whether a retired memory still has mentions or relations (the next pass drops them)."""
-    retired = select(m.c.id).where(m.c.retired_at.is_not(None))
-    return conn.execute(select(mn.c.seq).where(mn.c.memory_id.in_(retired)).limit(1)).first() is not None or \
-        conn.execute(select(rel.c.seq).where(rel.c.memory_id.in_(retired)).limit(1)).first() is not None
+def stale(conn: Connection, limit: int) -> list[dict[str, Any]]:
+    """The oldest ``limit`` notes of memories to read again (``entity_stale``, migration 0017): ``note`` (its
+    seq), ``memory_id`` and the memory's pass columns (``id`` None when it was erased since)."""
+    return [dict(row) for row in conn.execute(
+        select(st.c.seq.label("note"), st.c.memory_id, *[c for c in _PASS_COLUMNS if c.name != "seq"])
+        .select_from(st.outerjoin(m, m.c.id == st.c.memory_id)).order_by(st.c.seq).limit(limit)).mappings()]
 
 
 def visible_mentions(flt: MemoryFilter) -> Any:

@@ -33,6 +33,7 @@ from m3.store.schema import entities as e
 from m3.store.schema import entity_mentions as mn
 from m3.store.schema import entity_merges as mg
 from m3.store.schema import entity_relations as rel
+from m3.store.schema import entity_stale as st
 from m3.store.schema import entity_watermark as wm
 from m3.store.schema import memories as m
 
@@ -51,18 +52,23 @@ def _set_watermark(conn: Connection, seq: int, now: datetime) -> None:
 
 
 def index(conn: Connection, msg: IndexEntities, now: datetime) -> dict[str, int]:
-    """Replace the mentions and relations of ``msg.memories`` that are still current, drop those of retired
-    memories with the entities nobody mentions any more, and move the watermark forward; counts.
+    """Replace the mentions and relations of ``msg.memories`` that are still current, drop those of the memories
+    read again (``msg.again``) with the entities nobody mentions any more, delete the notes handled and move the
+    watermark forward; counts.
 
     A batch costs a few statements, not a few per mention: the entities every mention names are looked up
     together, the new ones inserted in one executemany, merges followed for all at once, and the mentions and
     relations inserted in one executemany each (the Writer indexed about 300 memories a second when every
-    mention ran its own statements, docs/benchmarks.md "Entity indexing")."""
+    mention ran its own statements, docs/benchmarks.md "Entity indexing"). Retired memories are found through
+    their notes (migration 0017), not by reading every memory ever retired."""
     counts = dict.fromkeys(("memories", "mentions", "relations", "entities_created", "dropped_mentions",
                             "dropped_entities"), 0)
-    ids = [mem.memory_id for mem in msg.memories]
-    current = _current(conn, ids)
+    again = list(dict.fromkeys(msg.again))
+    dropped = _drop_mentions(conn, again)
+    read_again = set(again)
+    ids = [mem.memory_id for mem in msg.memories if mem.memory_id not in read_again]
     touched = _drop_mentions(conn, ids)
+    current = _current(conn, [mem.memory_id for mem in msg.memories])
     todo = [mem for mem in msg.memories if mem.memory_id in current]
     resolved, counts["entities_created"] = _resolve(conn, todo, now)
     mentions: list[dict[str, Any]] = []
@@ -73,10 +79,10 @@ def index(conn: Connection, msg: IndexEntities, now: datetime) -> dict[str, int]
     _INSERT_MENTIONS(conn, mentions)
     _INSERT_RELATIONS(conn, relations)
     counts.update(memories=len(todo), mentions=len(mentions), relations=len(relations))
-    stale = select(m.c.id).where(m.c.retired_at.is_not(None))
-    dropped = _drop_mentions(conn, stale)
     counts["dropped_mentions"] = len(dropped)
     counts["dropped_entities"] = drop_unmentioned(conn, {eid for eid, _ in dropped} | {eid for eid, _ in touched})
+    for part in chunks(list(msg.notes)):
+        conn.execute(delete(st).where(st.c.seq.in_(part)))
     if msg.watermark > reads.watermark(conn):
         _set_watermark(conn, msg.watermark, now)
     return counts

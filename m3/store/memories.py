@@ -10,7 +10,7 @@ import hashlib
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Connection, RowMapping, and_, bindparam, delete, func, insert, literal, or_, select, update
 
@@ -24,6 +24,8 @@ from m3.store.schema import memories as m
 from m3.store.schema import memory_embeddings as e
 from m3.store.schema import memory_history as h
 from m3.store.schema import memory_relationships as r
+
+T = TypeVar("T")
 
 PREFIX_MIN = 8
 #: Ids per IN list, well below the bound-parameter limits of both dialects.
@@ -39,7 +41,7 @@ def new_id() -> str:
     return str(uuid.uuid4())
 
 
-def chunks(ids: Sequence[str]) -> Iterator[list[str]]:
+def chunks(ids: Sequence[T]) -> Iterator[list[T]]:
     """``ids`` in lists of at most :data:`CHUNK`."""
     for start in range(0, len(ids), CHUNK):
         yield list(ids[start:start + CHUNK])

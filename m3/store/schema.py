@@ -442,6 +442,15 @@ entity_watermark = Table(
     Column("updated_at", UTCDateTime(), nullable=False),
 )
 
+#: Memories the entity pass must read again (migration 0017): triggers note each memory whose text changed in
+#: place, that was retired or that became current again; the pass drops what such a memory mentioned, indexes
+#: the current ones anew and deletes the notes it handled. No foreign key: a note may outlive a hard delete.
+entity_stale = Table(
+    "entity_stale", metadata,
+    Column("seq", SeqType, primary_key=True, autoincrement=True),
+    Column("memory_id", String(36), nullable=False),
+)
+
 #: The cognitive loop's passes (migration 0012): each pass's watermark (JSON the pass defines), pause flag and
 #: last run. A watermark moves in the transaction that commits what the pass wrote.
 loop_state = Table(

@@ -131,6 +131,7 @@ LOCAL_TABLES: dict[str, str] = {
     schema.entity_relations.name: "derived, as entities",
     schema.entity_merges.name: "derived, as entities (entity_merge acts on one machine's graph)",
     schema.entity_watermark.name: "this machine's indexer's progress",
+    schema.entity_stale.name: "this machine's indexer's notes of memories to read again (a pulled change adds its own)",
     schema.loop_state.name: "this machine's cognitive loop progress and pause flags",
 }
 

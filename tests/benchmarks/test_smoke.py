@@ -362,6 +362,14 @@ def test_files_reindex_times_both_calls_with_and_without_the_lookup_indexes(tmp_
         assert row["first_index_s"] > 0 and row["reindex_s"] > 0
 
 
+def test_files_reindex_times_a_baseline_checkout_and_this_one_in_turn(tmp_path: Path, data: Path) -> None:
+    root = Path(files_reindex.__file__).resolve().parent.parent  # this checkout as its own baseline
+    rows = files_reindex.main(["--data", str(data), "--files", "4", "--cache", str(tmp_path / "c.sqlite"),
+                               "--baseline", str(root), "--rounds", "1"])
+    assert [row["version"] for row in rows] == ["baseline", "this"] and rows[0]["reindex_x"] == 1.0
+    assert rows[0]["chunks"] == rows[1]["chunks"] >= 4 and all(row["reindex_s"] > 0 for row in rows)
+
+
 def test_keyword_scale_measures_a_baseline_checkout_and_this_one_on_the_same_store(tmp_path: Path, data: Path) -> None:
     root = Path(keyword_scale.__file__).resolve().parent.parent  # this checkout as its own baseline
     rows = keyword_scale.main(["--data", str(data), "--size", "40", "--queries", "3", "--store", "sqlite",

@@ -5,7 +5,10 @@ from __future__ import annotations
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from m3.cognition import extraction
 from m3.cognition.extraction import MAX_CHARS, Extractor, normalise, parse_types
 
 EXTRACT = Extractor()
@@ -119,6 +122,33 @@ def test_a_malformed_type_setting_is_refused(entry: str) -> None:
 ])
 def test_simple_relations_are_found(text: str, fact: tuple[str, str, str]) -> None:
     assert facts(text) == [fact]
+
+
+#: Every wording of every relation pattern, with what comes between subject and object.
+WORDINGS = ("works at", "worked for", "is working at", "was working for", "moved to", "has moved to",
+            "relocated to", "has relocated to", "lives in", "lived in", "is living in", "joined", "has joined",
+            "founded", "co-founded", "started", "manages", "leads", "runs", "reports to", "married", "is married to",
+            "is the CEO of", "was the head of", "is my manager, not", "is my older")
+
+
+def relations(text: str, needs: dict[str, tuple[tuple[str, ...], ...]] | None = None) -> list[tuple[str, str, str]]:
+    mentions = extraction._claim(list(EXTRACT._candidates(text)))
+    found, _ = extraction._relations(text, mentions) if needs is None else extraction._relations(text, mentions, needs)
+    return [(f.subject.name, f.predicate, f.object.name) for f in found]
+
+
+@pytest.mark.parametrize("wording", WORDINGS)
+def test_every_wording_of_a_relation_passes_the_word_filter(wording: str) -> None:
+    text = f"Alice Smith {wording} Acme Corp."
+    assert relations(text) and relations(text) == relations(text, needs={})
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(st.lists(st.sampled_from((*WORDINGS, "Alice", "Bob Smith", "Acme", "Paris", "the", "of", "my", "is", "and",
+                                 "she", ".", "\n", "CEO", "team")), max_size=24))
+def test_the_word_filter_changes_no_relation_found(words: list[str]) -> None:
+    text = " ".join(words)
+    assert relations(text) == relations(text, needs={})
 
 
 @pytest.mark.parametrize("text", ["She works at Acme.", "It moved to Berlin.", "The team works at night.",

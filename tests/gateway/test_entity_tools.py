@@ -196,6 +196,31 @@ async def test_a_deleted_memory_drops_its_mentions_and_the_entities_only_it_name
     assert oslo["mentions"] == 1
 
 
+async def test_an_update_in_place_indexes_the_new_text_and_forgets_the_old_names(quiet: Service) -> None:
+    kept = await write(quiet, "Quentin Blake works at Acme Corp.", scope="org")
+    await extract(quiet)
+    await quiet.call("memory_update", {"id": kept, "content": "Rosa Diaz works at Initech."}, A)
+    done = await extract(quiet)
+    assert (done["dropped_entities"], done["remaining"]) == (2, 0)
+    assert await find(quiet, "quentin") == [] and await find(quiet, "acme") == []
+    [rosa] = await find(quiet, "rosa")
+    assert rosa["mentions"] == 1
+    [fact] = (await quiet.call("entity_relations", {}, A))["items"]
+    assert (fact["subject_name"], fact["predicate"], fact["object_name"]) == ("Rosa Diaz", "works_at", "Initech")
+
+
+async def test_a_restored_memory_names_its_entities_again(quiet: Service) -> None:
+    gone = await write(quiet, "Quentin Blake visited Oslo.", scope="org")
+    await extract(quiet)
+    await quiet.call("memory_delete", {"id": gone}, A)
+    await extract(quiet)
+    assert await find(quiet, "quentin") == []
+    await quiet.call("memory_restore", {"id": gone}, A)
+    await extract(quiet)
+    [quentin] = await find(quiet, "quentin")
+    assert quentin["mentions"] == 1
+
+
 async def test_gdpr_forget_erases_the_entities_only_the_subject_mentioned(quiet: Service) -> None:
     await write(quiet, "Ursula Vance works at Yoyodyne.", A, scope="org")
     await write(quiet, "Yoyodyne moved to Austin.", B, scope="org")

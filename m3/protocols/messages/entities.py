@@ -50,11 +50,15 @@ class IndexedMemory(Message):
 
 
 class IndexEntities(Request[dict[str, int]]):
-    """Writer: replace the mentions and relations of ``memories`` (those still current), drop those of retired
-    memories and the entities left unmentioned, and move the watermark to ``watermark``; counts per kind."""
+    """Writer: replace the mentions and relations of ``memories`` (those still current), drop those of the
+    memories ``again`` names (read again: changed, retired or restored; the current ones are in ``memories`` too)
+    and the entities left unmentioned, delete the ``entity_stale`` notes ``notes`` and move the watermark to
+    ``watermark``; counts per kind."""
 
     memories: tuple[IndexedMemory, ...]
     watermark: int
+    again: tuple[str, ...] = ()
+    notes: tuple[int, ...] = ()
 
 
 class ExtractEntities(Request["entities.EntityExtractResult"]):

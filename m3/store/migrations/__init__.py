@@ -4,4 +4,4 @@
 needs no Alembic import; a test checks it against Alembic's own head.
 """
 
-HEAD = "0016_lookup_indexes"
+HEAD = "0017_entity_stale"
