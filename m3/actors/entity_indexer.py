@@ -153,7 +153,9 @@ class EntityIndexer(ConnectionOwner):
             memories=found, watermark=mark, again=tuple(row["memory_id"] for row in notes),
             notes=tuple(row["note"] for row in notes)), self._ask_timeout)
         self.last_error = None
-        return {**counts, "memories": len(page), "notes": len(notes)}
+        seen = {row["id"] for row in page}
+        looked_at = len(page) + len({row["memory_id"] for row in notes} - seen)
+        return {**counts, "memories": looked_at, "notes": len(notes)}
 
     def _extract(self, ask: msg.ExtractEntities) -> p.EntityExtractResult:
         total = dict.fromkeys(COUNTS, 0)
@@ -168,7 +170,7 @@ class EntityIndexer(ConnectionOwner):
             if not self._full(done, budget):
                 break
         with self.conn.begin():
-            remaining = reads.backlog_size(self.conn, reads.watermark(self.conn))
+            remaining = reads.backlog_size(self.conn, reads.watermark(self.conn)) + reads.stale_size(self.conn)
         return p.EntityExtractResult(**total, remaining=remaining)
 
     # -- reads: each in one read transaction -----------------------------------------------------------

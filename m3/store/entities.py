@@ -66,6 +66,11 @@ def backlog_size(conn: Connection, after: int) -> int:
     return int(conn.execute(select(func.count()).select_from(m).where(m.c.seq > after)).scalar_one())
 
 
+def stale_size(conn: Connection) -> int:
+    """How many notes of memories to read again wait."""
+    return int(conn.execute(select(func.count()).select_from(st)).scalar_one())
+
+
 def stale(conn: Connection, limit: int) -> list[dict[str, Any]]:
     """The oldest ``limit`` notes of memories to read again (``entity_stale``, migration 0017): ``note`` (its
     seq), ``memory_id`` and the memory's pass columns (``id`` None when it was erased since)."""

@@ -216,7 +216,8 @@ async def test_a_restored_memory_names_its_entities_again(quiet: Service) -> Non
     await extract(quiet)
     assert await find(quiet, "quentin") == []
     await quiet.call("memory_restore", {"id": gone}, A)
-    await extract(quiet)
+    done = await extract(quiet)
+    assert (done["memories"], done["mentions"], done["remaining"]) == (1, 2, 0)
     [quentin] = await find(quiet, "quentin")
     assert quentin["mentions"] == 1
 

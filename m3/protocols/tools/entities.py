@@ -229,13 +229,13 @@ class EntityExtractArgs(ToolArgs):
 
 
 class EntityExtractResult(ToolResult):
-    memories: int = Field(description="Memories looked at.")
+    memories: int = Field(description="Memories looked at: new ones, and ones changed, retired or restored since.")
     mentions: int = Field(description="Mentions stored.")
     relations: int = Field(description="Relations stored.")
     entities_created: int
-    dropped_mentions: int = Field(description="Mentions removed because their memory was retired or deleted.")
+    dropped_mentions: int = Field(description="Mentions removed because their memory changed, was retired or deleted.")
     dropped_entities: int = Field(description="Entities removed because no memory names them any more.")
-    remaining: int = Field(description="Memories still waiting (0 unless limit stopped the pass).")
+    remaining: int = Field(description="Memories still waiting, new or changed (0 unless limit stopped the pass).")
 
 
 ENTITY_EXTRACT = ToolSpec(
