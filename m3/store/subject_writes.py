@@ -17,8 +17,10 @@ from sqlalchemy import Connection, delete, func, insert, select, update
 from m3.protocols.messages.governance import Subject
 from m3.store.dialect import Dialect
 from m3.store.entity_writes import drop_unmentioned, mentioned_by
+from m3.store.memories import chunks
 from m3.store.schema import agents as ag
 from m3.store.schema import conversation_events as ev
+from m3.store.schema import entity_stale
 from m3.store.schema import erasures as er
 from m3.store.schema import memory_history as h
 from m3.store.schema import memory_relationships as r
@@ -48,6 +50,8 @@ def forget(conn: Connection, subject: Subject, *, now: datetime, actor: str | No
         table = TABLES[name]
         conn.execute(delete(table).where(sections[name]))
     conn.execute(delete(TABLES["memories"]).where(sections["memories"]))
+    for part in chunks(erased):  # the entity pass's notes of them (no foreign key: a note outlives a delete)
+        conn.execute(delete(entity_stale).where(entity_stale.c.memory_id.in_(part)))
     counts["entities"] = drop_unmentioned(conn, named)  # those only the subject's memories named
     if subject.kind == "agent":
         counts["agent"] = conn.execute(delete(ag).where(ag.c.id == subject.id)).rowcount

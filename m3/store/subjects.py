@@ -96,7 +96,7 @@ SCRUBBED_TABLES = ("memories", "memory_history", "memory_relationships", "memory
                    "conflicts", "chatlog", "agents", "agent_tokens", "tasks", "task_events", "inbox", "inbox_links",
                    "notifications", "read_audit", "erasures",
                    # the entity graph: names and spellings taken from the subject's memories (docs/entities.md)
-                   "entities", "entity_mentions", "entity_relations", "entity_merges",
+                   "entities", "entity_mentions", "entity_relations", "entity_merges", "entity_stale",
                    "chat_embeddings", "conversation_events")
 #: Columns an export leaves out: internal order, generated full-text columns, the floats and the token hashes.
 _HIDDEN = {"seq", "fts_content", "fts_title", "vector", "token_hash"}

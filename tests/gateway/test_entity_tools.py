@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from sqlalchemy import select
 
 from m3.actors.system import ActorSystem
 from m3.config import Config
@@ -14,6 +15,8 @@ from m3.embed.minilm import MiniLMEmbedder
 from m3.errors import M3Error
 from m3.gateway.registry import default_registry
 from m3.gateway.service import CallContext, Service
+from m3.store.engine import StoreOptions, open_engine
+from m3.store.schema import entity_stale
 
 pytestmark = pytest.mark.anyio
 
@@ -237,6 +240,21 @@ async def test_gdpr_forget_erases_the_entities_only_the_subject_mentioned(quiet:
     [yoyodyne] = await find(quiet, "yoyodyne", B)
     assert yoyodyne["mentions"] == 1
     assert [r["predicate"] for r in (await quiet.call("entity_relations", {}, B))["items"]] == ["moved_to"]
+
+
+async def test_gdpr_forget_erases_the_entity_pass_notes_of_the_erased_memories(quiet: Service, config: Config
+                                                                               ) -> None:
+    mine = await write(quiet, "Ursula Vance works at Yoyodyne.", A)
+    theirs = await write(quiet, "Yoyodyne moved to Austin.", B)
+    for memory_id, ctx in ((mine, A), (theirs, B)):
+        await quiet.call("memory_update", {"id": memory_id, "content": "Changed: Yoyodyne."}, ctx)
+    await quiet.call("gdpr_forget", {"agent_id": "agent-a", "confirm": True}, CallContext(agent_id=None))
+    engine = open_engine(StoreOptions(url=config["store.url"]), "reader")
+    try:
+        with engine.connect() as conn:
+            assert list(conn.execute(select(entity_stale.c.memory_id)).scalars()) == [theirs]
+    finally:
+        engine.dispose()
 
 
 async def test_extract_with_a_limit_leaves_the_rest_of_the_backlog_for_later(quiet: Service) -> None:
