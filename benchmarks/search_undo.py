@@ -15,6 +15,8 @@ first, in one process on one store. The changes:
   turns are of type ``conversation``);
 * ``window-drive`` (SQLite): under a type filter, the memories valid in a window the question names are found
   through the valid-time index; undone, through the type's (with ``--type``);
+* ``unlisted-counted`` (PostgreSQL): a query lexeme ``pg_stats`` does not list is counted (up to the budget) when
+  the keyword leg picks the lexemes whose rows it ranks; undone, it counts as 0 rows;
 * ``broad-filter`` (SQLite): under a field filter holding more than a third of the store (counted in an index),
   the keyword leg checks FTS5's best matches first; undone, it ranks every match under any field filter
   (``--agent A`` searches with ``agent_id=A``: counted in the owner index type by type).
@@ -34,20 +36,26 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import select
+
+from benchmarks.data import load_longmemeval
 from benchmarks.embedding import cached_embedder
-from benchmarks.interleaved import WARMUP, as_it_is, compare_on, parser
+from benchmarks.interleaved import WARMUP, as_it_is, compare_on, live_searcher, parser
 from benchmarks.perf_search import corpus, on_filled_store
 from benchmarks.precomputed import PrecomputedEmbedder
+from benchmarks.report import rows_text
 from m3.actors import searcher as searcher_module
 from m3.actors.searcher import Searcher
-from m3.protocols.messages.memory import MemoryFilter
+from m3.protocols.messages.memory import MemoryFilter, SearchMemories
 from m3.retrieval import native
 from m3.retrieval.dense import SqlLeg
+from m3.store import pg_fulltext
 from m3.store.dialect import Dialect
 from m3.store.filters import narrows
+from m3.store.schema import memories as m
 from m3.store.sqlite import SqliteDialect
 
-CHANGES = ("int8-scan", "row-vectors", "ids-drive", "window-drive", "broad-filter")
+CHANGES = ("int8-scan", "row-vectors", "ids-drive", "window-drive", "broad-filter", "unlisted-counted")
 
 
 @contextmanager
@@ -106,6 +114,16 @@ def _every_field_filter_selective(searcher: Searcher) -> Iterator[None]:
         del searcher._selective  # the class's method again
 
 
+@contextmanager
+def _unlisted_as_rare() -> Iterator[None]:
+    own = pg_fulltext._unlisted
+    pg_fulltext._unlisted = lambda table: "0"
+    try:
+        yield
+    finally:
+        pg_fulltext._unlisted = own
+
+
 def arms(change: str, searcher: Searcher, args: argparse.Namespace
          ) -> dict[str, Callable[[], AbstractContextManager[None]]]:
     """``now`` and ``undone`` for ``change``."""
@@ -119,12 +137,44 @@ def arms(change: str, searcher: Searcher, args: argparse.Namespace
         undo = {"ids-drive": _planner_chooses, "window-drive": _type_drives_windows,
                 "broad-filter": lambda: _every_field_filter_selective(searcher)}[change]
         return {"now": as_it_is, "undone": undo}
+    if args.store != "postgres":
+        raise SystemExit(f"{change} is PostgreSQL's change: use --store postgres")
+    if change == "unlisted-counted":
+        return {"now": as_it_is, "undone": _unlisted_as_rare}
     return {"now": as_it_is, "undone": lambda: _vectors_apart(searcher)}
+
+
+def session_hits(url: str, work: Path, args: argparse.Namespace, embedder: Any) -> list[dict[str, Any]]:
+    """Per arm, LongMemEval_S's session hit rate at 1, 5 and 10 on this store, over the first ``args.queries``
+    questions whose answer sessions the store holds (turns carry their session as ``conversation_id``)."""
+    searcher = live_searcher(url, work, embedder)
+    try:
+        with searcher.conn.begin():
+            held = set(searcher.conn.execute(select(m.c.conversation_id).distinct()).scalars())
+        questions = [q for h in load_longmemeval(args.data, "s") for q in h.questions if q.gold_sessions & held]
+        questions = questions[:args.queries]
+        rows = []
+        for name, arm in arms(args.change, searcher, args).items():
+            hits = dict.fromkeys((1, 5, 10), 0)
+            with arm():
+                for q in questions:
+                    with searcher.conn.begin():
+                        found = searcher.search(SearchMemories(query=q.text, k=10, filter=MemoryFilter()))
+                    sessions = [item.conversation_id for item in found.items]
+                    for k in hits:
+                        hits[k] += any(s in q.gold_sessions for s in sessions[:k])
+            rows.append({"arm": name, "questions": len(questions),
+                         **{f"shr_at_{k}": round(n / max(1, len(questions)), 3) for k, n in hits.items()}})
+        return rows
+    finally:
+        searcher.release()
 
 
 def measure(url: str, work: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
     _, queries = corpus(args.data, 1, args.queries + WARMUP)
     embedder = PrecomputedEmbedder(cached_embedder(args.cache, 1)) if args.cached else None
+    if args.sessions:
+        print(rows_text(session_hits(url, work, args, embedder), "LongMemEval_S session hits on this store, per arm"))
     return compare_on(url, work, queries, lambda searcher: arms(args.change, searcher, args), "undone", embedder,
                       MemoryFilter(type=args.type, agent_id=args.agent), change=args.change, store=args.store,
                       type=args.type, agent=args.agent,
@@ -137,6 +187,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     options.add_argument("--cached", action="store_true", help="query vectors from the embedding cache")
     options.add_argument("--type", default=None, help="search with this memory type as filter")
     options.add_argument("--agent", default=None, help="search with this agent as filter")
+    options.add_argument("--sessions", action="store_true",
+                         help="first, each arm's LongMemEval_S session hit rate over the questions the store holds")
     options.add_argument("--int8-from-rows", type=int, default=native.INT8_FROM_ROWS,
                          help="int8-scan: rows from which the arm 'now' scans the int8 copy")
     args = options.parse_args(argv)

@@ -294,7 +294,7 @@ def test_query_handover_times_both_arms_on_one_store_and_finds_the_same_answers(
 
 @pytest.mark.parametrize(("change", "store"), [("int8-scan", "sqlite"), ("row-vectors", "postgres"),
                                                ("ids-drive", "sqlite"), ("window-drive", "sqlite"),
-                                               ("broad-filter", "sqlite")])
+                                               ("broad-filter", "sqlite"), ("unlisted-counted", "postgres")])
 def test_search_undo_times_a_change_now_and_undone_on_one_store_and_finds_the_same_answers(
         tmp_path: Path, data: Path, change: str, store: str) -> None:
     if change == "int8-scan" and not native.available():
@@ -302,13 +302,14 @@ def test_search_undo_times_a_change_now_and_undone_on_one_store_and_finds_the_sa
     rows = search_undo.main(["--data", str(data), "--size", "40", "--queries", "4", "--store", store,
                              "--change", change, "--int8-from-rows", "1", "--cache", str(tmp_path / "c.sqlite"),
                              *(["--type", "conversation"] if change in ("ids-drive", "window-drive", "broad-filter")
-                               else [])])
+                               else []), *(["--sessions"] if change == "unlisted-counted" else [])])
     assert [row["arm"] for row in rows] == ["now", "undone"]
     assert rows[0]["queries"] == rows[1]["queries"] > 0 and all(row["p50_ms"] > 0 for row in rows)
     assert rows[1]["p50_x"] == 1.0 and rows[0]["answers_differing"] == 0
     # Every arm puts back what it changed.
     assert native.INT8_FROM_ROWS > 1 and SqlLeg.vectors_with_rows and SqliteDialect.by_ids is not Dialect.by_ids
     assert vars(searcher_module)["search_clause"] is filters.search_clause
+    assert search_undo.pg_fulltext._unlisted.__name__ == "_unlisted"
 
 
 def test_pg_buffers_restarts_the_server_with_each_setting_and_leaves_it_on_m3s(tmp_path: Path, data: Path) -> None:

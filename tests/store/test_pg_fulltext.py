@@ -72,3 +72,39 @@ def test_a_query_of_only_common_lexemes_still_searches_for_the_rarest(common_wor
         assert tsqueries(conn, "memories", "the weather report") == ("'weather' | 'report'", "'report'")
         assert len(hits(conn, "weather report")) == 50
         assert tsqueries(conn, "memories", "and then,") is None and hits(conn, "and then,") == []
+
+
+FILLERS = "alpha bravo charlie delta echo foxtrot golf hotel india juliet"
+
+
+@pytest.fixture
+def unlisted_word(store_url: str) -> Iterator[Engine]:
+    """2,600 memories: ten filler words in each (the ten lexemes ANALYZE lists at statistics target 1), "zebra"
+    in 2,100 of them (common, yet not listed: the list is full) and "volcano" in 8."""
+    if not is_postgres(store_url):
+        pytest.skip("PostgreSQL only: SQLite's FTS5 reads term frequencies from its own index")
+    eng = open_engine(StoreOptions(url=store_url), "writer")
+    migrate(eng)
+    texts = [f"{FILLERS} zebra" for _ in range(2100)] + [f"{FILLERS} volcano" for _ in range(8)]
+    texts += [FILLERS for _ in range(492)]
+    with eng.begin() as conn:
+        conn.execute(text("ALTER TABLE memories SET (autovacuum_enabled = false)"))
+        conn.execute(text("ALTER TABLE memories ALTER COLUMN fts_content SET STATISTICS 1"))
+        rows.insert_memories(conn, [rows.memory_values(NewMemory(type="note", content=t), memory_id=f"u{i:05d}",
+                                                       digest=rows.content_hash(f"{t} {i}"), now=NOW)
+                                    for i, t in enumerate(texts)])
+    analyze(eng)
+    yield eng
+    eng.dispose()
+
+
+def test_a_common_lexeme_the_statistics_do_not_list_is_counted_not_taken_for_rare(unlisted_word: Engine) -> None:
+    with unlisted_word.connect() as conn:
+        listed = conn.execute(text(
+            "SELECT CAST(most_common_elems AS text) FROM pg_stats WHERE tablename = 'memories' "
+            "AND attname = 'fts_content'")).scalar_one()
+        assert "zebra" not in listed and "volcano" not in listed  # the premise: neither is listed
+        # Zebra's 2,100 rows (counted up to the budget) do not fit beside volcano's 8: only volcano selects.
+        assert tsqueries(conn, "memories", "volcano zebra") == ("'volcano' | 'zebra'", "'volcano'")
+        assert tsqueries(conn, "memories", "zebra") == ("'zebra'", "'zebra'")  # the rarest is always kept
+        assert len(hits(conn, "volcano zebra")) == 8
