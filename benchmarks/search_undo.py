@@ -17,6 +17,10 @@ first, in one process on one store. The changes:
   through the valid-time index; undone, through the type's (with ``--type``);
 * ``unlisted-counted`` (PostgreSQL): a query lexeme ``pg_stats`` does not list is counted (up to the budget) when
   the keyword leg picks the lexemes whose rows it ranks; undone, it counts as 0 rows;
+* ``lexemes-kept`` (PostgreSQL): the keyword leg picks its selecting lexemes with the statistics its connection
+  keeps (``pg_stats`` read again after ANALYZE or a minute, unlisted lexemes counted once a minute); undone, in
+  one statement per search that reads them all again (:mod:`benchmarks.pg_selection_sql`, the rule until
+  2026-12-05);
 * ``broad-filter`` (SQLite): under a field filter holding more than a third of the store (counted in an index),
   the keyword leg checks FTS5's best matches first; undone, it ranks every match under any field filter
   (``--agent A`` searches with ``agent_id=A``: counted in the owner index type by type).
@@ -38,6 +42,7 @@ from typing import Any
 
 from sqlalchemy import select
 
+from benchmarks import pg_selection_sql
 from benchmarks.data import load_longmemeval
 from benchmarks.embedding import cached_embedder
 from benchmarks.interleaved import WARMUP, as_it_is, compare_on, live_searcher, parser
@@ -55,7 +60,8 @@ from m3.store.filters import narrows
 from m3.store.schema import memories as m
 from m3.store.sqlite import SqliteDialect
 
-CHANGES = ("int8-scan", "row-vectors", "ids-drive", "window-drive", "broad-filter", "unlisted-counted")
+CHANGES = ("int8-scan", "row-vectors", "ids-drive", "window-drive", "broad-filter", "unlisted-counted",
+           "lexemes-kept")
 
 
 @contextmanager
@@ -115,13 +121,37 @@ def _every_field_filter_selective(searcher: Searcher) -> Iterator[None]:
 
 
 @contextmanager
-def _unlisted_as_rare() -> Iterator[None]:
-    own = pg_fulltext._unlisted
-    pg_fulltext._unlisted = lambda table: "0"
+def _own_statistics(searcher: Searcher) -> Iterator[None]:
+    """The arm keeps lexeme statistics of its own on the Searcher's connection (the other arm's are put back)."""
+    info = searcher.conn.info
+    kept = {key: info.pop(key) for key in list(info) if isinstance(key, tuple) and key[0] == pg_fulltext.KEPT_KEY}
     try:
         yield
     finally:
-        pg_fulltext._unlisted = own
+        for key in [key for key in info if isinstance(key, tuple) and key[0] == pg_fulltext.KEPT_KEY]:
+            info.pop(key)
+        info.update(kept)
+
+
+@contextmanager
+def _unlisted_as_rare(searcher: Searcher) -> Iterator[None]:
+    own = pg_fulltext._count_unlisted
+    pg_fulltext._count_unlisted = lambda conn, table, lexemes: dict.fromkeys(lexemes, 0)
+    try:
+        with _own_statistics(searcher):
+            yield
+    finally:
+        pg_fulltext._count_unlisted = own
+
+
+@contextmanager
+def _selection_in_sql() -> Iterator[None]:
+    own = pg_fulltext.tsqueries
+    pg_fulltext.tsqueries = pg_selection_sql.tsqueries
+    try:
+        yield
+    finally:
+        pg_fulltext.tsqueries = own
 
 
 def arms(change: str, searcher: Searcher, args: argparse.Namespace
@@ -140,7 +170,9 @@ def arms(change: str, searcher: Searcher, args: argparse.Namespace
     if args.store != "postgres":
         raise SystemExit(f"{change} is PostgreSQL's change: use --store postgres")
     if change == "unlisted-counted":
-        return {"now": as_it_is, "undone": _unlisted_as_rare}
+        return {"now": as_it_is, "undone": lambda: _unlisted_as_rare(searcher)}
+    if change == "lexemes-kept":
+        return {"now": as_it_is, "undone": _selection_in_sql}
     return {"now": as_it_is, "undone": lambda: _vectors_apart(searcher)}
 
 

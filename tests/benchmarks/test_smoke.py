@@ -294,7 +294,8 @@ def test_query_handover_times_both_arms_on_one_store_and_finds_the_same_answers(
 
 @pytest.mark.parametrize(("change", "store"), [("int8-scan", "sqlite"), ("row-vectors", "postgres"),
                                                ("ids-drive", "sqlite"), ("window-drive", "sqlite"),
-                                               ("broad-filter", "sqlite"), ("unlisted-counted", "postgres")])
+                                               ("broad-filter", "sqlite"), ("unlisted-counted", "postgres"),
+                                               ("lexemes-kept", "postgres")])
 def test_search_undo_times_a_change_now_and_undone_on_one_store_and_finds_the_same_answers(
         tmp_path: Path, data: Path, change: str, store: str) -> None:
     if change == "int8-scan" and not native.available():
@@ -309,7 +310,8 @@ def test_search_undo_times_a_change_now_and_undone_on_one_store_and_finds_the_sa
     # Every arm puts back what it changed.
     assert native.INT8_FROM_ROWS > 1 and SqlLeg.vectors_with_rows and SqliteDialect.by_ids is not Dialect.by_ids
     assert vars(searcher_module)["search_clause"] is filters.search_clause
-    assert search_undo.pg_fulltext._unlisted.__name__ == "_unlisted"
+    assert search_undo.pg_fulltext._count_unlisted.__name__ == "_count_unlisted"
+    assert search_undo.pg_fulltext.tsqueries.__module__ == "m3.store.pg_fulltext"
 
 
 def test_pg_buffers_restarts_the_server_with_each_setting_and_leaves_it_on_m3s(tmp_path: Path, data: Path) -> None:

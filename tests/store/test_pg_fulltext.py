@@ -8,8 +8,10 @@ from datetime import UTC, datetime
 import pytest
 from sqlalchemy import Connection, Engine, text, true
 
+from benchmarks import pg_selection_sql
 from m3.protocols.messages.memory import NewMemory
 from m3.store import memories as rows
+from m3.store import pg_fulltext
 from m3.store.dialect import dialect_for
 from m3.store.engine import StoreOptions, migrate, open_engine
 from m3.store.pg_fulltext import MATCH_BUDGET, tsqueries
@@ -108,3 +110,50 @@ def test_a_common_lexeme_the_statistics_do_not_list_is_counted_not_taken_for_rar
         assert tsqueries(conn, "memories", "volcano zebra") == ("'volcano' | 'zebra'", "'volcano'")
         assert tsqueries(conn, "memories", "zebra") == ("'zebra'", "'zebra'")  # the rarest is always kept
         assert len(hits(conn, "volcano zebra")) == 8
+
+
+#: Words of the stores above, common and rare, listed by ANALYZE or not, absent, stop words, and text that would
+#: be tsquery syntax if it were not quoted.
+WORDS = ("volcano", "weather", "report", "zebra", "alpha", "eruption", "ash", "number", "the", "unheard",
+         "o'brien", "back\\slash", "a:b", "x&y|!z")
+
+
+def same_as_the_rule_in_sql(engine: Engine) -> None:
+    queries = [f"{a} {b} {c}" for a in WORDS for b in WORDS for c in WORDS[::3]] + ["", "and then,"]
+    with engine.connect() as conn:
+        for query in queries:
+            assert tsqueries(conn, "memories", query) == pg_selection_sql.tsqueries(conn, "memories", query), query
+
+
+def test_the_selection_equals_the_rule_worked_out_in_sql_on_every_call(common_word: Engine) -> None:
+    same_as_the_rule_in_sql(common_word)  # not analyzed: every lexeme selects
+    analyze(common_word)
+    same_as_the_rule_in_sql(common_word)
+
+
+def test_the_selection_equals_the_rule_in_sql_where_counts_decide(unlisted_word: Engine) -> None:
+    same_as_the_rule_in_sql(unlisted_word)
+
+
+def test_a_connection_reads_the_statistics_again_once_the_table_is_analyzed(common_word: Engine) -> None:
+    with common_word.connect() as conn:
+        assert tsqueries(conn, "memories", "volcano weather")[1] == "'volcano' | 'weather'"
+        conn.rollback()
+        analyze(common_word)
+        assert tsqueries(conn, "memories", "volcano weather")[1] == "'volcano'"
+
+
+def test_a_connection_counts_an_unlisted_lexeme_again_after_a_minute(
+        unlisted_word: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    now = [1000.0]
+    monkeypatch.setattr(pg_fulltext, "clock", lambda: now[0])
+    with unlisted_word.connect() as conn:
+        assert tsqueries(conn, "memories", "volcano zebra")[1] == "'volcano'"  # zebra: 2,100 rows
+        conn.rollback()
+        with unlisted_word.begin() as other:  # zebra becomes rare; no ANALYZE, so the statistics stay the same
+            other.execute(text("DELETE FROM memories WHERE seq IN (SELECT seq FROM memories "
+                               "WHERE content LIKE '%zebra%' LIMIT 2000)"))
+        now[0] += pg_fulltext.KEPT_S - 1
+        assert tsqueries(conn, "memories", "volcano zebra")[1] == "'volcano'"  # the count kept
+        now[0] += 2
+        assert tsqueries(conn, "memories", "volcano zebra")[1] == "'volcano' | 'zebra'"  # 8 + 100 rows fit
