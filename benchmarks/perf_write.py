@@ -12,9 +12,11 @@ hands vectors to the same Writer. Latency is from call to acknowledgement
 
 ``--baseline DIR`` compares two versions of m3 in one run (A/B): ``DIR`` is
 another checkout (``git worktree add /tmp/m3-base main``). Each level runs
-twice, in a subprocess of each version, the baseline first; the rows say
-which version ran, and the new one's ratios are against the baseline's row of
-the same level. Every row carries the load average when its level ended.
+in a subprocess of each version, ``--rounds N`` times (default 1), the baseline
+first in odd rounds and this checkout first in even ones; the rows say which
+version ran in which round, and the new one's ratios are against the
+baseline's row of the same level and round. Every row carries the load
+average when its level ended.
 
 Once its store is open, a level settles the process's heap as the engine does (``--heap settled``,
 :func:`m3.gateway.runtime.settle_heap`); ``--heap as-started`` leaves it as it was, and ``--heap both`` runs
@@ -103,25 +105,39 @@ def add_ratios(rows: list[dict[str, Any]], *, per_level: bool = False) -> None:
 
 
 def run_versions(args: argparse.Namespace, writers: int) -> list[dict[str, Any]]:
-    """One level run by the baseline checkout, then by this one, each in its own process (A/B)."""
+    """One level run by the baseline checkout and by this one, each in its own process (A/B), ``args.rounds``
+    times: the baseline first in odd rounds, this checkout first in even ones (whichever runs second may find
+    the machine warmer or busier)."""
     rows = []
-    for version, root in (("before", args.baseline.resolve()), ("after", Path(__file__).resolve().parent.parent)):
-        with tempfile.TemporaryDirectory(prefix="m3-perf-write-") as out:
-            command = [sys.executable, "-m", "benchmarks.perf_write", "--writers", str(writers), "--writes",
-                       str(args.writes), "--type", args.type, "--store", args.store, "--data", str(args.data),
-                       "--cache", str(args.cache), "--out", out]
-            subprocess.run(command, cwd=root, env={**os.environ, "PYTHONPATH": str(root)}, check=True,
-                           stdout=subprocess.DEVNULL)
-            [summary] = Path(out).glob("*/summary.json")
-            done = json.loads(summary.read_text(encoding="utf-8"))
-        code = done["code"] or {}
-        level = {k: v for k, v in done["levels"][0].items() if not k.endswith("_x")}
-        rows.append({"version": version, "commit": str(code.get("commit", "?"))[:9] + ("+" if code.get("modified")
-                     else ""), **level, "load": round(os.getloadavg()[0], 1)})
-    for row in rows:  # against the baseline's row of the same level
-        for key, of in (("throughput_x", "writes_per_s"), ("p50_x", "p50_ms"), ("p99_x", "p99_ms")):
-            row[key] = ratio(row[of], rows[0][of])
+    versions = (("before", args.baseline.resolve()), ("after", Path(__file__).resolve().parent.parent))
+    for round_no in range(1, args.rounds + 1):
+        done_in_round = []
+        for version, root in (versions if round_no % 2 else versions[::-1]):
+            level = _run_version(args, writers, root)
+            done_in_round.append({"round": round_no, "version": version, **level})
+        done_in_round.sort(key=lambda row: row["version"] != "before")
+        base = done_in_round[0]
+        for row in done_in_round:  # against the baseline's row of the same level and round
+            for key, of in (("throughput_x", "writes_per_s"), ("p50_x", "p50_ms"), ("p99_x", "p99_ms")):
+                row[key] = ratio(row[of], base[of])
+        rows += done_in_round
     return rows
+
+
+def _run_version(args: argparse.Namespace, writers: int, root: Path) -> dict[str, Any]:
+    """One level in a subprocess of the checkout at ``root``: its summary row, the commit it ran, the load."""
+    with tempfile.TemporaryDirectory(prefix="m3-perf-write-") as out:
+        command = [sys.executable, "-m", "benchmarks.perf_write", "--writers", str(writers), "--writes",
+                   str(args.writes), "--type", args.type, "--store", args.store, "--data", str(args.data),
+                   "--cache", str(args.cache), "--out", out]
+        subprocess.run(command, cwd=root, env={**os.environ, "PYTHONPATH": str(root)}, check=True,
+                       stdout=subprocess.DEVNULL)
+        [summary] = Path(out).glob("*/summary.json")
+        done = json.loads(summary.read_text(encoding="utf-8"))
+    code = done["code"] or {}
+    level = {k: v for k, v in done["levels"][0].items() if not k.endswith("_x")}
+    return {"commit": str(code.get("commit", "?"))[:9] + ("+" if code.get("modified") else ""), **level,
+            "load": round(os.getloadavg()[0], 1)}
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -134,6 +150,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--store", choices=STORES, default="sqlite")
     parser.add_argument("--baseline", type=Path, default=None,
                         help="another checkout of m3: run every level with it and with this one (A/B)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="with --baseline: run both versions this many times, alternating which goes first")
     parser.add_argument("--heap", choices=("settled", "as-started", "both"), default="settled",
                         help="settle the heap as the engine does, leave it as started, or run each level both ways")
     parser.add_argument("--out", type=Path, default=None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -105,3 +106,45 @@ def test_trio_stays_responsive_while_an_actor_is_busy(handle: ActorHandle, probe
 
     trio.run(main)
     assert ticks == 100
+
+
+def test_answers_given_together_wake_their_trio_run_once_and_each_waiter_gets_its_own() -> None:
+    calls: list[object] = []
+    answers: dict[int, int] = {}
+
+    async def main() -> None:
+        replies = [bridge.TrioReply() for _ in range(50)]
+        wakeups = bridge._run_wakeups()
+        token = wakeups._token
+
+        class Counting:
+            def run_sync_soon(self, fn: object, *args: object) -> None:
+                calls.append(fn)
+                token.run_sync_soon(fn, *args)  # type: ignore[arg-type]
+
+        wakeups._token = Counting()  # type: ignore[assignment]
+
+        def answer_all() -> None:  # an actor answering a group commit, from its own thread
+            for i, reply in enumerate(replies):
+                reply.set_result(i)
+
+        # The run cannot handle the first wake-up before the last answer is given (its thread is held here).
+        answer_all_thread = threading.Thread(target=answer_all)
+        answer_all_thread.start()
+        answer_all_thread.join(WAIT_S)
+
+        async def take(i: int) -> None:
+            answers[i] = await replies[i].wait(WAIT_S)
+
+        async with trio.open_nursery() as nursery:
+            for i in range(50):
+                nursery.start_soon(take, i)
+        assert len(calls) == 1
+        # A later answer wakes the run again.
+        late = bridge.TrioReply()
+        late.set_result(99)
+        assert await late.wait(WAIT_S) == 99
+        assert len(calls) == 2
+
+    trio.run(main)
+    assert answers == {i: i for i in range(50)}
