@@ -21,6 +21,8 @@ first, in one process on one store. The changes:
   keeps (``pg_stats`` read again after ANALYZE or a minute, unlisted lexemes counted once a minute); undone, in
   one statement per search that reads them all again (:mod:`benchmarks.pg_selection_sql`, the rule until
   2026-12-05);
+* ``embedding-first`` (either store): the query starts embedding before the search's filter and the times its
+  query names are worked out; undone, after them (as until 2026-12-05);
 * ``broad-filter`` (SQLite): under a field filter holding more than a third of the store (counted in an index),
   the keyword leg checks FTS5's best matches first; undone, it ranks every match under any field filter
   (``--agent A`` searches with ``agent_id=A``: counted in the owner index type by type).
@@ -61,7 +63,7 @@ from m3.store.schema import memories as m
 from m3.store.sqlite import SqliteDialect
 
 CHANGES = ("int8-scan", "row-vectors", "ids-drive", "window-drive", "broad-filter", "unlisted-counted",
-           "lexemes-kept")
+           "lexemes-kept", "embedding-first")
 
 
 @contextmanager
@@ -154,6 +156,25 @@ def _selection_in_sql() -> Iterator[None]:
         pg_fulltext.tsqueries = own
 
 
+@contextmanager
+def _embedding_after_filter(searcher: Searcher) -> Iterator[None]:
+    """The helper starts where the leg is refreshed, after the filter and the named times are worked out."""
+    own_start, own_refreshed = searcher._embed_query, searcher._leg_refreshed
+
+    def later(query: str, n: int, include_archived: bool) -> Any:
+        return (query, n, include_archived)
+
+    def start_then_refresh(started: Any, clause: Any, window: Any) -> Any:
+        return own_refreshed(own_start(*started), clause, window)
+
+    searcher._embed_query = later  # type: ignore[method-assign]
+    searcher._leg_refreshed = start_then_refresh  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        del searcher._embed_query, searcher._leg_refreshed  # the class's methods again
+
+
 def arms(change: str, searcher: Searcher, args: argparse.Namespace
          ) -> dict[str, Callable[[], AbstractContextManager[None]]]:
     """``now`` and ``undone`` for ``change``."""
@@ -161,6 +182,8 @@ def arms(change: str, searcher: Searcher, args: argparse.Namespace
         if not native.available():
             raise SystemExit("int8-scan needs the native core: pip install ./native")
         return {"now": lambda: _threshold(args.int8_from_rows), "undone": lambda: _threshold(sys.maxsize)}
+    if change == "embedding-first":
+        return {"now": as_it_is, "undone": lambda: _embedding_after_filter(searcher)}
     if change in ("ids-drive", "window-drive", "broad-filter"):
         if args.store != "sqlite":
             raise SystemExit(f"{change} is SQLite's change: use --store sqlite")

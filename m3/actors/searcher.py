@@ -156,14 +156,16 @@ class Searcher(StoreReader):
         k = self._k(msg.k)
         n = max(self._candidates, k)
         # The query embeds first, on another thread, and the in-memory index then proposes its nearest memories
-        # there; meanwhile this thread reads the filter, the keyword matches and their rows (the model, the index
-        # and SQLite release the GIL). The query vector is awaited only when nothing else is left to do.
+        # there; meanwhile this thread works out the filter and the times the query names, and reads the keyword
+        # matches and their rows (the model, the index and SQLite release the GIL). The query vector is awaited
+        # only when nothing else is left to do.
+        started = self._embed_query(msg.query, n, msg.filter.include_archived)
         clause = search_clause(msg.filter, now)
         # The question's time: relative times in the query and recency count from it.
         asked = msg.now or msg.filter.as_of or now
         named = timewords.windows(msg.query, asked)
         window = self._window(search_clause(msg.filter, now, by_valid_time=True) if named else clause, named)
-        embedding = self._start_embedding(msg.query, n, msg.filter.include_archived, clause, window)
+        embedding = self._leg_refreshed(started, clause, window)
         terms = fulltext.query_terms(msg.query)
         hits = self._dialect.memory_hits(self.conn, msg.query, clause, n, selective=self._selective(msg.filter))
         # Narrow rows (no content) for ranking; the chosen few are completed below. The keyword hits' rows are
@@ -197,30 +199,30 @@ class Searcher(StoreReader):
             return True
         return rows.holds_more_than(self.conn, flt, held // 3) is not True
 
-    def _start_embedding(self, query: str, n: int, include_archived: bool, clause: Any,
-                         window: tuple[Any, int] | None) -> QueryEmbedding | None:
-        """The query's vector and the dense leg's proposals, started on the helper thread; None when there are
-        no vectors to compare. The leg is refreshed meanwhile, on this thread, before the helper reads it."""
+    def _embed_query(self, query: str, n: int, include_archived: bool) -> QueryEmbedding | None:
+        """The query's vector and the dense leg's proposals, started on the helper thread with the model the store
+        says search uses; None without an embedder for it."""
         self._follow_active_model()
-        started = self._embed_query(query, n, include_archived, clause, window)
+        if self._embedder is None:
+            return None
+        if self._embedding_pool is None:
+            self._embedding_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="m3-searcher-embed")
+        return QueryEmbedding(self._embedding_pool, self._embedder, self._dense, query, n, include_archived,
+                              wait_s=QUERY_EMBED_TIMEOUT_S)
+
+    def _leg_refreshed(self, started: QueryEmbedding | None, clause: Any,
+                       window: tuple[Any, int] | None) -> QueryEmbedding | None:
+        """Refresh the dense leg on this thread, then let the helper propose under ``clause`` (and ``window``);
+        None when there are no vectors to compare."""
         if started is None:
             return None
         ready = False
         try:
             ready = self._dense.ready(self.conn, self._model)
         finally:
-            started.leg_refreshed(ready)
+            started.leg_refreshed(ready, clause, window)
         # Without stored vectors there is nothing to compare: the vector, still being computed, is left unread.
         return started if ready else None
-
-    def _embed_query(self, query: str, n: int, include_archived: bool, clause: Any,
-                     window: tuple[Any, int] | None) -> QueryEmbedding | None:
-        if self._embedder is None:
-            return None
-        if self._embedding_pool is None:
-            self._embedding_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="m3-searcher-embed")
-        return QueryEmbedding(self._embedding_pool, self._embedder, self._dense, query, n, include_archived,
-                              wait_s=QUERY_EMBED_TIMEOUT_S, clause=clause, window=window)
 
     def _dense_hits(self, embedding: QueryEmbedding | None, clause: Any, n: int, include_archived: bool,
                     loaded: CandidateRows) -> tuple[list[tuple[str, float]], Vector | None]:

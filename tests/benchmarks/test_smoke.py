@@ -296,7 +296,8 @@ def test_query_handover_times_both_arms_on_one_store_and_finds_the_same_answers(
 @pytest.mark.parametrize(("change", "store"), [("int8-scan", "sqlite"), ("row-vectors", "postgres"),
                                                ("ids-drive", "sqlite"), ("window-drive", "sqlite"),
                                                ("broad-filter", "sqlite"), ("unlisted-counted", "postgres"),
-                                               ("lexemes-kept", "postgres")])
+                                               ("lexemes-kept", "postgres"), ("embedding-first", "sqlite"),
+                                               ("embedding-first", "postgres")])
 def test_search_undo_times_a_change_now_and_undone_on_one_store_and_finds_the_same_answers(
         tmp_path: Path, data: Path, change: str, store: str) -> None:
     if change == "int8-scan" and not native.available():
