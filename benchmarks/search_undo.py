@@ -23,6 +23,9 @@ first, in one process on one store. The changes:
   2026-12-05);
 * ``embedding-first`` (either store): the query starts embedding before the search's filter and the times its
   query names are worked out; undone, after them (as until 2026-12-05);
+* ``first-proposals`` (SQLite): the in-memory leg proposes the few nearest memories it checks first
+  (``dense.first_checked``), and ranks the next ones only when some fail the filter; undone, it proposes
+  ``PROPOSED_PER_HIT`` times the hits asked, as until 2026-12-05;
 * ``broad-filter`` (SQLite): under a field filter holding more than a third of the store (counted in an index),
   the keyword leg checks FTS5's best matches first; undone, it ranks every match under any field filter
   (``--agent A`` searches with ``agent_id=A``: counted in the owner index type by type).
@@ -55,7 +58,7 @@ from m3.actors import searcher as searcher_module
 from m3.actors.searcher import Searcher
 from m3.protocols.messages.memory import MemoryFilter, SearchMemories
 from m3.retrieval import native
-from m3.retrieval.dense import SqlLeg
+from m3.retrieval.dense import PROPOSED_PER_HIT, MatrixLeg, SqlLeg
 from m3.store import pg_fulltext
 from m3.store.dialect import Dialect
 from m3.store.filters import narrows
@@ -63,7 +66,7 @@ from m3.store.schema import memories as m
 from m3.store.sqlite import SqliteDialect
 
 CHANGES = ("int8-scan", "row-vectors", "ids-drive", "window-drive", "broad-filter", "unlisted-counted",
-           "lexemes-kept", "embedding-first")
+           "lexemes-kept", "embedding-first", "first-proposals")
 
 
 @contextmanager
@@ -175,6 +178,20 @@ def _embedding_after_filter(searcher: Searcher) -> Iterator[None]:
         del searcher._embed_query, searcher._leg_refreshed  # the class's methods again
 
 
+@contextmanager
+def _proposals_four_per_hit() -> Iterator[None]:
+    own = MatrixLeg.propose
+
+    def four_per_hit(leg: MatrixLeg, query: Any, n: int, include_archived: bool = False, clause: Any = None) -> Any:
+        return leg.index.top(query, n * PROPOSED_PER_HIT, include_hidden=include_archived)
+
+    MatrixLeg.propose = four_per_hit  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        MatrixLeg.propose = own  # type: ignore[method-assign]
+
+
 def arms(change: str, searcher: Searcher, args: argparse.Namespace
          ) -> dict[str, Callable[[], AbstractContextManager[None]]]:
     """``now`` and ``undone`` for ``change``."""
@@ -184,6 +201,10 @@ def arms(change: str, searcher: Searcher, args: argparse.Namespace
         return {"now": lambda: _threshold(args.int8_from_rows), "undone": lambda: _threshold(sys.maxsize)}
     if change == "embedding-first":
         return {"now": as_it_is, "undone": lambda: _embedding_after_filter(searcher)}
+    if change == "first-proposals":
+        if args.store != "sqlite":
+            raise SystemExit("first-proposals is SQLite's change: use --store sqlite")
+        return {"now": as_it_is, "undone": _proposals_four_per_hit}
     if change in ("ids-drive", "window-drive", "broad-filter"):
         if args.store != "sqlite":
             raise SystemExit(f"{change} is SQLite's change: use --store sqlite")

@@ -78,6 +78,17 @@ class DenseLeg(Protocol):
         """Vectors held in memory (None when the leg holds none between searches)."""
 
 
+#: Most nearest memories the in-memory leg checks against the filter per hit asked, before it ranks among the
+#: memories the filter admits instead.
+PROPOSED_PER_HIT = 4
+
+
+def first_checked(n: int) -> int:
+    """How many nearest memories the in-memory leg proposes and checks first for ``n`` hits: most searches keep
+    every one, so the next ones (up to ``n * PROPOSED_PER_HIT``) are ranked only when some fail the filter."""
+    return n + n // 4 + 8
+
+
 class MatrixLeg:
     """Brute force over an in-memory matrix, refreshed incrementally by ``seq``."""
 
@@ -98,7 +109,7 @@ class MatrixLeg:
             self.index.last_seq = last
 
     def propose(self, query: Vector, n: int, include_archived: bool = False, clause: Any = None) -> Hits | None:
-        return self.index.top(query, n * 4, include_hidden=include_archived)
+        return self.index.top(query, first_checked(n), include_hidden=include_archived)
 
     def propose_narrow(self, query: Vector, clause: Any, n: int) -> Hits | None:
         return None  # which memories a window admits is read on the Searcher's connection
@@ -108,13 +119,14 @@ class MatrixLeg:
             passing: Passing | None = None) -> Hits:
         if narrow:
             return self.index.top(query, n, self._admitted(conn, clause))
+        first = first_checked(n)
         if proposed is None:
-            proposed = self.index.top(query, n * 4, include_hidden=include_archived)
+            proposed = self.index.top(query, first, include_hidden=include_archived)
         check = passing or (lambda ids: rows.visible_ids(conn, ids, clause))
-        # Most searches keep every proposal: check the first few, and the rest only when some failed.
-        first = n + n // 4 + 8
+        # Most searches keep every proposal: check the first few, and the next ones only when some failed.
         hits = self._passing(check, proposed[:first])
-        if len(hits) < n and len(proposed) > first:
+        if len(hits) < n:
+            proposed = self.index.top(query, n * PROPOSED_PER_HIT, include_hidden=include_archived)
             hits += self._passing(check, proposed[first:])
         hits = hits[:n]
         if len(hits) < n and len(proposed) < len(self.index):

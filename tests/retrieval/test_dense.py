@@ -70,6 +70,8 @@ def test_the_leg_returns_the_exact_filtered_top_n_however_many_the_filters_admit
         hits = leg.top(conn, MODEL, query, clause, 10)
         assert [i for i, _ in hits] == exact_top(stored, query, kind, 10)
         assert all(abs(s - float(stored[i][1] @ query)) < 1e-5 for i, s in hits)
+        # Starting from the leg's own proposals (the few it checks first) changes nothing.
+        assert leg.top(conn, MODEL, query, clause, 10, proposed=leg.propose(query, 10)) == hits
 
 
 def test_the_in_memory_leg_leaves_a_time_window_to_the_searchers_connection(
