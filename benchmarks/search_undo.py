@@ -26,6 +26,8 @@ first, in one process on one store. The changes:
 * ``first-proposals`` (SQLite): the in-memory leg proposes the few nearest memories it checks first
   (``dense.first_checked``), and ranks the next ones only when some fail the filter; undone, it proposes
   ``PROPOSED_PER_HIT`` times the hits asked, as until 2026-12-05;
+* ``statements-kept`` (either store): a search reads its candidates' rows through statements it builds once
+  (``memories.IdReader``) and runs for each id list; undone, it builds one per read, as until 2026-12-05;
 * ``broad-filter`` (SQLite): under a field filter holding more than a third of the store (counted in an index),
   the keyword leg checks FTS5's best matches first; undone, it ranks every match under any field filter
   (``--agent A`` searches with ``agent_id=A``: counted in the owner index type by type).
@@ -58,6 +60,7 @@ from m3.actors import searcher as searcher_module
 from m3.actors.searcher import Searcher
 from m3.protocols.messages.memory import MemoryFilter, SearchMemories
 from m3.retrieval import native
+from m3.retrieval.candidate_rows import CandidateRows
 from m3.retrieval.dense import PROPOSED_PER_HIT, MatrixLeg, SqlLeg
 from m3.store import pg_fulltext
 from m3.store.dialect import Dialect
@@ -66,7 +69,7 @@ from m3.store.schema import memories as m
 from m3.store.sqlite import SqliteDialect
 
 CHANGES = ("int8-scan", "row-vectors", "ids-drive", "window-drive", "broad-filter", "unlisted-counted",
-           "lexemes-kept", "embedding-first", "first-proposals")
+           "lexemes-kept", "embedding-first", "first-proposals", "statements-kept")
 
 
 @contextmanager
@@ -185,11 +188,37 @@ def _proposals_four_per_hit() -> Iterator[None]:
     def four_per_hit(leg: MatrixLeg, query: Any, n: int, include_archived: bool = False, clause: Any = None) -> Any:
         return leg.index.top(query, n * PROPOSED_PER_HIT, include_hidden=include_archived)
 
-    MatrixLeg.propose = four_per_hit  # type: ignore[method-assign]
+    MatrixLeg.propose = four_per_hit  # type: ignore[method-assign,assignment]
     try:
         yield
     finally:
         MatrixLeg.propose = own  # type: ignore[method-assign]
+
+
+class _Forgetful(dict[Any, Any]):
+    def __setitem__(self, key: Any, value: Any) -> None:
+        return None
+
+
+@contextmanager
+def _statement_per_read() -> Iterator[None]:
+    own_init, own_complete = CandidateRows.__init__, CandidateRows.complete
+
+    def init(rows: CandidateRows, *args: Any, **kwargs: Any) -> None:
+        own_init(rows, *args, **kwargs)
+        rows._readers = _Forgetful()
+
+    def complete(rows: CandidateRows, ids: Any) -> None:
+        rows._full = None
+        own_complete(rows, ids)
+
+    CandidateRows.__init__ = init  # type: ignore[method-assign,assignment]
+    CandidateRows.complete = complete  # type: ignore[method-assign,assignment]
+    try:
+        yield
+    finally:
+        CandidateRows.__init__ = own_init  # type: ignore[method-assign]
+        CandidateRows.complete = own_complete  # type: ignore[method-assign]
 
 
 def arms(change: str, searcher: Searcher, args: argparse.Namespace
@@ -201,6 +230,8 @@ def arms(change: str, searcher: Searcher, args: argparse.Namespace
         return {"now": lambda: _threshold(args.int8_from_rows), "undone": lambda: _threshold(sys.maxsize)}
     if change == "embedding-first":
         return {"now": as_it_is, "undone": lambda: _embedding_after_filter(searcher)}
+    if change == "statements-kept":
+        return {"now": as_it_is, "undone": _statement_per_read}
     if change == "first-proposals":
         if args.store != "sqlite":
             raise SystemExit("first-proposals is SQLite's change: use --store sqlite")

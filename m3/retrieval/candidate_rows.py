@@ -85,6 +85,9 @@ class CandidateRows:
             # By the (memory_id, model) key, row by row: never a join (see m3.store.vectors.vectors_of).
             stored = select(e.c.vector).where(e.c.memory_id == m.c.id, e.c.model == vector_model)
             self._with_vectors = (*rows.RANKING_COLUMNS, stored.scalar_subquery().label(_VECTOR))
+        #: One statement per column set, built on first use and run for every id list of this search.
+        self._readers: dict[tuple[Any, ...], rows.IdReader] = {}
+        self._full: rows.IdReader | None = None
 
     def fetch(self, ids: Sequence[str], *, with_vectors: bool = False) -> dict[str, CandidateRow]:
         """Ranking columns of those of ``ids`` that satisfy the filter, read once per id (one query per 500 ids
@@ -96,7 +99,10 @@ class CandidateRows:
             if with_vectors and self._with_vectors is not None:
                 columns = self._with_vectors
                 self.read_with_vectors.update(missing)
-            found = rows.rows_by_ids(self._conn, missing, self._where, columns=columns)
+            reader = self._readers.get(columns)
+            if reader is None:
+                reader = self._readers[columns] = rows.IdReader(self._conn, self._where, columns)
+            found = reader(missing)
             for memory_id, row in found.items():
                 vector = row.pop(_VECTOR, None)
                 if vector is not None:
@@ -113,7 +119,9 @@ class CandidateRows:
         todo = [i for i in ids if i in self._rows and not self._rows[i].complete]
         if not todo:
             return
-        full = rows.rows_by_ids(self._conn, todo)
+        if self._full is None:
+            self._full = rows.IdReader(self._conn)
+        full = self._full(todo)
         for memory_id in todo:
             if memory_id in full:
                 self._rows[memory_id]._fill(full[memory_id])

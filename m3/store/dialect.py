@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import URL, Column, ColumnElement, Connection, Engine, Select, TextClause, make_url
+from sqlalchemy import URL, Column, ColumnElement, Connection, Engine, Select, TextClause, bindparam, make_url
 from sqlalchemy.engine import Dialect as SqlaDialect
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.types import TypeEngine
@@ -101,6 +101,15 @@ class Dialect(Protocol):
         """``query`` narrowed to the rows whose ``column`` (a unique key) is one of ``ids``, found by that key
         whatever else ``query`` filters on; a row may come once per time its key is given."""
         return query.where(self.ids_in(column, ids))
+
+    def by_bound_ids(self, query: Select[Any], column: Column[Any], name: str) -> Select[Any]:
+        """:meth:`by_ids` for ids given when the statement runs, as the parameter ``name`` (its value from
+        :meth:`bound_ids`): one statement for any number of id lists."""
+        return query.where(column.in_(bindparam(name, expanding=True)))
+
+    def bound_ids(self, ids: Sequence[str]) -> Any:
+        """The value of :meth:`by_bound_ids`'s parameter for ``ids``."""
+        return list(ids)
 
     def bind_time(self, value: datetime) -> Any:
         """An aware UTC datetime as ``time_type`` takes it."""

@@ -18,8 +18,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 from sqlalchemy import (
+    Column,
     Connection,
     Engine,
+    Select,
     String,
     any_,
     bindparam,
@@ -132,6 +134,9 @@ class PostgresDialect(Dialect):
         # One array parameter: an expanded IN list of a search's 100-200 candidates is rendered and bound value by
         # value on every execution, which cost ten times the statement itself.
         return column == any_(bindparam(None, list(ids), type_=ARRAY(String)))
+
+    def by_bound_ids(self, query: Select[Any], column: Column[Any], name: str) -> Select[Any]:
+        return query.where(column == any_(bindparam(name, type_=ARRAY(String))))
 
     def vector_type(self) -> TypeEngine[Any]:
         return pg_vector_of(None)

@@ -133,6 +133,13 @@ class SqliteDialect(Dialect):
         given = given.alias("given_ids")
         return query.select_from(_OuterLoop(given, column.table, column == given.c.value))
 
+    def by_bound_ids(self, query: Select[Any], column: Column[Any], name: str) -> Select[Any]:
+        given = func.json_each(bindparam(name, type_=String)).table_valued("value").alias("given_ids")
+        return query.select_from(_OuterLoop(given, column.table, column == given.c.value))
+
+    def bound_ids(self, ids: Sequence[str]) -> Any:
+        return json.dumps(list(ids))
+
     def chat_matches(self, conn: Connection, query: str) -> TextClause | None:
         terms = fulltext.query_terms(query)
         if not terms:
