@@ -155,10 +155,9 @@ class Searcher(StoreReader):
         now = datetime.now(UTC)
         k = self._k(msg.k)
         n = max(self._candidates, k)
-        # The query embeds first, on another thread, and the in-memory index then proposes its nearest memories
-        # there; meanwhile this thread works out the filter and the times the query names, and reads the keyword
-        # matches and their rows (the model, the index and SQLite release the GIL). The query vector is awaited
-        # only when nothing else is left to do.
+        # The query embeds first, on another thread, then the in-memory index proposes there; meanwhile this thread
+        # works out the filter and named times and reads the keyword matches and their rows (the model, the index
+        # and SQLite release the GIL). The query vector is awaited only when nothing else is left to do.
         started = self._embed_query(msg.query, n, msg.filter.include_archived)
         clause = search_clause(msg.filter, now)
         # The question's time: relative times in the query and recency count from it.
@@ -200,8 +199,8 @@ class Searcher(StoreReader):
         return rows.holds_more_than(self.conn, flt, held // 3) is not True
 
     def _embed_query(self, query: str, n: int, include_archived: bool) -> QueryEmbedding | None:
-        """The query's vector and the dense leg's proposals, started on the helper thread with the model the store
-        says search uses; None without an embedder for it."""
+        """The query's vector and proposals, started on the helper thread with the store's search model (None: no
+        embedder for it)."""
         self._follow_active_model()
         if self._embedder is None:
             return None
@@ -212,8 +211,7 @@ class Searcher(StoreReader):
 
     def _leg_refreshed(self, started: QueryEmbedding | None, clause: Any,
                        window: tuple[Any, int] | None) -> QueryEmbedding | None:
-        """Refresh the dense leg on this thread, then let the helper propose under ``clause`` (and ``window``);
-        None when there are no vectors to compare."""
+        """Refresh the dense leg, then let the helper propose under ``clause`` (and ``window``); None: no vectors."""
         if started is None:
             return None
         ready = False
