@@ -62,3 +62,21 @@ def test_the_stored_types_are_each_type_once(writer_engine: Engine) -> None:
                                digest=rows.content_hash(f"fact {i}"), now=NOW)
             for i, kind in enumerate(["note", "decision", "note", "plan"])])
         assert sorted(conn.execute(rows.stored_types()).scalars()) == ["decision", "note", "plan"]
+
+
+def test_one_id_reader_reads_every_list_it_is_given_under_its_filter_and_chunks_long_ones(
+        writer_engine: Engine) -> None:
+    many = [f"00000000-0000-4000-9000-{i:012d}" for i in range(rows.CHUNK + 20)]
+    with writer_engine.begin() as conn:
+        rows.insert_memories(conn, [
+            rows.memory_values(NewMemory(type="note" if i % 3 else "decision", content=f"row {i}"), memory_id=m,
+                               digest=rows.content_hash(f"row {i}"), now=NOW)
+            for i, m in enumerate(many)])
+        notes = {m for i, m in enumerate(many) if i % 3}
+        read = rows.IdReader(conn, search_clause(MemoryFilter(type="note"), datetime.now(UTC)),
+                             columns=rows.RANKING_COLUMNS)
+        assert set(read(many[:10])) == notes & set(many[:10])
+        assert set(read(many[10:40])) == notes & set(many[10:40])
+        everything = read(many)  # more ids than one statement takes: run once per chunk
+        assert set(everything) == notes and set(everything[many[1]]) == {c.name for c in rows.RANKING_COLUMNS}
+        assert read([]) == {}
