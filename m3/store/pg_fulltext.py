@@ -53,13 +53,15 @@ OR_TSQUERY = rf"""
 
 
 #: The query's lexemes (the first MAX_TERMS by position, then text) and what says whether the statistics a
-#: connection keeps for ``:table`` are still current (its row estimate and when it was last analyzed).
+#: connection keeps for ``:table`` are still current (its row estimate, when it was last analyzed, and which
+#: table it is: one dropped and made again has another oid).
 _LEXEMES = f"""
     SELECT ARRAY(
         SELECT t.lexeme FROM unnest(to_tsvector('english', CAST(:text AS text))) AS t
         ORDER BY t.positions[1], t.lexeme LIMIT {MAX_TERMS}
     ), (SELECT greatest(c.reltuples, 0) FROM pg_class AS c WHERE c.oid = to_regclass(:table)),
-    pg_stat_get_last_analyze_time(to_regclass(:table)), pg_stat_get_last_autoanalyze_time(to_regclass(:table))
+    pg_stat_get_last_analyze_time(to_regclass(:table)), pg_stat_get_last_autoanalyze_time(to_regclass(:table)),
+    CAST(to_regclass(:table) AS oid)
 """
 #: The lexeme frequencies ANALYZE keeps for the table's ``fts_content`` (no row: never analyzed).
 _FREQUENCIES = """
