@@ -28,6 +28,8 @@ first, in one process on one store. The changes:
   ``PROPOSED_PER_HIT`` times the hits asked, as until 2026-12-05;
 * ``statements-kept`` (either store): a search reads its candidates' rows through statements it builds once
   (``memories.IdReader``) and runs for each id list; undone, it builds one per read, as until 2026-12-05;
+* ``signals-early`` (either store): while the query embeds, the keyword hits' signals other than meaning are
+  worked out (``ranking.prepare``); undone, all of fusion waits for the query vector, as until 2026-12-05;
 * ``broad-filter`` (SQLite): under a field filter holding more than a third of the store (counted in an index),
   the keyword leg checks FTS5's best matches first; undone, it ranks every match under any field filter
   (``--agent A`` searches with ``agent_id=A``: counted in the owner index type by type).
@@ -59,7 +61,7 @@ from benchmarks.report import rows_text
 from m3.actors import searcher as searcher_module
 from m3.actors.searcher import Searcher
 from m3.protocols.messages.memory import MemoryFilter, SearchMemories
-from m3.retrieval import native
+from m3.retrieval import native, ranking
 from m3.retrieval.candidate_rows import CandidateRows
 from m3.retrieval.dense import PROPOSED_PER_HIT, MatrixLeg, SqlLeg
 from m3.store import pg_fulltext
@@ -69,7 +71,8 @@ from m3.store.schema import memories as m
 from m3.store.sqlite import SqliteDialect
 
 CHANGES = ("int8-scan", "row-vectors", "ids-drive", "window-drive", "broad-filter", "unlisted-counted",
-           "lexemes-kept", "embedding-first", "first-proposals", "statements-kept")
+           "lexemes-kept", "embedding-first", "first-proposals", "statements-kept",
+           "signals-early")
 
 
 @contextmanager
@@ -221,6 +224,16 @@ def _statement_per_read() -> Iterator[None]:
         CandidateRows.complete = own_complete  # type: ignore[method-assign]
 
 
+@contextmanager
+def _signals_after_the_vector() -> Iterator[None]:
+    own = ranking.prepare
+    ranking.prepare = lambda *args, **kwargs: None
+    try:
+        yield
+    finally:
+        ranking.prepare = own
+
+
 def arms(change: str, searcher: Searcher, args: argparse.Namespace
          ) -> dict[str, Callable[[], AbstractContextManager[None]]]:
     """``now`` and ``undone`` for ``change``."""
@@ -230,6 +243,8 @@ def arms(change: str, searcher: Searcher, args: argparse.Namespace
         return {"now": lambda: _threshold(args.int8_from_rows), "undone": lambda: _threshold(sys.maxsize)}
     if change == "embedding-first":
         return {"now": as_it_is, "undone": lambda: _embedding_after_filter(searcher)}
+    if change == "signals-early":
+        return {"now": as_it_is, "undone": _signals_after_the_vector}
     if change == "statements-kept":
         return {"now": as_it_is, "undone": _statement_per_read}
     if change == "first-proposals":

@@ -46,7 +46,7 @@ from m3.protocols.messages.memory import (
 )
 from m3.protocols.tools import chatlog as chat
 from m3.protocols.tools import memory as r
-from m3.retrieval import chat_search, native, ranking, timewords
+from m3.retrieval import chat_search, native, pool, ranking, timewords
 from m3.retrieval.candidate_rows import CandidateRows
 from m3.retrieval.dense import DenseLeg, Vector, leg_for
 from m3.retrieval.query_embedding import QueryEmbedding
@@ -75,8 +75,6 @@ log = logging.getLogger(__name__)
 
 #: The columns of a memory row a search item shows as they are.
 ITEM_COLUMNS = tuple(sorted(set(r.SearchItem.model_fields) - {"bm25_score", "score", "explanation"}))
-#: Most candidates per search whose vector is computed on the spot because the Embedder has not stored it yet.
-PENDING_EMBED_MAX = 32
 #: Longest wait for a query's embedding before the search goes on by keyword alone.
 QUERY_EMBED_TIMEOUT_S = 60.0
 
@@ -171,14 +169,18 @@ class Searcher(StoreReader):
         # read while the query still embeds; if it is done already, with the dense hits' rows in one statement.
         loaded = CandidateRows(self.conn, clause, vector_model=self._model if embedding is not None
                                and self._dense.vectors_with_rows else None)
+        early = None
         if embedding is None or not embedding.done():
-            loaded.fetch([h.id for h in hits], with_vectors=True)
+            # While it embeds, the keyword hits' signals other than meaning are worked out too (fuse keeps them).
+            early = pool.keyword_candidates(hits, loaded.fetch([h.id for h in hits], with_vectors=True))
+            ranking.prepare(list(early.values()), terms, self._weights, asked, named)
         dense, query_vec = self._dense_hits(embedding, clause, n, msg.filter.include_archived, loaded)
         if window is not None and query_vec is not None:
             dense = self._with_window_hits(dense, query_vec, window, msg.filter.include_archived,
                                            embedding.window_hits if embedding is not None else None)
         found = loaded.fetch([h.id for h in hits] + [i for i, _ in dense])
-        cands = self._candidates_from(found, hits, [(i, s) for i, s in dense if i in found], query_vec, loaded)
+        cands = self._candidates_from(found, hits, [(i, s) for i, s in dense if i in found], query_vec, loaded,
+                                     early)
         ranking.fuse(cands, terms, self._weights, asked, named)
         by_relevance = {c.id: r for r, c in enumerate(sorted(cands, key=lambda c: c.score, reverse=True), 1)}
         chosen = ranking.mmr(cands, k, self._weights.mmr_lambda)
@@ -277,44 +279,19 @@ class Searcher(StoreReader):
             log.warning("no embedder for %s in this process: searching by keyword until it is available", active)
 
     def _candidates_from(self, found: dict[str, Any], hits: list[fulltext.KeywordHit], dense: list[tuple[str, float]],
-                         query_vec: Vector | None, loaded: CandidateRows) -> list[ranking.Candidate]:
-        cands: dict[str, ranking.Candidate] = {}
-        for h in hits:
-            if h.id in found:
-                cands[h.id] = ranking.Candidate(id=h.id, row=found[h.id], bm25=h.bm25)
-        for memory_id, cosine in dense:
-            c = cands.setdefault(memory_id, ranking.Candidate(id=memory_id, row=found[memory_id]))
-            c.cosine = cosine
+                         query_vec: Vector | None, loaded: CandidateRows,
+                         early: dict[str, ranking.Candidate] | None) -> list[ranking.Candidate]:
+        """The pool: ``early`` (the keyword hits' candidates made while the query embedded) or the keyword hits
+        among ``found``, and the dense hits, with their vectors."""
+        cands = early if early is not None else pool.keyword_candidates(hits, found)
+        pool.add_dense(cands, dense, found)
         if query_vec is not None:
             # Some came with the keyword matches' rows (where the leg keeps none); the leg has the others.
             stored = {i: loaded.vectors[i] for i in cands if i in loaded.vectors}
             stored.update(self._dense.vectors(self.conn, self._model,
                                               [i for i in cands if i not in loaded.read_with_vectors]))
-            for c in cands.values():
-                c.vector = stored.get(c.id)
-                if c.cosine is None and c.vector is not None:
-                    c.cosine = float(c.vector @ query_vec)
-            self._embed_pending([c for c in cands.values() if c.vector is None], query_vec, loaded)
+            pool.embed_pending(pool.add_vectors(cands, stored, query_vec), query_vec, loaded, self._embedder)
         return list(cands.values())
-
-    def _embed_pending(self, pending: list[ranking.Candidate], query_vec: Vector, loaded: CandidateRows) -> None:
-        """Compute the vectors still on their way (fresh writes) for the best keyword matches.
-
-        Without this a memory written a moment ago scores 0 on meaning and sinks below older,
-        merely related memories until the Embedder catches up: read-your-writes in name only.
-        """
-        pending = sorted(pending, key=lambda c: c.bm25, reverse=True)[:PENDING_EMBED_MAX]
-        if not pending or self._embedder is None:
-            return
-        loaded.complete([c.id for c in pending])
-        try:
-            matrix = self._embedder.embed([vectors.embed_text(c.row["title"], c.row["content"]) for c in pending])
-        except EmbedderUnavailable as exc:
-            log.warning("ranking fresh memories by keyword only: %s", exc.message)
-            return
-        for c, vec in zip(pending, matrix, strict=True):
-            c.vector = vec
-            c.cosine = float(vec @ query_vec)
 
     def _item(self, c: ranking.Candidate, explain: bool, rank: int, relevance_rank: int,
               named: list[timewords.Window]) -> r.SearchItem:

@@ -50,11 +50,28 @@ class Candidate:
     #: Weighted mean of the own signals (before the conversation signal).
     own: float = 0.0
     score: float = 0.0
+    #: The pool's best keyword score :func:`prepare` filled ``signals`` with (None: not prepared).
+    prepared_best: float | None = None
+
+
+def prepare(cands: Sequence[Candidate], terms: list[str], weights: SearchWeights, now: datetime,
+            named: Sequence[timewords.Window] = ()) -> None:
+    """Fill the signals of ``cands`` that need no query vector (all but ``dense``), while the query still embeds.
+
+    :func:`fuse`, given the same ``terms``, ``weights``, ``now`` and ``named``, keeps them for a candidate when the
+    pool's best keyword score is the one they were filled with (dense hits add none), so the scores are exactly
+    those :func:`fuse` alone gives; otherwise it fills them again.
+    """
+    best_bm25 = max((c.bm25 for c in cands), default=0.0)
+    wanted, windows = set(terms), list(named)
+    for c in cands:
+        c.signals = _signals(c, best_bm25, wanted, weights, now, windows)
+        c.prepared_best = best_bm25
 
 
 def fuse(cands: list[Candidate], terms: list[str], weights: SearchWeights, now: datetime,
          named: Sequence[timewords.Window] = ()) -> None:
-    """Fill ``signals``, ``own`` and ``score`` of every candidate in place.
+    """Fill ``signals``, ``own`` and ``score`` of every candidate in place (keeping what :func:`prepare` filled).
 
     ``now`` is the time the question is asked (recency counts from it); ``named`` the windows of time the
     question names (none: the ``time`` signal has no weight).
@@ -70,23 +87,32 @@ def fuse(cands: list[Candidate], terms: list[str], weights: SearchWeights, now: 
     own_weights = [(name, w[name]) for name in OWN_SIGNALS if w[name]]
     all_weights = [(name, w[name]) for name in SIGNALS if w[name]]
     for c in cands:
-        row = c.row
-        signals = c.signals = {
-            "dense": max(0.0, c.cosine) if c.cosine is not None else 0.0,
-            "bm25": c.bm25 / best_bm25 if best_bm25 > 0 else 0.0,
-            "title": _title_overlap(row["title"], wanted),
-            "importance": float(row["importance"]),
-            "recency": _recency(row["valid_from"], now, weights.recency_half_life_days),
-            "access": min(1.0, math.log1p(row["access_count"]) / _LOG_101),
-            "pin": 1.0 if row["pinned"] else 0.0,
-            "time": time_signal(row, windows) if windows else 0.0,
-        }
+        if c.prepared_best != best_bm25:
+            c.signals = _signals(c, best_bm25, wanted, weights, now, windows)
+        signals = c.signals
+        signals["dense"] = max(0.0, c.cosine) if c.cosine is not None else 0.0
         c.own = sum([weight * signals[name] for name, weight in own_weights]) / own_total
     _conversation_support(cands, weights.conversation_top)
     _neighbour_support(cands)
     for c in cands:
         signals = c.signals
         c.score = sum([weight * signals[name] for name, weight in all_weights]) / total
+
+
+def _signals(c: Candidate, best_bm25: float, wanted: set[str], weights: SearchWeights, now: datetime,
+             windows: list[timewords.Window]) -> dict[str, float]:
+    """The memory's own signals; ``dense`` is 0.0 here (:func:`fuse` sets it), first so the order stays fixed."""
+    row = c.row
+    return {
+        "dense": 0.0,
+        "bm25": c.bm25 / best_bm25 if best_bm25 > 0 else 0.0,
+        "title": _title_overlap(row["title"], wanted),
+        "importance": float(row["importance"]),
+        "recency": _recency(row["valid_from"], now, weights.recency_half_life_days),
+        "access": min(1.0, math.log1p(row["access_count"]) / _LOG_101),
+        "pin": 1.0 if row["pinned"] else 0.0,
+        "time": time_signal(row, windows) if windows else 0.0,
+    }
 
 
 def _conversation_support(cands: list[Candidate], top: int) -> None:

@@ -298,7 +298,8 @@ def test_query_handover_times_both_arms_on_one_store_and_finds_the_same_answers(
                                                ("broad-filter", "sqlite"), ("unlisted-counted", "postgres"),
                                                ("lexemes-kept", "postgres"), ("embedding-first", "sqlite"),
                                                ("embedding-first", "postgres"), ("first-proposals", "sqlite"),
-                                               ("statements-kept", "sqlite"), ("statements-kept", "postgres")])
+                                               ("statements-kept", "sqlite"), ("statements-kept", "postgres"),
+                                               ("signals-early", "sqlite")])
 def test_search_undo_times_a_change_now_and_undone_on_one_store_and_finds_the_same_answers(
         tmp_path: Path, data: Path, change: str, store: str) -> None:
     if change == "int8-scan" and not native.available():
@@ -317,6 +318,7 @@ def test_search_undo_times_a_change_now_and_undone_on_one_store_and_finds_the_sa
     assert search_undo.pg_fulltext.tsqueries.__module__ == "m3.store.pg_fulltext"
     assert search_undo.MatrixLeg.propose.__qualname__ == "MatrixLeg.propose"
     assert search_undo.CandidateRows.complete.__qualname__ == "CandidateRows.complete"
+    assert search_undo.ranking.prepare.__name__ == "prepare"
 
 
 def test_pg_buffers_restarts_the_server_with_each_setting_and_leaves_it_on_m3s(tmp_path: Path, data: Path) -> None:

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from m3.protocols.messages.memory import SearchWeights
-from m3.retrieval.ranking import SIGNALS, Candidate, explain, fuse, mmr
+from m3.retrieval.ranking import SIGNALS, Candidate, explain, fuse, mmr, prepare
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 DEFAULT = SearchWeights(dense=0.75, bm25=0.15, title=0.04, importance=0.03, recency=0.02, access=0.005,
@@ -270,3 +270,28 @@ def test_a_memory_without_a_conversation_is_its_own_neighbour() -> None:
     fuse([note, turn("t", 1, 0.9)], [], WITH_NEIGHBOUR, NOW)
     assert note.signals["neighbour"] == note.own
     assert note.score == pytest.approx(note.own)
+
+
+POOL = st.lists(st.tuples(st.one_of(st.none(), st.floats(-1, 1)), st.floats(0, 20), st.floats(0, 1),
+                          st.integers(0, 400), st.sampled_from([None, "c1", "c2"]), st.sampled_from([None, "x y", "y"]),
+                          st.booleans()),
+                min_size=1, max_size=30)
+
+
+@given(POOL, st.integers(0, 30), st.booleans())
+def test_signals_prepared_while_the_query_embeds_give_exactly_the_scores_of_fusing_at_once(
+        pool: list[Any], prepared: int, keyword_only_prepared: bool) -> None:
+    def build() -> list[Candidate]:
+        return [cand(f"m{i}", cosine=cos, bm25=bm25, importance=imp, valid_from=NOW - timedelta(hours=hours),
+                     conversation_id=conv, title=title, pinned=pinned, recorded_at=NOW - timedelta(hours=hours))
+                for i, (cos, bm25, imp, hours, conv, title, pinned) in enumerate(pool)]
+
+    weights = WITH_CONVERSATION
+    at_once, in_two_steps = build(), build()
+    fuse(at_once, ["x", "y"], weights, NOW)
+    # The Searcher prepares the keyword hits; any subset must do (a best keyword score it missed re-fills them).
+    early = [c for c in in_two_steps if c.bm25 > 0] if keyword_only_prepared else in_two_steps[:prepared]
+    prepare(early, ["x", "y"], weights, NOW)
+    fuse(in_two_steps, ["x", "y"], weights, NOW)
+    assert [(c.id, c.signals, c.own, c.score) for c in in_two_steps] == \
+        [(c.id, c.signals, c.own, c.score) for c in at_once]
