@@ -76,59 +76,37 @@ CHANGES = ("int8-scan", "row-vectors", "ids-drive", "window-drive", "broad-filte
 
 
 @contextmanager
-def _threshold(rows: int) -> Iterator[None]:
-    saved = native.INT8_FROM_ROWS
-    native.INT8_FROM_ROWS = rows
+def _replaced(owner: Any, **values: Any) -> Iterator[None]:
+    """``owner``'s attributes (a module's, a class's or an object's) set to ``values`` for the block, then put back
+    as they were; one ``owner`` did not hold itself (an object's method or class value) is removed again."""
+    held = vars(owner)
+    saved = {name: held[name] for name in values if name in held}
+    for name, value in values.items():
+        setattr(owner, name, value)
     try:
         yield
     finally:
-        native.INT8_FROM_ROWS = saved
+        for name in values:
+            if name in saved:
+                setattr(owner, name, saved[name])
+            else:
+                delattr(owner, name)
 
 
-@contextmanager
-def _vectors_apart(searcher: Searcher) -> Iterator[None]:
-    leg = searcher._dense
-    if not isinstance(leg, SqlLeg):
+def _vectors_apart(searcher: Searcher) -> AbstractContextManager[None]:
+    if not isinstance(searcher._dense, SqlLeg):
         raise SystemExit("row-vectors is PostgreSQL's change: use --store postgres")
-    leg.vectors_with_rows = False
-    try:
-        yield
-    finally:
-        del leg.vectors_with_rows  # the class's value again
+    return _replaced(searcher._dense, vectors_with_rows=False)
 
 
-@contextmanager
-def _planner_chooses() -> Iterator[None]:
-    own = SqliteDialect.by_ids
-    SqliteDialect.by_ids = Dialect.by_ids  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        SqliteDialect.by_ids = own  # type: ignore[method-assign]
-
-
-@contextmanager
-def _type_drives_windows() -> Iterator[None]:
+def _type_drives_windows() -> AbstractContextManager[None]:
     # The Searcher's own name for it (it imported the function).
     own = vars(searcher_module)["search_clause"]
 
     def as_before(flt: MemoryFilter, now: datetime, *, by_valid_time: bool = False) -> Any:
         return own(flt, now)
 
-    setattr(searcher_module, "search_clause", as_before)  # noqa: B010 - not an exported name
-    try:
-        yield
-    finally:
-        setattr(searcher_module, "search_clause", own)  # noqa: B010
-
-
-@contextmanager
-def _every_field_filter_selective(searcher: Searcher) -> Iterator[None]:
-    searcher._selective = narrows  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        del searcher._selective  # the class's method again
+    return _replaced(searcher_module, search_clause=as_before)
 
 
 @contextmanager
@@ -146,27 +124,12 @@ def _own_statistics(searcher: Searcher) -> Iterator[None]:
 
 @contextmanager
 def _unlisted_as_rare(searcher: Searcher) -> Iterator[None]:
-    own = pg_fulltext._count_unlisted
-    pg_fulltext._count_unlisted = lambda conn, table, lexemes: dict.fromkeys(lexemes, 0)
-    try:
-        with _own_statistics(searcher):
-            yield
-    finally:
-        pg_fulltext._count_unlisted = own
-
-
-@contextmanager
-def _selection_in_sql() -> Iterator[None]:
-    own = pg_fulltext.tsqueries
-    pg_fulltext.tsqueries = pg_selection_sql.tsqueries
-    try:
+    with _replaced(pg_fulltext, _count_unlisted=lambda conn, table, lexemes: dict.fromkeys(lexemes, 0)), \
+            _own_statistics(searcher):
         yield
-    finally:
-        pg_fulltext.tsqueries = own
 
 
-@contextmanager
-def _embedding_after_filter(searcher: Searcher) -> Iterator[None]:
+def _embedding_after_filter(searcher: Searcher) -> AbstractContextManager[None]:
     """The helper starts where the leg is refreshed, after the filter and the named times are worked out."""
     own_start, own_refreshed = searcher._embed_query, searcher._leg_refreshed
 
@@ -176,26 +139,14 @@ def _embedding_after_filter(searcher: Searcher) -> Iterator[None]:
     def start_then_refresh(started: Any, clause: Any, window: Any) -> Any:
         return own_refreshed(own_start(*started), clause, window)
 
-    searcher._embed_query = later  # type: ignore[method-assign]
-    searcher._leg_refreshed = start_then_refresh  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        del searcher._embed_query, searcher._leg_refreshed  # the class's methods again
+    return _replaced(searcher, _embed_query=later, _leg_refreshed=start_then_refresh)
 
 
-@contextmanager
-def _proposals_four_per_hit() -> Iterator[None]:
-    own = MatrixLeg.propose
-
+def _proposals_four_per_hit() -> AbstractContextManager[None]:
     def four_per_hit(leg: MatrixLeg, query: Any, n: int, include_archived: bool = False, clause: Any = None) -> Any:
         return leg.index.top(query, n * PROPOSED_PER_HIT, include_hidden=include_archived)
 
-    MatrixLeg.propose = four_per_hit  # type: ignore[method-assign,assignment]
-    try:
-        yield
-    finally:
-        MatrixLeg.propose = own  # type: ignore[method-assign]
+    return _replaced(MatrixLeg, propose=four_per_hit)
 
 
 class _Forgetful(dict[Any, Any]):
@@ -203,8 +154,7 @@ class _Forgetful(dict[Any, Any]):
         return None
 
 
-@contextmanager
-def _statement_per_read() -> Iterator[None]:
+def _statement_per_read() -> AbstractContextManager[None]:
     own_init, own_complete = CandidateRows.__init__, CandidateRows.complete
 
     def init(rows: CandidateRows, *args: Any, **kwargs: Any) -> None:
@@ -215,23 +165,7 @@ def _statement_per_read() -> Iterator[None]:
         rows._full = None
         own_complete(rows, ids)
 
-    CandidateRows.__init__ = init  # type: ignore[method-assign,assignment]
-    CandidateRows.complete = complete  # type: ignore[method-assign,assignment]
-    try:
-        yield
-    finally:
-        CandidateRows.__init__ = own_init  # type: ignore[method-assign]
-        CandidateRows.complete = own_complete  # type: ignore[method-assign]
-
-
-@contextmanager
-def _signals_after_the_vector() -> Iterator[None]:
-    own = ranking.prepare
-    ranking.prepare = lambda *args, **kwargs: None
-    try:
-        yield
-    finally:
-        ranking.prepare = own
+    return _replaced(CandidateRows, __init__=init, complete=complete)
 
 
 def arms(change: str, searcher: Searcher, args: argparse.Namespace
@@ -240,11 +174,12 @@ def arms(change: str, searcher: Searcher, args: argparse.Namespace
     if change == "int8-scan":
         if not native.available():
             raise SystemExit("int8-scan needs the native core: pip install ./native")
-        return {"now": lambda: _threshold(args.int8_from_rows), "undone": lambda: _threshold(sys.maxsize)}
+        return {"now": lambda: _replaced(native, INT8_FROM_ROWS=args.int8_from_rows),
+                "undone": lambda: _replaced(native, INT8_FROM_ROWS=sys.maxsize)}
     if change == "embedding-first":
         return {"now": as_it_is, "undone": lambda: _embedding_after_filter(searcher)}
     if change == "signals-early":
-        return {"now": as_it_is, "undone": _signals_after_the_vector}
+        return {"now": as_it_is, "undone": lambda: _replaced(ranking, prepare=lambda *args, **kwargs: None)}
     if change == "statements-kept":
         return {"now": as_it_is, "undone": _statement_per_read}
     if change == "first-proposals":
@@ -254,15 +189,16 @@ def arms(change: str, searcher: Searcher, args: argparse.Namespace
     if change in ("ids-drive", "window-drive", "broad-filter"):
         if args.store != "sqlite":
             raise SystemExit(f"{change} is SQLite's change: use --store sqlite")
-        undo = {"ids-drive": _planner_chooses, "window-drive": _type_drives_windows,
-                "broad-filter": lambda: _every_field_filter_selective(searcher)}[change]
+        undo = {"ids-drive": lambda: _replaced(SqliteDialect, by_ids=Dialect.by_ids),
+                "window-drive": _type_drives_windows,
+                "broad-filter": lambda: _replaced(searcher, _selective=narrows)}[change]
         return {"now": as_it_is, "undone": undo}
     if args.store != "postgres":
         raise SystemExit(f"{change} is PostgreSQL's change: use --store postgres")
     if change == "unlisted-counted":
         return {"now": as_it_is, "undone": lambda: _unlisted_as_rare(searcher)}
     if change == "lexemes-kept":
-        return {"now": as_it_is, "undone": _selection_in_sql}
+        return {"now": as_it_is, "undone": lambda: _replaced(pg_fulltext, tsqueries=pg_selection_sql.tsqueries)}
     return {"now": as_it_is, "undone": lambda: _vectors_apart(searcher)}
 
 

@@ -321,6 +321,22 @@ def test_search_undo_times_a_change_now_and_undone_on_one_store_and_finds_the_sa
     assert search_undo.ranking.prepare.__name__ == "prepare"
 
 
+def test_an_undone_arm_puts_back_a_modules_a_classs_and_an_objects_attributes_as_they_were() -> None:
+    class Owner:
+        value = 1
+
+        def method(self) -> int:
+            return 2
+
+    thing, own_method = Owner(), Owner.method
+    with search_undo._replaced(Owner, value=10), search_undo._replaced(thing, method=lambda: 20), \
+            search_undo._replaced(native, INT8_FROM_ROWS=-1):
+        assert (Owner.value, thing.method(), native.INT8_FROM_ROWS) == (10, 20, -1)
+    # The object held no method of its own: it is removed, and the class's shows through again.
+    assert Owner.value == 1 and "method" not in vars(thing) and Owner.method is own_method and thing.method() == 2
+    assert native.INT8_FROM_ROWS > 1
+
+
 def test_pg_buffers_restarts_the_server_with_each_setting_and_leaves_it_on_m3s(tmp_path: Path, data: Path) -> None:
     rows = pg_buffers.main(["--data", str(data), "--size", "40", "--queries", "3", "--rounds", "1",
                             "--cache", str(tmp_path / "c.sqlite")])
