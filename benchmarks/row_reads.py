@@ -25,7 +25,10 @@ PROBE = r"""
 import hashlib, json, random, statistics, sys, time
 from datetime import UTC, datetime
 from m3.protocols.messages.memory import MemoryFilter
-from m3.store import memories as rows
+try:  # where the row readers live since 2026-12-05; before, in m3.store.memories
+    from m3.store import id_reads as rows
+except ImportError:
+    from m3.store import memories as rows
 from m3.store.engine import StoreOptions, open_engine
 from m3.store.filters import search_clause
 url, calls, memory_type = sys.argv[1], int(sys.argv[2]), sys.argv[3] or None

@@ -30,6 +30,9 @@ first, in one process on one store. The changes:
   (``memories.IdReader``) and runs for each id list; undone, it builds one per read, as until 2026-12-05;
 * ``signals-early`` (either store): while the query embeds, the keyword hits' signals other than meaning are
   worked out (``ranking.prepare``); undone, all of fusion waits for the query vector, as until 2026-12-05;
+* ``full-statement-kept`` (either store): the statement reading the chosen results' whole rows is built once per
+  backend (``id_reads._WHOLE_ROWS``) and keeps SQLAlchemy's cache key; undone, one is built per search, as until
+  2026-12-05;
 * ``broad-filter`` (SQLite): under a field filter holding more than a third of the store (counted in an index),
   the keyword leg checks FTS5's best matches first; undone, it ranks every match under any field filter
   (``--agent A`` searches with ``agent_id=A``: counted in the owner index type by type).
@@ -64,7 +67,7 @@ from m3.protocols.messages.memory import MemoryFilter, SearchMemories
 from m3.retrieval import native, ranking
 from m3.retrieval.candidate_rows import CandidateRows
 from m3.retrieval.dense import PROPOSED_PER_HIT, MatrixLeg, SqlLeg
-from m3.store import pg_fulltext
+from m3.store import id_reads, pg_fulltext
 from m3.store.dialect import Dialect
 from m3.store.filters import narrows
 from m3.store.schema import memories as m
@@ -72,7 +75,7 @@ from m3.store.sqlite import SqliteDialect
 
 CHANGES = ("int8-scan", "row-vectors", "ids-drive", "window-drive", "broad-filter", "unlisted-counted",
            "lexemes-kept", "embedding-first", "first-proposals", "statements-kept",
-           "signals-early")
+           "signals-early", "full-statement-kept")
 
 
 @contextmanager
@@ -182,6 +185,8 @@ def arms(change: str, searcher: Searcher, args: argparse.Namespace
         return {"now": as_it_is, "undone": lambda: _replaced(ranking, prepare=lambda *args, **kwargs: None)}
     if change == "statements-kept":
         return {"now": as_it_is, "undone": _statement_per_read}
+    if change == "full-statement-kept":
+        return {"now": as_it_is, "undone": lambda: _replaced(id_reads, _WHOLE_ROWS=_Forgetful())}
     if change == "first-proposals":
         if args.store != "sqlite":
             raise SystemExit("first-proposals is SQLite's change: use --store sqlite")

@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 from sqlalchemy import Connection, select
 
-from m3.store import memories as rows
+from m3.store import id_reads
 from m3.store.schema import memories as m
 from m3.store.schema import memory_embeddings as e
 
@@ -84,10 +84,10 @@ class CandidateRows:
         if vector_model is not None:
             # By the (memory_id, model) key, row by row: never a join (see m3.store.vectors.vectors_of).
             stored = select(e.c.vector).where(e.c.memory_id == m.c.id, e.c.model == vector_model)
-            self._with_vectors = (*rows.RANKING_COLUMNS, stored.scalar_subquery().label(_VECTOR))
+            self._with_vectors = (*id_reads.RANKING_COLUMNS, stored.scalar_subquery().label(_VECTOR))
         #: One statement per column set, built on first use and run for every id list of this search.
-        self._readers: dict[tuple[Any, ...], rows.IdReader] = {}
-        self._full: rows.IdReader | None = None
+        self._readers: dict[tuple[Any, ...], id_reads.IdReader] = {}
+        self._full: id_reads.IdReader | None = None
 
     def fetch(self, ids: Sequence[str], *, with_vectors: bool = False) -> dict[str, CandidateRow]:
         """Ranking columns of those of ``ids`` that satisfy the filter, read once per id (one query per 500 ids
@@ -95,13 +95,13 @@ class CandidateRows:
         vector."""
         missing = [i for i in dict.fromkeys(ids) if i not in self._rows]
         if missing:
-            columns = rows.RANKING_COLUMNS
+            columns = id_reads.RANKING_COLUMNS
             if with_vectors and self._with_vectors is not None:
                 columns = self._with_vectors
                 self.read_with_vectors.update(missing)
             reader = self._readers.get(columns)
             if reader is None:
-                reader = self._readers[columns] = rows.IdReader(self._conn, self._where, columns)
+                reader = self._readers[columns] = id_reads.IdReader(self._conn, self._where, columns)
             found = reader(missing)
             for memory_id, row in found.items():
                 vector = row.pop(_VECTOR, None)
@@ -120,7 +120,7 @@ class CandidateRows:
         if not todo:
             return
         if self._full is None:
-            self._full = rows.IdReader(self._conn)
+            self._full = id_reads.IdReader(self._conn)
         full = self._full(todo)
         for memory_id in todo:
             if memory_id in full:

@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import Connection, RowMapping, select, update
 
 from m3.protocols.messages.archive import ArchiveItem, ArchiveMemories, ArchiveResult
-from m3.store import loop_state
+from m3.store import id_reads, loop_state
 from m3.store import memories as rows
 from m3.store.schema import memories as m
 
@@ -32,7 +32,7 @@ def _eligible(row: Mapping[str, Any] | None, item: ArchiveItem, decided_at: date
 
 def archive(conn: Connection, msg: ArchiveMemories, now: datetime) -> ArchiveResult:
     """Archive the items still eligible at ``now`` (one history event each) and move the pass's watermark."""
-    found = rows.rows_by_ids(conn, [item.id for item in msg.items],
+    found = id_reads.rows_by_ids(conn, [item.id for item in msg.items],
                              columns=(m.c.id, m.c.retired_at, m.c.archived_at, m.c.expires_at, m.c.pinned,
                                       m.c.last_accessed_at, m.c.recorded_at))
     done: list[str] = []

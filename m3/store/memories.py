@@ -12,7 +12,19 @@ from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, RowMapping, and_, bindparam, delete, func, insert, literal, or_, select, update
+from sqlalchemy import (
+    Connection,
+    RowMapping,
+    and_,
+    bindparam,
+    delete,
+    func,
+    insert,
+    literal,
+    or_,
+    select,
+    update,
+)
 
 from m3.errors import AmbiguousId, NotFound, NotShared
 from m3.protocols.messages.memory import MemoryFilter, NewMemory
@@ -282,49 +294,6 @@ def edges_of(conn: Connection, ids: Sequence[str]) -> list[RowMapping]:
     return list(conn.execute(query.order_by(r.c.seq)).mappings())
 
 
-
-
-#: The columns search ranks by (m3.retrieval.ranking reads these); any other is loaded when first asked for.
-RANKING_COLUMNS = tuple(m.c[name] for name in ("id", "title", "importance", "valid_from", "access_count", "pinned",
-                                                "conversation_id", "recorded_at"))
-
-
-class IdReader:
-    """Rows of memories by id through one statement, built once and run for any number of id lists (a search
-    reads its candidates' rows two or three times under one filter: building and keying the statement cost
-    about as much as reading a hundred rows)."""
-
-    def __init__(self, conn: Connection, where: Any = None, columns: Sequence[Any] | None = None):
-        """``where``: only rows that also satisfy it; ``columns``: default all (given ones include ``id``)."""
-        self._conn = conn
-        self._dialect = dialect_for(conn)
-        wanted = list(columns) if columns is not None else [m]
-        query = select(*wanted) if where is None else select(*wanted).where(where)
-        self._statement = self._dialect.by_bound_ids(query, m.c.id, _IDS)
-
-    def __call__(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-        """The rows of ``ids`` as dicts keyed by id."""
-        out: dict[str, dict[str, Any]] = {}
-        for chunk in chunks(ids):
-            result = self._conn.execute(self._statement, {_IDS: self._dialect.bound_ids(chunk)})
-            # Plain tuples zipped with the names: search reads a few hundred rows per query, and a RowMapping per
-            # row cost more than the statement.
-            names = list(result.keys())
-            for values in result.all():
-                row = dict(zip(names, values, strict=True))
-                out[row["id"]] = row
-        return out
-
-
-#: The parameter an :class:`IdReader`'s statement takes its ids in.
-_IDS = "m3_ids"
-
-
-def rows_by_ids(conn: Connection, ids: Sequence[str], where: Any = None,
-                columns: Sequence[Any] | None = None) -> dict[str, dict[str, Any]]:
-    """Rows for ``ids`` that also satisfy ``where``, with ``columns`` (default: all; given ones include ``id``), as
-    dicts keyed by id."""
-    return IdReader(conn, where, columns)(ids)
 
 
 def count_at_most(conn: Connection, where: Any, cap: int) -> int:

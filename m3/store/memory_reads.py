@@ -7,8 +7,8 @@ from sqlalchemy import Connection, select
 
 from m3.protocols.messages.memory import GetGraph, VerifyMemories
 from m3.protocols.tools import memory as r
+from m3.store import id_reads, visibility
 from m3.store import memories as rows
-from m3.store import visibility
 from m3.store.filters import isolation_clause
 from m3.store.schema import memories as m
 
@@ -33,7 +33,7 @@ def graph(conn: Connection, msg: GetGraph) -> r.MemoryGraphResult:
                     frontier.append(end)
         if not frontier:
             break
-    nodes = rows.rows_by_ids(conn, sorted(seen), visible)
+    nodes = id_reads.rows_by_ids(conn, sorted(seen), visible)
     return r.MemoryGraphResult(
         nodes=[r.GraphNode(id=row["id"], title=row["title"], type=row["type"], current=row["retired_at"] is None)
                for row in nodes.values()],

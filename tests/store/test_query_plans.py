@@ -15,8 +15,8 @@ import pytest
 from sqlalchemy import Connection, Engine, and_, event, select
 
 from m3.protocols.messages.memory import MemoryFilter, NewMemory
+from m3.store import id_reads, vectors
 from m3.store import memories as rows
-from m3.store import vectors
 from m3.store.filters import search_clause
 from m3.store.schema import memories as m
 from tests.stored import is_postgres
@@ -66,8 +66,8 @@ FILTERS = {
 @pytest.mark.parametrize("flt", FILTERS.values(), ids=FILTERS.keys())
 def test_candidate_rows_are_looked_up_by_id(sqlite_conn: Connection, flt: MemoryFilter) -> None:
     clause = search_clause(flt, datetime.now(UTC))
-    for call in (lambda c: rows.rows_by_ids(c, IDS, clause), lambda c: rows.visible_ids(c, IDS, clause),
-                 lambda c: rows.rows_by_ids(c, IDS, clause, columns=rows.RANKING_COLUMNS)):
+    for call in (lambda c: id_reads.rows_by_ids(c, IDS, clause), lambda c: rows.visible_ids(c, IDS, clause),
+                 lambda c: id_reads.rows_by_ids(c, IDS, clause, columns=id_reads.RANKING_COLUMNS)):
         plan = plan_of(sqlite_conn, call)
         # The ids come as one JSON parameter (json_each): a scan of that list, then one lookup by id per entry.
         own = [step for step in plan if "memory_grants" not in step and "SUBQUERY" not in step
