@@ -87,8 +87,12 @@ class CachingEmbedder:
     text at the same moment may both embed it; the first stored vector wins.
     """
 
-    def __init__(self, inner: Embedder, path: Path | str, *, busy_timeout_s: float = 30.0) -> None:
+    def __init__(self, inner: Embedder, path: Path | str, *, busy_timeout_s: float = 30.0,
+                 variant: str = "") -> None:
+        """``variant``: a tag the vectors are filed under beside the model id (a query variant's vectors, such as
+        MiniLM's 8-bit ones, are not the model's exact vectors and must not answer for them)."""
         self._inner = inner
+        self._key = inner.model_id + (f"#{variant}" if variant else "")
         self._path = Path(path).expanduser()
         self._busy_timeout_s = busy_timeout_s
         self._conn: sqlite3.Connection | None = None
@@ -110,6 +114,17 @@ class CachingEmbedder:
         """The cache file."""
         return self._path
 
+    def for_queries(self, cache_dir: Path | None = None) -> CachingEmbedder:
+        """The wrapped backend's query variant (``for_queries``) behind this file, its vectors filed apart; this
+        cache itself when the backend has none."""
+        for_queries = getattr(self._inner, "for_queries", None)
+        if for_queries is None:
+            return self
+        queries = for_queries(cache_dir)
+        queries.load()  # its precision is known once loaded (exact where the 8-bit model cannot be derived)
+        return CachingEmbedder(queries, self._path, busy_timeout_s=self._busy_timeout_s,
+                               variant=f"queries-{queries.precision}")
+
     @property
     def inner(self) -> Embedder:
         """The wrapped backend."""
@@ -129,7 +144,7 @@ class CachingEmbedder:
                 run, or returned a matrix of the wrong shape.
         """
         check_texts(texts)
-        model, dim = self.model_id, self.dim
+        model, dim = self._key, self.dim
         out = np.zeros((len(texts), dim), dtype=np.float32)
         if not texts:
             return out
@@ -164,7 +179,7 @@ class CachingEmbedder:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         found_mask = np.zeros(len(texts), dtype=bool)
         keys = [text_key(text) for text in texts]
-        found = self._lookup(self.model_id, self.dim, list(dict.fromkeys(keys)))
+        found = self._lookup(self._key, self.dim, list(dict.fromkeys(keys)))
         for i, key in enumerate(keys):
             vector = found.get(key)
             if vector is not None:
@@ -176,7 +191,7 @@ class CachingEmbedder:
         """How many vectors of the wrapped backend's model the file holds."""
         with self._lock:
             conn = self._connect()
-            row = conn.execute("SELECT count(*) FROM embedding_cache WHERE model = ?", (self.model_id,)).fetchone()
+            row = conn.execute("SELECT count(*) FROM embedding_cache WHERE model = ?", (self._key,)).fetchone()
         return int(row[0])
 
     def close(self) -> None:

@@ -18,7 +18,7 @@ from benchmarks.ingest import bench_config
 from benchmarks.latency import percentiles_ms
 from benchmarks.perf_search import kept_store_parser
 from m3.actors.searcher import Searcher
-from m3.actors.system import search_weights, store_options
+from m3.actors.system import query_variant, search_weights, store_options
 from m3.embed.base import Embedder
 from m3.embed.minilm import MiniLMEmbedder
 from m3.protocols.messages.memory import MemoryFilter, SearchMemories
@@ -37,13 +37,15 @@ def as_it_is() -> Iterator[None]:
 
 def live_searcher(url: str, work: Path, embedder: Embedder | None = None) -> Searcher:
     """A Searcher on ``url`` that embeds each query with ``embedder``, by default the MiniLM model on one
-    onnxruntime thread (m3's ``embed.threads`` rule on two cores), set up; the caller calls ``release()``."""
+    onnxruntime thread (m3's ``embed.threads`` rule on two cores) as m3's Searcher embeds queries
+    (``embed.query_int8``), set up; the caller calls ``release()``."""
     config = bench_config(work).with_overrides(store__url=url)
     if embedder is None:
         model = MiniLMEmbedder(threads=1)
         model.load()
         embedder = model
-    searcher = Searcher(store_options(config), embedder=embedder, weights=search_weights(config),
+    searcher = Searcher(store_options(config), embedder=embedder, queries=query_variant(config),
+                        weights=search_weights(config),
                         candidates=config["search.candidates"], writer=None, stats=None, on_crash=None)
     searcher.setup()
     return searcher

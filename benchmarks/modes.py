@@ -23,7 +23,7 @@ from datetime import datetime
 
 from m3.actors.searcher import Searcher
 from m3.actors.supervisor import ActorHandle
-from m3.actors.system import ActorSystem, search_weights
+from m3.actors.system import ActorSystem, query_variant, search_weights
 from m3.config import Config
 from m3.embed.base import Embedder
 from m3.protocols.messages.memory import MemoryFilter, SearchMemories
@@ -77,5 +77,7 @@ class SearchModes:
 
 
 def _searcher(system: ActorSystem, config: Config, mode: str, embedder: Embedder) -> ActorHandle:
+    # Queries embed as the system's own Searcher embeds them (embed.query_int8).
     return ActorHandle(f"searcher-{mode}", Searcher, system.options, embedder=embedder,
-                       weights=search_weights(config), candidates=config["search.candidates"], writer=None)
+                       queries=query_variant(config), weights=search_weights(config),
+                       candidates=config["search.candidates"], writer=None)

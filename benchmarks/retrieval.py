@@ -10,6 +10,7 @@ and every mode's results; hits are counted per type.
 from __future__ import annotations
 
 import argparse
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from typing import Any, TypeVar
 from benchmarks.cache import CachingEmbedder
 from benchmarks.data import Haystack, Question, Turn, default_data_dir
 from benchmarks.embedding import cached_embedder, default_cache_path, describe, prewarm
-from benchmarks.ingest import fresh_system, ingest
+from benchmarks.ingest import bench_config, fresh_system, ingest
 from benchmarks.metrics import HitTable, first_hit_rank
 from benchmarks.modes import ALL_MODES, MODE_OVERRIDES, SearchModes
 from benchmarks.progress import Progress
@@ -127,6 +128,14 @@ def _item(memory_id: str, score: float, bm25: float, turn: Turn) -> dict[str, An
     return {"id": memory_id, "session": turn.session_id, "turn": turn.key, "score": score, "bm25": bm25}
 
 
+def _query_precision(embedder: CachingEmbedder) -> str:
+    """How the Searchers embedded the questions (m3's default ``embed.query_int8``, benchmarks.modes)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        if not bench_config(Path(tmp))["embed.query_int8"]:
+            return "float32"
+        return str(getattr(embedder.for_queries(Path(tmp)).inner, "precision", "float32"))
+
+
 def run_benchmark(name: str, args: argparse.Namespace, haystacks: list[Haystack], level: str,
                   scope: dict[str, Any], title: str, embedder: CachingEmbedder | None = None) -> dict[str, Any]:
     """Run every haystack, write the summary, print the table; return the summary.
@@ -143,7 +152,8 @@ def run_benchmark(name: str, args: argparse.Namespace, haystacks: list[Haystack]
         harness.run_all(haystacks, embedder)
         summary = run.summary({
             "scope": {**scope, "questions": harness.table.count(), "memories": harness.memories},
-            "embedder": describe(embedder), "modes": {m: MODE_OVERRIDES[m] for m in modes},
+            "embedder": describe(embedder), "queries": _query_precision(embedder),
+            "modes": {m: MODE_OVERRIDES[m] for m in modes},
             "timing_s": {"embed_misses": round(harness.embed_s, 1), "ingest": round(harness.ingest_s, 1),
                          "search": round(harness.search_s, 1)},
             "results": harness.table.as_dict(), "log": str(run.path / "questions.jsonl"),

@@ -33,13 +33,17 @@ first, in one process on one store. The changes:
 * ``full-statement-kept`` (either store): the statement reading the chosen results' whole rows is built once per
   backend (``id_reads._WHOLE_ROWS``) and keeps SQLAlchemy's cache key; undone, one is built per search, as until
   2026-12-05;
+* ``int8-queries`` (either store): the query embeds with the model's 8-bit products (``embed.query_int8``,
+  :mod:`m3.embed.minilm_queries`); undone, exactly, as until 2026-12-05. The only change here that may change
+  answers (the query vector moves within cosine 0.99): how many did is printed, and the retrieval benchmarks
+  measure what it does to quality;
 * ``broad-filter`` (SQLite): under a field filter holding more than a third of the store (counted in an index),
   the keyword leg checks FTS5's best matches first; undone, it ranks every match under any field filter
   (``--agent A`` searches with ``agent_id=A``: counted in the owner index type by type).
 
 The query is embedded live (MiniLM, one onnxruntime thread) unless ``--cached`` (vectors from the embedding
 cache). Prints p50/p95 of each arm, the ratio of the medians (now ÷ undone) and how many questions' answers
-(ids in order) differed: none may, each change leaves the results as they were.
+(ids in order) differed: none may, each change but ``int8-queries`` leaves the results as they were.
 """
 
 from __future__ import annotations
@@ -63,6 +67,7 @@ from benchmarks.precomputed import PrecomputedEmbedder
 from benchmarks.report import rows_text
 from m3.actors import searcher as searcher_module
 from m3.actors.searcher import Searcher
+from m3.embed.minilm import MiniLMEmbedder
 from m3.protocols.messages.memory import MemoryFilter, SearchMemories
 from m3.retrieval import native, ranking
 from m3.retrieval.candidate_rows import CandidateRows
@@ -75,7 +80,7 @@ from m3.store.sqlite import SqliteDialect
 
 CHANGES = ("int8-scan", "row-vectors", "ids-drive", "window-drive", "broad-filter", "unlisted-counted",
            "lexemes-kept", "embedding-first", "first-proposals", "statements-kept",
-           "signals-early", "full-statement-kept")
+           "signals-early", "full-statement-kept", "int8-queries")
 
 
 @contextmanager
@@ -185,6 +190,10 @@ def arms(change: str, searcher: Searcher, args: argparse.Namespace
         return {"now": as_it_is, "undone": lambda: _replaced(ranking, prepare=lambda *args, **kwargs: None)}
     if change == "statements-kept":
         return {"now": as_it_is, "undone": _statement_per_read}
+    if change == "int8-queries":
+        exact = MiniLMEmbedder(threads=1)
+        exact.load()
+        return {"now": as_it_is, "undone": lambda: _replaced(searcher, _query_embedder=exact)}
     if change == "full-statement-kept":
         return {"now": as_it_is, "undone": lambda: _replaced(id_reads, _WHOLE_ROWS=_Forgetful())}
     if change == "first-proposals":

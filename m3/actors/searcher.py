@@ -82,14 +82,20 @@ QUERY_EMBED_TIMEOUT_S = 60.0
 class Searcher(StoreReader):
     def __init__(self, options: StoreOptions, *, embedder: Embedder, weights: SearchWeights, candidates: int,
                  writer: ActorHandle | None, resolve: Callable[[str], Embedder | None] | None = None,
+                 queries: Callable[[Embedder], Embedder] | None = None,
                  default_k: int = 8, max_k: int = 200, **base: Any):
+        """``embedder`` embeds memory texts (fresh writes ranked before their vector is stored); ``queries`` gives
+        the embedder search queries go through for a model's embedder (default: the same one)."""
         super().__init__(options, **base)
         #: ``search.k`` and ``limits.max_k``: how many results a search without k gets, and the most it may ask.
         self._default_k, self._max_k = default_k, max_k
         self._configured = embedder
         self._resolve = resolve or (lambda model: embedder if model == embedder.model_id else None)
-        #: Embeds queries with the model whose vectors the index holds (the store's active model).
+        #: Embeds memory texts with the model whose vectors the index holds (the store's active model).
         self._embedder: Embedder | None = embedder
+        self._for_queries = queries or (lambda model: model)
+        #: The same model as queries are embedded with (``embed.query_int8``).
+        self._query_embedder: Embedder | None = self._for_queries(embedder)
         self._model = embedder.model_id
         self._weights = weights
         self._candidates = candidates
@@ -204,11 +210,11 @@ class Searcher(StoreReader):
         """The query's vector and proposals, started on the helper thread with the store's search model (None: no
         embedder for it)."""
         self._follow_active_model()
-        if self._embedder is None:
+        if self._query_embedder is None:
             return None
         if self._embedding_pool is None:
             self._embedding_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="m3-searcher-embed")
-        return QueryEmbedding(self._embedding_pool, self._embedder, self._dense, query, n, include_archived,
+        return QueryEmbedding(self._embedding_pool, self._query_embedder, self._dense, query, n, include_archived,
                               wait_s=QUERY_EMBED_TIMEOUT_S)
 
     def _leg_refreshed(self, started: QueryEmbedding | None, clause: Any,
@@ -275,6 +281,7 @@ class Searcher(StoreReader):
         self._model = active
         self._dense = leg_for(self._dialect, self._side_connection)
         self._embedder = self._resolve(active)
+        self._query_embedder = None if self._embedder is None else self._for_queries(self._embedder)
         if self._embedder is None:
             log.warning("no embedder for %s in this process: searching by keyword until it is available", active)
 
@@ -352,6 +359,7 @@ class Searcher(StoreReader):
         model = self._chat_model()
         return chat_search.search(self.conn, msg, and_(chat_isolation_clause(msg.filter), *conds), k=k,
                                   n=max(self._candidates, k), model=model, embedder=self._embedder,
+                                  query_embedder=self._query_embedder,
                                   weights=self._weights)
 
     def _chat_model(self) -> str:
@@ -374,4 +382,5 @@ class Searcher(StoreReader):
 
     def store_status(self, msg: StoreStatus) -> StoreFacts:
         return {"revision": status.revision(self.conn),
-                "description": {**status.describe(self.conn, msg.model), "search_path": native.status()}}
+                "description": {**status.describe(self.conn, msg.model), "search_path": {
+                    **native.status(), "query_embedding": getattr(self._query_embedder, "precision", None)}}}

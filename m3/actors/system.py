@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
@@ -84,6 +84,21 @@ def interactive(embedder: Embedder | None) -> Embedder | None:
     return with_priority("interactive") if with_priority is not None else embedder
 
 
+def query_variant(config: Config) -> Callable[[Embedder], Embedder]:
+    """How search embeds its queries with a given embedder: with ``embed.query_int8``, through the backend's query
+    variant where it has one (MiniLM's 8-bit products, the derived model kept under the m3 home), else as it is.
+    Memory texts are always embedded by the embedder itself."""
+    folder = config.home / "models" / "minilm-queries"
+
+    def variant(embedder: Embedder) -> Embedder:
+        for_queries = getattr(embedder, "for_queries", None)
+        if for_queries is None or not config["embed.query_int8"]:
+            return embedder
+        return cast(Embedder, for_queries(folder))
+
+    return variant
+
+
 class ActorSystem:
     """The actors of one store. ``start`` migrates the store first; ``stop`` drains in a safe order.
 
@@ -122,7 +137,7 @@ class ActorSystem:
             "vector_writer", Writer, self.options, max_batch=config["writer.max_batch"], policy=policy,
             searcher=None, embedder=None)
         self.searcher = ActorHandle("searcher", Searcher, self.options,
-                                    embedder=interactive(self.embedder_backend),
+                                    embedder=interactive(self.embedder_backend), queries=query_variant(config),
                                     resolve=lambda model: interactive(self.resolve(model)),
                                     weights=search_weights(config), candidates=config["search.candidates"],
                                     writer=self.writer, default_k=config["search.k"], max_k=config["limits.max_k"])

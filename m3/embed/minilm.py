@@ -179,9 +179,35 @@ class MiniLMEmbedder:
             return runtime
         with self._lock:
             if self._runtime is None:
-                self._runtime = _load_runtime(self._model_path or _packaged_model_path(), self._threads,
-                                              self._max_tokens)
+                self._runtime = self._load_runtime()
             return self._runtime
+
+    def _load_runtime(self) -> _Runtime:
+        return _load_runtime(self.model_path, self._threads, self._max_tokens)
+
+    @property
+    def model_path(self) -> Path:
+        """The ``model.onnx`` this embedder runs (the packaged one unless given)."""
+        return self._model_path or _packaged_model_path()
+
+    @property
+    def threads(self) -> int:
+        return self._threads
+
+    @property
+    def max_tokens(self) -> int:
+        return self._max_tokens
+
+    #: How this embedder's products run: "float32" (exact), or "int8" for its query variant.
+    precision = "float32"
+
+    def for_queries(self, cache_dir: Path | None = None) -> MiniLMEmbedder:
+        """This model as a search embeds its queries: with 8-bit products, about 2.5x faster, the vectors within
+        cosine 0.99 of the exact ones (:mod:`m3.embed.minilm_queries`; the derived model is kept in
+        ``cache_dir``, or only in this process without one). Stored vectors are always this exact embedder's."""
+        from m3.embed.minilm_queries import MiniLMQueries
+
+        return MiniLMQueries(self, cache_dir)
 
 
 def _token_ids(tokenizer: Tokenizer, texts: Sequence[str], limit: int) -> list[list[int]]:
@@ -311,7 +337,8 @@ def _load_tokenizer(path: Path, max_tokens: int) -> Tokenizer:
     return tokenizer
 
 
-def _load_session(path: Path, threads: int) -> Any:
+def _load_session(path: Path | bytes, threads: int) -> Any:
+    """An onnxruntime session of the model file at ``path`` (or the serialised model ``path``)."""
     try:
         import onnxruntime as ort
     except ImportError as exc:
@@ -322,9 +349,11 @@ def _load_session(path: Path, threads: int) -> Any:
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.log_severity_level = 3  # errors only: ORT's warnings would go to stderr, not our log
     try:
-        return ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
+        model = path if isinstance(path, bytes) else str(path)
+        return ort.InferenceSession(model, sess_options=options, providers=["CPUExecutionProvider"])
     except Exception as exc:  # onnxruntime raises its own untyped exception classes
+        where = "the derived query model" if isinstance(path, bytes) else str(path)
         raise EmbedderUnavailable(
-            f"onnxruntime could not load {path}: {exc}",
+            f"onnxruntime could not load {where}: {exc}",
             hint=f"Reinstall: pip install --force-reinstall onnxruntime {MODEL_DISTRIBUTION}",
         ) from exc

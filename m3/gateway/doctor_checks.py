@@ -224,8 +224,23 @@ def embedder(config: Config) -> list[Finding]:
     else:
         local = create_local_embedder(config)
         found, dim = [_model_files(config, model)], local.dim
+        if getattr(local, "for_queries", None) is not None:
+            found.append(_query_model(config))
     found += _store_dims(config, model, dim)
     return found
+
+
+def _query_model(config: Config) -> Finding:
+    """Whether search queries embed with 8-bit products (embed.query_int8) and whether the model for it is kept."""
+    if not config["embed.query_int8"]:
+        return Finding("embed.queries", "ok", "search queries embed exactly (embed.query_int8 is false)")
+    if importlib.util.find_spec("onnx") is None:
+        return Finding("embed.queries", "warn", "search queries embed exactly: the onnx package, which derives the "
+                       "8-bit query model, is not installed", "pip install onnx (or set embed.query_int8 false)")
+    folder = config.home / "models" / "minilm-queries"
+    kept = sorted(p.name for p in folder.glob("*.onnx")) if folder.is_dir() else []
+    where = f"kept in {folder} ({', '.join(kept)})" if kept else f"derived on the first search, then kept in {folder}"
+    return Finding("embed.queries", "ok", f"search queries embed with 8-bit products: the query model is {where}")
 
 
 def _model_files(config: Config, model: str) -> Finding:

@@ -29,11 +29,13 @@ PENDING_EMBED_MAX = 32
 
 
 def search(conn: Connection, msg: SearchChat, where: Any, *, k: int, n: int, model: str,
-           embedder: Embedder | None, weights: SearchWeights) -> chat.ChatlogSearchResult:
-    """The best ``k`` chat rows matching ``where`` for ``msg.query`` (``n`` candidates per leg)."""
+           embedder: Embedder | None, weights: SearchWeights,
+           query_embedder: Embedder | None = None) -> chat.ChatlogSearchResult:
+    """The best ``k`` chat rows matching ``where`` for ``msg.query`` (``n`` candidates per leg); the query embeds
+    with ``query_embedder`` (default ``embedder``), messages without a stored vector with ``embedder``."""
     cands = {row.id: ranking.ChatCandidate(id=row.id, row=row, bm25=score)
              for row, score in fulltext.chat_hits(conn, msg.query, where, n)}
-    query_vec = _query_vector(embedder, msg.query)
+    query_vec = _query_vector(query_embedder or embedder, msg.query)
     if query_vec is not None:
         _dense_leg(conn, cands, model, query_vec, where, n)
         _pending(conn, [c for c in cands.values() if c.cosine is None], model, embedder, query_vec)

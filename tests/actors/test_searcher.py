@@ -12,7 +12,9 @@ import pytest
 from m3.actors.searcher import Searcher
 from m3.actors.supervisor import ActorHandle
 from m3.actors.system import ActorSystem, search_weights
-from m3.protocols.messages.memory import MemoryFilter, SearchMemories
+from m3.config import Config
+from m3.embed.minilm import MiniLMEmbedder
+from m3.protocols.messages.memory import MemoryFilter, SearchMemories, StoreStatus
 from m3.retrieval.candidate_rows import CandidateRows
 from m3.store import vectors
 from m3.store.dialect import dialect_for
@@ -182,3 +184,29 @@ def test_the_keyword_leg_checks_the_best_matches_first_under_a_filter_holding_mu
     assert asked == ([False, False, True, False, True] if in_memory else [False, True, True, True, True])
     assert found["broad type"].count == 7 and found["rare type"].count == 1 and found["agent"].count == 7
     assert [item.content for item in found["rare agent"].items] == ["paint the fence white"]
+
+
+@pytest.mark.parametrize("int8", [True, False])
+def test_queries_embed_with_8_bit_products_unless_configured_off_and_fresh_memories_always_exactly(
+        config: Config, embedder: MiniLMEmbedder, int8: bool) -> None:
+    system = ActorSystem(config.with_overrides(embed__query_int8=int8), embedder).start()
+    try:
+        for text in OLDER:
+            system.writer.ask(write_one(text), WAIT_S)
+        system.wait_embedded()
+        system.embedder.stop()  # the fresh memory's vector is computed by the Searcher, on the spot
+        fresh = system.writer.ask(write_one(FRESH), WAIT_S)[0]
+        item = top(system, QUERY)
+        status = system.searcher.ask(StoreStatus(model=embedder.model_id), WAIT_S)
+    finally:
+        system.stop()
+    assert status["description"]["search_path"]["query_embedding"] == ("int8" if int8 else "float32")
+    # The fresh memory's vector is the exact one its stored vector will be, whatever the query's precision.
+    exact_query = embedder.embed([QUERY])[0]
+    expected = float(embedder.embed([FRESH])[0] @ exact_query)
+    assert item["id"] == fresh.id
+    cosine = item["explanation"]["cosine"]
+    if int8:
+        assert cosine != pytest.approx(expected, abs=1e-6) and cosine == pytest.approx(expected, abs=0.02)
+    else:
+        assert cosine == pytest.approx(expected, abs=1e-6)

@@ -21,6 +21,7 @@ import pytest
 
 from benchmarks import (
     backlog_count,
+    embed_idle,
     entity_index,
     files_reindex,
     gc_pauses,
@@ -166,6 +167,12 @@ def test_query_model_times_a_query_and_splits_the_models_kernel_time_by_operator
     assert 0 < row["matmul_ms"] <= row["kernels_ms"] and 0 < row["matmul_share"] <= 1 and "MatMul" in row["top_ops"]
 
 
+def test_embed_idle_times_each_query_after_every_gap_and_compares_the_medians(data: Path) -> None:
+    rows = embed_idle.main(["--data", str(data), "--queries", "3", "--gaps", "0,2"])
+    assert [(r["idle_before_ms"], r["queries"]) for r in rows] == [(0.0, 3), (2.0, 3)]
+    assert rows[0]["p50_x"] == 1.0 and rows[1]["p50_ms"] > 0
+
+
 def test_perf_write_compares_a_baseline_checkout_with_this_one_round_by_round(tmp_path: Path, data: Path) -> None:
     root = Path(perf_write.__file__).resolve().parent.parent  # this checkout as its own baseline
     summary = perf_write.main(["--data", str(data), "--writes", "8", "--writers", "1", "--baseline", str(root),
@@ -287,7 +294,8 @@ def test_query_handover_times_both_arms_on_one_store_and_finds_the_same_answers(
                                 "--cache", str(tmp_path / "c.sqlite")])
     assert [row["arm"] for row in rows] == ["after", "before"]
     assert rows[0]["queries"] == rows[1]["queries"] > 0 and all(row["p50_ms"] > 0 for row in rows)
-    assert rows[1]["p50_x"] == 1.0 and rows[0]["answers_differing"] == 0
+    # The 8-bit query vector may reorder a few answers; every other change must leave them as they were.
+    assert rows[1]["p50_x"] == 1.0 and (rows[0]["answers_differing"] == 0 or change == "int8-queries")
     # The arm "before" puts everything back afterwards.
     assert query_handover.query_embedding.HANDOVER_WAIT_S > 0
     assert query_handover.minilm._token_ids is not query_handover._batch_token_ids
@@ -299,7 +307,8 @@ def test_query_handover_times_both_arms_on_one_store_and_finds_the_same_answers(
                                                ("lexemes-kept", "postgres"), ("embedding-first", "sqlite"),
                                                ("embedding-first", "postgres"), ("first-proposals", "sqlite"),
                                                ("statements-kept", "sqlite"), ("statements-kept", "postgres"),
-                                               ("signals-early", "sqlite")])
+                                               ("signals-early", "sqlite"), ("full-statement-kept", "sqlite"),
+                                               ("full-statement-kept", "postgres"), ("int8-queries", "sqlite")])
 def test_search_undo_times_a_change_now_and_undone_on_one_store_and_finds_the_same_answers(
         tmp_path: Path, data: Path, change: str, store: str) -> None:
     if change == "int8-scan" and not native.available():
@@ -310,7 +319,8 @@ def test_search_undo_times_a_change_now_and_undone_on_one_store_and_finds_the_sa
                                else []), *(["--sessions"] if change == "unlisted-counted" else [])])
     assert [row["arm"] for row in rows] == ["now", "undone"]
     assert rows[0]["queries"] == rows[1]["queries"] > 0 and all(row["p50_ms"] > 0 for row in rows)
-    assert rows[1]["p50_x"] == 1.0 and rows[0]["answers_differing"] == 0
+    # The 8-bit query vector may reorder a few answers; every other change must leave them as they were.
+    assert rows[1]["p50_x"] == 1.0 and (rows[0]["answers_differing"] == 0 or change == "int8-queries")
     # Every arm puts back what it changed.
     assert native.INT8_FROM_ROWS > 1 and SqlLeg.vectors_with_rows and SqliteDialect.by_ids is not Dialect.by_ids
     assert vars(searcher_module)["search_clause"] is filters.search_clause
@@ -319,6 +329,7 @@ def test_search_undo_times_a_change_now_and_undone_on_one_store_and_finds_the_sa
     assert search_undo.MatrixLeg.propose.__qualname__ == "MatrixLeg.propose"
     assert search_undo.CandidateRows.complete.__qualname__ == "CandidateRows.complete"
     assert search_undo.ranking.prepare.__name__ == "prepare"
+    assert type(search_undo.id_reads._WHOLE_ROWS) is dict
 
 
 def test_an_undone_arm_puts_back_a_modules_a_classs_and_an_objects_attributes_as_they_were() -> None:

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from m3.actors.system import ActorSystem
 from m3.gateway.service import Service
 from m3.retrieval import native
 from tests.gateway.outcomes import Run
@@ -40,7 +41,11 @@ def test_doctor_fails_search_native_on_without_the_extension(cli: Run, monkeypat
     assert "pip install ./native" in finding["hint"]
 
 
-def test_store_status_shows_the_search_path_in_use(service: Service) -> None:
+def test_store_status_shows_the_search_path_in_use_and_how_queries_embed(service: Service,
+                                                                         system: ActorSystem) -> None:
+    call(service, "memory_write", content="The spare key hangs behind the kitchen door.")
+    system.wait_embedded(60.0)  # so that the search waits for its query's vector
+    call(service, "memory_search", query="where is the spare key")
     status = call(service, "diagnostics_store_status")
-    assert status["search_path"] == native.status()
+    assert status["search_path"] == {**native.status(), "query_embedding": "int8"}
     assert status["search_path"]["path"] in ("native", "numpy")

@@ -34,7 +34,8 @@ class DiagnosticsStoreStatusResult(ToolResult):
     search_path: dict[str, Any] = Field(
         default_factory=dict,
         description="Which path search's hot loops take: search.native (mode), native or numpy (path), and "
-                    "whether the m3_native extension is installed; both paths give the same results.")
+                    "whether the m3_native extension is installed (both paths give the same results); and how "
+                    "queries embed (query_embedding: int8 or float32; null when the backend does not say).")
 
 
 DIAGNOSTICS_STORE_STATUS = ToolSpec(
