@@ -39,6 +39,8 @@ def common_parser(description: str, default_k: str) -> argparse.ArgumentParser:
     parser.add_argument("--cache", type=Path, default=default_cache_path(), help="embedding cache file")
     parser.add_argument("--threads", type=int, default=None, help="onnxruntime threads (default: all CPUs)")
     parser.add_argument("--out", type=Path, default=None, help="results root (default benchmarks/results)")
+    parser.add_argument("--exact-queries", action="store_true",
+                        help="embed the questions exactly (embed.query_int8 false) instead of m3's default")
     return parser
 
 
@@ -64,6 +66,8 @@ class Harness:
     level: str
     run: RunDir
     table: HitTable = field(init=False)
+    #: Settings of every store besides m3's defaults (``--exact-queries``).
+    overrides: dict[str, Any] = field(default_factory=dict)
     embed_s: float = 0.0
     ingest_s: float = 0.0
     search_s: float = 0.0
@@ -88,7 +92,7 @@ class Harness:
         # The metrics are over the turns alone (one memory per turn, shared/data/README.md): the cognitive loop's
         # first tick (after loop.interval_s) would add observations derived from them, results that no turn maps
         # to, to a store searched for longer than that (the pooled oracle store).
-        with fresh_system(embedder, loop__enabled=False) as system:
+        with fresh_system(embedder, loop__enabled=False, **self.overrides) as system:
             started = time.perf_counter()
             by_id = ingest(system, haystack.turns)
             self.ingest_s += time.perf_counter() - started
@@ -151,11 +155,13 @@ def run_benchmark(name: str, args: argparse.Namespace, haystacks: list[Haystack]
         raise SystemExit(f"unknown modes {sorted(unknown)}; use {list(ALL_MODES)}")
     embedder = embedder or cached_embedder(args.cache, args.threads)
     with RunDir(name, args.out) as run:
-        harness = Harness(modes=modes, ks=int_list(args.k), level=level, run=run)
+        exact = getattr(args, "exact_queries", False)
+        harness = Harness(modes=modes, ks=int_list(args.k), level=level, run=run,
+                          overrides={"embed__query_int8": False} if exact else {})
         harness.run_all(haystacks, embedder)
         summary = run.summary({
             "scope": {**scope, "questions": harness.table.count(), "memories": harness.memories},
-            "embedder": describe(embedder), "queries": _query_precision(embedder),
+            "embedder": describe(embedder), "queries": "float32" if exact else _query_precision(embedder),
             "modes": {m: MODE_OVERRIDES[m] for m in modes},
             "timing_s": {"embed_misses": round(harness.embed_s, 1), "ingest": round(harness.ingest_s, 1),
                          "search": round(harness.search_s, 1)},
