@@ -114,8 +114,18 @@ def _derive(source: Path) -> bytes:
         options.optimized_model_filepath = str(folded)
         options.log_severity_level = 3
         ort.InferenceSession(str(source), sess_options=options, providers=["CPUExecutionProvider"])
-        quantize_dynamic(folded, quantised, weight_type=QuantType.QInt8, per_channel=True)
+        root = logging.getLogger()
+        root.addFilter(_converter_advice)
+        try:
+            quantize_dynamic(folded, quantised, weight_type=QuantType.QInt8, per_channel=True)
+        finally:
+            root.removeFilter(_converter_advice)
         return quantised.read_bytes()
+
+
+def _converter_advice(record: logging.LogRecord) -> bool:
+    """Drop the converter's own advice (it logs, on the root logger, a warning to pre-process image models)."""
+    return record.levelno >= logging.ERROR or "onnxruntime" not in record.pathname.replace("\\", "/")
 
 
 def _keep(cache_dir: Path, name: str, model: bytes) -> None:

@@ -60,6 +60,20 @@ def test_a_healthy_installation_is_all_ok(cli: Run, on_store: str) -> None:
     assert {"kind": "command", "old": "m3 config set-secret", "new": "m3 secret set"} in document["renames"]
 
 
+def test_doctor_says_how_search_queries_embed_and_where_their_model_is_kept(cli: Run, on_store: str,
+                                                                           m3_home: Path) -> None:
+    [before] = by_check(report(cli("doctor", "--json")))["embed.queries"]
+    assert before["status"] == "ok" and "8-bit products" in before["message"] and "derived on the first search" \
+        in before["message"]
+    cli("memory", "memory_write", "--content", "The spare key hangs behind the kitchen door.").document()
+    cli("memory", "memory_search", "--query", "where is the spare key").document()
+    [after] = by_check(report(cli("doctor", "--json")))["embed.queries"]
+    assert "kept in" in after["message"] and str(m3_home) in after["message"], after
+    write_config(m3_home, "[embed]\nquery_int8 = false\n")
+    [off] = by_check(report(cli("doctor", "--json")))["embed.queries"]
+    assert off["status"] == "ok" and "embed exactly" in off["message"]
+
+
 @pytest.mark.store_only("sqlite", reason="journal mode is SQLite's")
 def test_sqlite_reports_wal(cli: Run, on_store: str) -> None:
     cli("memory", "memory_write", "--content", "x").document()
