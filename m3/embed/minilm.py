@@ -132,6 +132,7 @@ class MiniLMEmbedder:
         self._model_path = model_path
         self._runtime: _Runtime | None = None
         self._lock = threading.Lock()
+        self._queries: dict[Path | None, MiniLMEmbedder] = {}
 
     @property
     def model_id(self) -> str:
@@ -207,7 +208,11 @@ class MiniLMEmbedder:
         ``cache_dir``, or only in this process without one). Stored vectors are always this exact embedder's."""
         from m3.embed.minilm_queries import MiniLMQueries
 
-        return MiniLMQueries(self, cache_dir)
+        with self._lock:  # one query variant (one session) per folder, however many Searchers ask
+            found = self._queries.get(cache_dir)
+            if found is None:
+                found = self._queries[cache_dir] = MiniLMQueries(self, cache_dir)
+            return found
 
 
 def _token_ids(tokenizer: Tokenizer, texts: Sequence[str], limit: int) -> list[list[int]]:
@@ -318,10 +323,15 @@ def _verify_sha256(path: Path, expected: str, distribution: str) -> None:
 
 def _load_runtime(model_path: Path, threads: int, max_tokens: int) -> _Runtime:
     """Verify the model and the packaged tokenizer, then build the tokenizer and the ONNX session."""
-    tokenizer_path = _package_dir(TOKENIZER_PACKAGE, TOKENIZER_DISTRIBUTION) / TOKENIZER_RELPATH
     _verify_sha256(model_path, MODEL_SHA256, MODEL_DISTRIBUTION)
+    return _Runtime(tokenizer=verified_tokenizer(max_tokens), session=_load_session(model_path, threads))
+
+
+def verified_tokenizer(max_tokens: int) -> Tokenizer:
+    """The packaged tokenizer, checked against its pinned sha256, truncating at ``max_tokens``."""
+    tokenizer_path = _package_dir(TOKENIZER_PACKAGE, TOKENIZER_DISTRIBUTION) / TOKENIZER_RELPATH
     _verify_sha256(tokenizer_path, TOKENIZER_SHA256, TOKENIZER_DISTRIBUTION)
-    return _Runtime(tokenizer=_load_tokenizer(tokenizer_path, max_tokens), session=_load_session(model_path, threads))
+    return _load_tokenizer(tokenizer_path, max_tokens)
 
 
 def _load_tokenizer(path: Path, max_tokens: int) -> Tokenizer:

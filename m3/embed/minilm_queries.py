@@ -51,7 +51,6 @@ class MiniLMQueries(minilm.MiniLMEmbedder):
         return self
 
     def _load_runtime(self) -> minilm._Runtime:
-        tokenizer = self._exact._get_runtime().tokenizer  # verified against its pinned sha256 there
         try:
             model = derived_model(self.model_path, self._cache_dir)
             session = minilm._load_session(model, self.threads)
@@ -59,7 +58,7 @@ class MiniLMQueries(minilm.MiniLMEmbedder):
             log.warning("search queries embed exactly: the 8-bit query model is not available (%s)", exc)
             return self._exact._get_runtime()
         self.precision = INT8
-        return minilm._Runtime(tokenizer=tokenizer, session=session)
+        return minilm._Runtime(tokenizer=minilm.verified_tokenizer(self.max_tokens), session=session)
 
 
 def derived_model(source: Path, cache_dir: Path | None) -> bytes:
