@@ -132,7 +132,9 @@ def _keep(cache_dir: Path, name: str, model: bytes) -> None:
     process a conversion."""
     target = cache_dir / name
     try:
-        cache_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        for folder in reversed([cache_dir, *cache_dir.parents]):  # every folder m3 makes is 0700 (parents too)
+            if not folder.exists():
+                folder.mkdir(mode=0o700, exist_ok=True)
         _write_atomically(target.with_suffix(".sha256"), hashlib.sha256(model).hexdigest().encode("ascii"))
         _write_atomically(target, model)
     except OSError as exc:
