@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any, cast
 
@@ -27,7 +28,7 @@ from m3.cognition.registry import build_passes, pass_settings, placed
 from m3.config import Config
 from m3.embed.base import Embedder
 from m3.embed.factory import ModelResolver, close_embedder, create_embedder
-from m3.errors import ConfigError, M3Error
+from m3.errors import ConfigError, EmbedderUnavailable, M3Error
 from m3.protocols.messages.files import FILE_CHUNK
 from m3.protocols.messages.memory import Drain, Flush, SearchWeights
 from m3.retrieval import native
@@ -206,6 +207,23 @@ class ActorSystem:
             handle.start()
         self._started = True
         return self
+
+    def warm_queries(self) -> threading.Thread:
+        """Load the model search queries embed with on a background thread, now rather than on the first search
+        (deriving MiniLM's 8-bit query model, once per machine, takes seconds); a long-lived process calls it."""
+        queries = query_variant(self.config)(self.embedder_backend)  # the instance the Searcher holds
+        load = getattr(queries, "load", None)
+
+        def warm() -> None:
+            try:
+                if load is not None:
+                    load()
+            except EmbedderUnavailable as exc:  # the first search reports it
+                log.warning("the query model did not load ahead of the first search: %s", exc.message)
+
+        thread = threading.Thread(target=warm, name="m3-warm-queries", daemon=True)
+        thread.start()
+        return thread
 
     def wait_embedded(self, timeout: float | None = None) -> None:
         """Block until every memory written so far has its vector stored (tests, CLI shutdown)."""

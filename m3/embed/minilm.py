@@ -132,7 +132,7 @@ class MiniLMEmbedder:
         self._model_path = model_path
         self._runtime: _Runtime | None = None
         self._lock = threading.Lock()
-        self._queries: dict[Path | None, MiniLMEmbedder] = {}
+        self._queries: tuple[Path | None, MiniLMEmbedder] | None = None
 
     @property
     def model_id(self) -> str:
@@ -208,11 +208,12 @@ class MiniLMEmbedder:
         ``cache_dir``, or only in this process without one). Stored vectors are always this exact embedder's."""
         from m3.embed.minilm_queries import MiniLMQueries
 
-        with self._lock:  # one query variant (one session) per folder, however many Searchers ask
-            found = self._queries.get(cache_dir)
-            if found is None:
-                found = self._queries[cache_dir] = MiniLMQueries(self, cache_dir)
-            return found
+        with self._lock:
+            # One query variant (one session) for the folder asked last, however many Searchers ask: a process
+            # that makes system after system on other folders (tests) keeps only those still in use alive.
+            if self._queries is None or self._queries[0] != cache_dir:
+                self._queries = (cache_dir, MiniLMQueries(self, cache_dir))
+            return self._queries[1]
 
 
 def _token_ids(tokenizer: Tokenizer, texts: Sequence[str], limit: int) -> list[list[int]]:

@@ -40,6 +40,7 @@ def running(config: Config | None = None, *, drain_embeddings: bool = True, back
     log_tightened(private_roots(config, config.engine_root))
     system = ActorSystem(config, background=background).start()
     if long_lived:
+        system.warm_queries()
         settle_heap()
     try:
         yield Service(config, system, default_registry())

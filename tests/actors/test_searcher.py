@@ -210,3 +210,14 @@ def test_queries_embed_with_8_bit_products_unless_configured_off_and_fresh_memor
         assert cosine != pytest.approx(expected, abs=1e-6) and cosine == pytest.approx(expected, abs=0.02)
     else:
         assert cosine == pytest.approx(expected, abs=1e-6)
+
+
+def test_a_long_lived_process_loads_the_query_model_before_the_first_search(config: Config,
+                                                                             embedder: MiniLMEmbedder) -> None:
+    system = ActorSystem(config, embedder).start()
+    try:
+        system.warm_queries().join(WAIT_S)
+        status = system.searcher.ask(StoreStatus(model=embedder.model_id), WAIT_S)
+    finally:
+        system.stop()
+    assert status["description"]["search_path"]["query_embedding"] == "int8"

@@ -88,3 +88,9 @@ def test_without_the_converter_queries_embed_exactly_and_the_log_says_why(
     assert np.array_equal(vectors, exact.embed(TEXTS[:2])) and queries.precision == "float32"
     assert "search queries embed exactly" in caplog.text
     assert not (tmp_path / "models").exists()
+
+
+def test_searchers_asking_for_one_folder_share_one_query_variant(exact: MiniLMEmbedder, tmp_path: Path) -> None:
+    first = exact.for_queries(tmp_path / "a")
+    assert exact.for_queries(tmp_path / "a") is first
+    assert exact.for_queries(tmp_path / "b") is not first
