@@ -32,7 +32,7 @@ class IdReader:
         self._conn = conn
         self._dialect = dialect_for(conn)
         if where is None and columns is None:
-            self._statement = _whole_rows(self._dialect, conn.dialect.name)
+            self._statement = _whole_rows(self._dialect)
         else:
             wanted = list(columns) if columns is not None else [m]
             query = select(*wanted) if where is None else select(*wanted).where(where)
@@ -56,16 +56,16 @@ class IdReader:
 _IDS = "m3_ids"
 
 
-#: The statement reading whole rows by id, one per backend, shared by every reader without a filter or columns: a
+#: The statement reading whole rows by id, one per dialect, shared by every reader without a filter or columns: a
 #: statement keeps the cache key SQLAlchemy derives on its first run, so a search's results (read through a reader
 #: made per search) no longer pay for deriving it each time (docs/benchmarks.md). Statements are immutable.
-_WHOLE_ROWS: dict[str, Select[Any]] = {}
+_WHOLE_ROWS: dict[Dialect, Select[Any]] = {}
 
 
-def _whole_rows(dialect: Dialect, backend: str) -> Select[Any]:
-    found = _WHOLE_ROWS.get(backend)
+def _whole_rows(dialect: Dialect) -> Select[Any]:
+    found = _WHOLE_ROWS.get(dialect)
     if found is None:
-        found = _WHOLE_ROWS[backend] = dialect.by_bound_ids(select(m), m.c.id, _IDS)
+        found = _WHOLE_ROWS[dialect] = dialect.by_bound_ids(select(m), m.c.id, _IDS)
     return found
 
 
