@@ -98,7 +98,7 @@ def run_arm(arm: str, store: str, texts: list[str], files: int, cache: Path | No
         # takes longer than the call.)
         system.wait_embedded(3600.0)
     return {"arm": arm, "store": store, "files": files, "chunks": first["chunks_written"],
-            "first_index_s": round(first_s, 2), "reindex_s": round(again_s, 2),
+            "first_index_s": round(first_s, 4), "reindex_s": round(again_s, 4),
             "retired": again["chunks_retired"], "rewritten": again["chunks_written"]}
 
 
