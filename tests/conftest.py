@@ -58,6 +58,20 @@ def tool_manifest() -> bytes | None:
         return None
 
 
+@pytest.fixture(scope="session")
+def query_model(tmp_path_factory: pytest.TempPathFactory) -> Path | None:
+    """A folder holding the 8-bit query model (m3/embed/minilm_queries.py), derived once per test process; None
+    where it cannot be derived (its converter missing: queries then embed exactly)."""
+    from m3.embed import minilm, minilm_queries
+
+    folder = tmp_path_factory.mktemp("query-model")
+    try:
+        minilm_queries.derived_model(minilm.model_file(), folder)
+    except ImportError:
+        return None
+    return folder
+
+
 def fresh_files(request: pytest.FixtureRequest) -> bool:
     """Whether the test watches m3 create its own files (marker ``fresh_files``): then nothing is prepared."""
     return request.node.get_closest_marker("fresh_files") is not None
@@ -68,7 +82,9 @@ def m3_home(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.
     """A fresh M3_HOME; every other M3_* variable is cleared so the host cannot leak in.
 
     Its run directory holds the tool manifest already, as after any earlier command: without it every test's
-    first command would build it from the registry (seconds of CPU, a thousand times over a run).
+    first command would build it from the registry (seconds of CPU, a thousand times over a run). For the
+    same reason it holds the 8-bit query model, as after any earlier search (a hard link to the one file the
+    test process derived: every engine a test starts would otherwise derive it again, about 3 s of CPU each).
     """
     for name in list(os.environ):
         if name.startswith("M3_") and name not in KEPT_ENV:
@@ -80,6 +96,7 @@ def m3_home(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.
         (home / "run").mkdir(mode=0o700, parents=True)
         os.chmod(home, 0o700)
         _write_private(home / "run" / f"tools-{__version__}.json", prepared)
+        _link_query_model(home, request.getfixturevalue("query_model"))
     yield home
     stop_engines(home / "run")  # the engines front-ends started on this home (CLI calls start one per store)
 
@@ -111,6 +128,16 @@ def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("sqlite-template") / "m3.db"
     migrate_store(StoreOptions(url=f"sqlite:///{path}"))
     return path
+
+
+def _link_query_model(home: Path, folder: Path | None) -> None:
+    if folder is None:
+        return
+    kept = home / "models" / "minilm-queries"
+    kept.mkdir(mode=0o700, parents=True)
+    os.chmod(home / "models", 0o700)
+    for path in folder.iterdir():
+        os.link(path, kept / path.name)  # m3 replaces the file (a new inode), never writes into it
 
 
 def _write_private(target: Path, data: bytes) -> None:

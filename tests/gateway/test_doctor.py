@@ -60,6 +60,7 @@ def test_a_healthy_installation_is_all_ok(cli: Run, on_store: str) -> None:
     assert {"kind": "command", "old": "m3 config set-secret", "new": "m3 secret set"} in document["renames"]
 
 
+@pytest.mark.fresh_files  # the model is not kept yet
 def test_doctor_says_how_search_queries_embed_and_where_their_model_is_kept(cli: Run, on_store: str,
                                                                            m3_home: Path) -> None:
     [before] = by_check(report(cli("doctor", "--json")))["embed.queries"]
