@@ -183,7 +183,7 @@ def numpy_top_rows(mat: Matrix, norms: Matrix, query: Matrix, n: int, rows: Rows
     shortlist = rows
     if n < rows.size:
         # A dense product and a pick beat copying most of the matrix; either is within the bound.
-        approx = (mat @ query)[rows] if rows.size > mat.shape[0] // 4 else mat[rows] @ query
+        approx = _blas(mat, query)[rows] if rows.size > mat.shape[0] // 4 else _blas(mat[rows], query)
         slack = 2.02 * gamma(mat.shape[1]) * norms[rows].astype(np.float64) * float(np.linalg.norm(query)) + 1e-30
         lower, upper = approx - slack, approx + slack
         floor = np.partition(lower, rows.size - n)[rows.size - n]  # the n-th largest lower end
@@ -195,6 +195,18 @@ def numpy_top_rows(mat: Matrix, norms: Matrix, query: Matrix, n: int, rows: Rows
 
 #: Largest query-by-row product :func:`rows_above` holds at once (16 MiB of float32).
 ABOVE_CHUNK = 4_000_000
+
+
+def _blas(a: Matrix, b: Matrix) -> Matrix:
+    """``a @ b`` in float32 through BLAS, for a shortlist. Once in a CI run OpenBLAS flagged an invalid operation
+    on a 1x5 by 5x2 product of finite numbers, and not on the rerun: the flag is ignored, and should the product
+    of finite inputs hold a non-finite value, it is computed again in float64 (closer to the reference, so
+    within the shortlist's bound)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        out = a @ b
+    if np.isfinite(out).all() or not (np.isfinite(a).all() and np.isfinite(b).all()):
+        return out
+    return (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float32)
 
 
 def rows_above(mat: Matrix, norms: Matrix, queries: Matrix, live: npt.NDArray[np.bool_],
@@ -214,7 +226,7 @@ def rows_above(mat: Matrix, norms: Matrix, queries: Matrix, live: npt.NDArray[np
     step = max(1, ABOVE_CHUNK // mat.shape[0])
     found: list[Rows] = []
     for start in range(0, queries.shape[0], step):
-        approx = queries[start:start + step] @ mat.T
+        approx = _blas(queries[start:start + step], mat.T)
         above = (approx > cuts[start:start + step, None].astype(np.float32)) & live
         found.extend(np.flatnonzero(mask).astype(np.int64) for mask in above)
     return found
