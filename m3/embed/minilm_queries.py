@@ -20,6 +20,7 @@ queries exactly, says so once in its log, and reports ``precision`` "float32".
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import logging
 import os
 import tempfile
@@ -62,20 +63,21 @@ class MiniLMQueries(minilm.MiniLMEmbedder):
 
 
 def derived_model(source: Path, cache_dir: Path | None) -> bytes:
-    """The serialised 8-bit model derived from ``source`` (verified against :data:`minilm.MODEL_SHA256`), read
-    from ``cache_dir`` when it holds it intact, else derived now (and kept there).
+    """The serialised 8-bit model derived from ``source``, read from ``cache_dir`` when it holds it intact, else
+    derived now (``source`` verified against :data:`minilm.MODEL_SHA256` first) and kept there. The kept file's
+    name carries that digest and its own digest lies beside it, so reading it back needs no pass over ``source``.
 
     Raises:
         ImportError: the ``onnx`` package (the converter's) is not installed.
-        EmbedderUnavailable: ``source`` does not match its pinned sha256.
+        EmbedderUnavailable: ``source`` does not match its pinned sha256 (when deriving).
     """
-    minilm._verify_sha256(source, minilm.MODEL_SHA256, minilm.MODEL_DISTRIBUTION)
     name = _file_name()
     with _derive_lock:
         found = _derived.get(name)
         if found is None:
             found = _read(cache_dir / name) if cache_dir is not None else None
             if found is None:
+                minilm._verify_sha256(source, minilm.MODEL_SHA256, minilm.MODEL_DISTRIBUTION)
                 found = _derive(source)
                 if cache_dir is not None:
                     _keep(cache_dir, name, found)
@@ -84,11 +86,16 @@ def derived_model(source: Path, cache_dir: Path | None) -> bytes:
 
 
 def _file_name() -> str:
-    """The derived file's name: what it is derived from and with (another converter may write other bytes)."""
-    import onnx
+    """The derived file's name: what it is derived from and with (another converter may write other bytes).
+
+    Raises:
+        ImportError: the ``onnx`` package is not installed (its version is read from its metadata: importing it
+            costs 0.8 s, which a process that finds the model kept need not pay).
+    """
     import onnxruntime
 
-    return f"minilm-{minilm.MODEL_SHA256[:16]}-ort{onnxruntime.__version__}-onnx{onnx.__version__}-int8.onnx"
+    onnx = importlib.metadata.version("onnx")  # PackageNotFoundError is an ImportError
+    return f"minilm-{minilm.MODEL_SHA256[:16]}-ort{onnxruntime.__version__}-onnx{onnx}-int8.onnx"
 
 
 def _read(path: Path) -> bytes | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import logging
 import sys
 from pathlib import Path
@@ -81,7 +82,16 @@ def test_without_the_converter_queries_embed_exactly_and_the_log_says_why(
         exact: MiniLMEmbedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.setattr(minilm_queries, "_derived", {})
-    monkeypatch.setitem(sys.modules, "onnx", None)  # as where the onnx package is not installed
+    # As where the onnx package is not installed: no module, and no metadata to read its version from.
+    monkeypatch.setitem(sys.modules, "onnx", None)
+    installed = importlib.metadata.version
+
+    def version(name: str) -> str:
+        if name == "onnx":
+            raise importlib.metadata.PackageNotFoundError(name)
+        return installed(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", version)
     queries = exact.for_queries(tmp_path / "models")
     with caplog.at_level(logging.WARNING, logger="m3.embed.minilm_queries"):
         vectors = queries.embed(TEXTS[:2])
