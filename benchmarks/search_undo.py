@@ -39,7 +39,10 @@ first, in one process on one store. The changes:
   measure what it does to quality;
 * ``broad-filter`` (SQLite): under a field filter holding more than a third of the store (counted in an index),
   the keyword leg checks FTS5's best matches first; undone, it ranks every match under any field filter
-  (``--agent A`` searches with ``agent_id=A``: counted in the owner index type by type).
+  (``--agent A`` searches with ``agent_id=A``: counted in the owner index type by type);
+* ``rows-with-hits`` (either store): the keyword statement reads its hits' ranking columns (and, on PostgreSQL,
+  stored vectors) itself; undone, it reads ids and scores, and a statement of their own reads the rows, as until
+  2026-12-05.
 
 The query is embedded live (MiniLM, one onnxruntime thread) unless ``--cached`` (vectors from the embedding
 cache). Prints p50/p95 of each arm, the ratio of the medians (now ÷ undone) and how many questions' answers
@@ -80,7 +83,7 @@ from m3.store.sqlite import SqliteDialect
 
 CHANGES = ("int8-scan", "row-vectors", "ids-drive", "window-drive", "broad-filter", "unlisted-counted",
            "lexemes-kept", "embedding-first", "first-proposals", "statements-kept",
-           "signals-early", "full-statement-kept", "int8-queries")
+           "signals-early", "full-statement-kept", "int8-queries", "rows-with-hits")
 
 
 @contextmanager
@@ -176,6 +179,15 @@ def _statement_per_read() -> AbstractContextManager[None]:
     return _replaced(CandidateRows, __init__=init, complete=complete)
 
 
+def _hits_without_rows(searcher: Searcher) -> AbstractContextManager[None]:
+    own = searcher._dialect.memory_hits
+
+    def ids_and_scores(conn: Any, query: str, where: Any, limit: int, *, selective: bool, columns: Any = ()) -> Any:
+        return own(conn, query, where, limit, selective=selective)
+
+    return _replaced(searcher._dialect, memory_hits=ids_and_scores)
+
+
 def arms(change: str, searcher: Searcher, args: argparse.Namespace
          ) -> dict[str, Callable[[], AbstractContextManager[None]]]:
     """``now`` and ``undone`` for ``change``."""
@@ -194,6 +206,8 @@ def arms(change: str, searcher: Searcher, args: argparse.Namespace
         exact = MiniLMEmbedder(threads=1)
         exact.load()
         return {"now": as_it_is, "undone": lambda: _replaced(searcher, _query_embedder=exact)}
+    if change == "rows-with-hits":
+        return {"now": as_it_is, "undone": lambda: _hits_without_rows(searcher)}
     if change == "full-statement-kept":
         return {"now": as_it_is, "undone": lambda: _replaced(id_reads, _WHOLE_ROWS=_Forgetful())}
     if change == "first-proposals":

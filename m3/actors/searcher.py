@@ -170,11 +170,13 @@ class Searcher(StoreReader):
         window = self._window(search_clause(msg.filter, now, by_valid_time=True) if named else clause, named)
         embedding = self._leg_refreshed(started, clause, window)
         terms = fulltext.query_terms(msg.query)
-        hits = self._dialect.memory_hits(self.conn, msg.query, clause, n, selective=self._selective(msg.filter))
-        # Narrow rows (no content) for ranking; the chosen few are completed below. The keyword hits' rows are
-        # read while the query still embeds; if it is done already, with the dense hits' rows in one statement.
+        # Narrow rows (no content) for ranking; the chosen few are completed below. The keyword hits come with
+        # theirs, read by the keyword statement itself while the query still embeds.
         loaded = CandidateRows(self.conn, clause, vector_model=self._model if embedding is not None
                                and self._dense.vectors_with_rows else None)
+        hits = self._dialect.memory_hits(self.conn, msg.query, clause, n, selective=self._selective(msg.filter),
+                                         columns=loaded.columns(with_vectors=True))
+        loaded.adopt({h.id: h.row for h in hits if h.row is not None}, with_vectors=True)
         early = None
         if embedding is None or not embedding.done():
             # While it embeds, the keyword hits' signals other than meaning are worked out too (fuse keeps them).

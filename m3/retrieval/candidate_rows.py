@@ -89,26 +89,43 @@ class CandidateRows:
         self._readers: dict[tuple[Any, ...], id_reads.IdReader] = {}
         self._full: id_reads.IdReader | None = None
 
+    def columns(self, *, with_vectors: bool = False) -> tuple[Any, ...]:
+        """What :meth:`fetch` reads of a row (``with_vectors``: with its stored vector, given a ``vector_model``),
+        for a statement that reads candidates under the same filter on its own (the keyword leg's)."""
+        if with_vectors and self._with_vectors is not None:
+            return self._with_vectors
+        return id_reads.RANKING_COLUMNS
+
+    def adopt(self, rows: Mapping[str, dict[str, Any]], *, with_vectors: bool = False) -> None:
+        """Take ``rows`` (:meth:`columns` of memories read under this filter, by id, given the same
+        ``with_vectors``) as if :meth:`fetch` had read them; the dicts are taken over."""
+        if with_vectors and self._with_vectors is not None:
+            self.read_with_vectors.update(rows)
+        for memory_id, row in rows.items():
+            if memory_id not in self._rows:
+                self._keep(memory_id, row)
+
     def fetch(self, ids: Sequence[str], *, with_vectors: bool = False) -> dict[str, CandidateRow]:
         """Ranking columns of those of ``ids`` that satisfy the filter, read once per id (one query per 500 ids
         not loaded yet); ``with_vectors`` (and a ``vector_model``): the rows not loaded yet come with their
         vector."""
         missing = [i for i in dict.fromkeys(ids) if i not in self._rows]
         if missing:
-            columns = id_reads.RANKING_COLUMNS
-            if with_vectors and self._with_vectors is not None:
-                columns = self._with_vectors
+            columns = self.columns(with_vectors=with_vectors)
+            if columns is self._with_vectors:
                 self.read_with_vectors.update(missing)
             reader = self._readers.get(columns)
             if reader is None:
                 reader = self._readers[columns] = id_reads.IdReader(self._conn, self._where, columns)
-            found = reader(missing)
-            for memory_id, row in found.items():
-                vector = row.pop(_VECTOR, None)
-                if vector is not None:
-                    self.vectors[memory_id] = vector
-                self._rows[memory_id] = CandidateRow(self, row)
+            for memory_id, row in reader(missing).items():
+                self._keep(memory_id, row)
         return {i: self._rows[i] for i in ids if i in self._rows}
+
+    def _keep(self, memory_id: str, row: dict[str, Any]) -> None:
+        vector = row.pop(_VECTOR, None)
+        if vector is not None:
+            self.vectors[memory_id] = vector
+        self._rows[memory_id] = CandidateRow(self, row)
 
     def passing(self, ids: Sequence[str]) -> set[str]:
         """Those of ``ids`` that satisfy the filter, their rows kept for ranking (the dense leg's check)."""

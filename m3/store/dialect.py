@@ -82,12 +82,14 @@ class Dialect(Protocol):
         """The store's files on this machine that must be owner-only (SQLite: the database, WAL and SHM)."""
         return []
 
-    def memory_hits(self, conn: Connection, query: str, where: Any, limit: int, *, selective: bool
-                    ) -> list[KeywordHit]:
+    def memory_hits(self, conn: Connection, query: str, where: Any, limit: int, *, selective: bool,
+                    columns: Sequence[Any] = ()) -> list[KeywordHit]:
         """Memories matching ``where`` and any word of ``query``: best keyword score first, then newest.
 
         ``selective`` says the filter will likely drop most matches (one conversation, one type, one agent), which
-        a dialect may use to choose how it searches; the hits are the same either way.
+        a dialect may use to choose how it searches; the hits are the same either way. ``columns`` (memories'
+        columns, ``id`` among them, or labelled expressions over them): each hit comes with them as its ``row``,
+        read by the same statement.
         """
 
     def chat_matches(self, conn: Connection, query: str) -> TextClause | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Connection, Float, Integer, Row, Table, TextClause, select
@@ -52,6 +52,8 @@ class KeywordHit:
     id: str
     #: BM25 (ts_rank on PostgreSQL) of the content column, positive, larger is better; 0 for a title-only match.
     bm25: float
+    #: The columns the search asked for with its hits, by name (None: only the id and score were asked for).
+    row: dict[str, Any] | None = field(default=None, compare=False, hash=False)
 
 
 def _best(conn: Connection, matches: TextClause, table: Table, columns: Sequence[Any], where: Any,
@@ -64,10 +66,20 @@ def _best(conn: Connection, matches: TextClause, table: Table, columns: Sequence
     return list(conn.execute(stmt))
 
 
-def ranked(conn: Connection, matches: TextClause, where: Any, limit: int) -> list[KeywordHit]:
-    """The best ``limit`` of ``matches`` (seq, score) among memories matching ``where``, best first, then newest."""
-    found = _best(conn, matches, memories, [memories.c.id], where, limit)
-    return [KeywordHit(row.id, max(0.0, float(row.score))) for row in found]
+def ranked(conn: Connection, matches: TextClause, where: Any, limit: int,
+           columns: Sequence[Any] = ()) -> list[KeywordHit]:
+    """The best ``limit`` of ``matches`` (seq, score) among memories matching ``where``, best first, then newest;
+    with ``columns`` (``id`` among them), each hit carries them as its ``row``."""
+    if not columns:
+        found = _best(conn, matches, memories, [memories.c.id], where, limit)
+        return [KeywordHit(row.id, max(0.0, float(row.score))) for row in found]
+    names = [c.name for c in columns]
+    hits = []
+    # Plain tuples zipped with the names, as m3.store.id_reads reads rows (a RowMapping per row costs more).
+    for values in _best(conn, matches, memories, columns, where, limit):
+        row = dict(zip(names, values[:-1], strict=True))
+        hits.append(KeywordHit(row["id"], max(0.0, float(values[-1])), row))
+    return hits
 
 
 def chat_hits(conn: Connection, query: str, where: Any, limit: int) -> list[tuple[Any, float]]:

@@ -120,12 +120,12 @@ class PostgresDialect(Dialect):
     def health(self, conn: Connection) -> list[Fact]:
         return [_vector_extension(conn), *_index_health(conn)]
 
-    def memory_hits(self, conn: Connection, query: str, where: Any, limit: int, *, selective: bool
-                    ) -> list[KeywordHit]:
+    def memory_hits(self, conn: Connection, query: str, where: Any, limit: int, *, selective: bool,
+                    columns: Sequence[Any] = ()) -> list[KeywordHit]:
         # The title is searched but not scored, as on SQLite.
         matching = "t.fts_content @@ CAST(:msq AS tsquery) OR t.fts_title @@ CAST(:msq AS tsquery)"
         found = matches(conn, "memories", matching, query)
-        return [] if found is None else ranked(conn, found, where, limit)
+        return [] if found is None else ranked(conn, found, where, limit, columns)
 
     def chat_matches(self, conn: Connection, query: str) -> TextClause | None:
         return matches(conn, "chatlog", "t.fts_content @@ CAST(:msq AS tsquery)", query)

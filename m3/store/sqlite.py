@@ -107,8 +107,8 @@ class SqliteDialect(Dialect):
         database = parse_url(url).database
         return not database or database == ":memory:" or Path(database).expanduser().exists()
 
-    def memory_hits(self, conn: Connection, query: str, where: Any, limit: int, *, selective: bool
-                    ) -> list[fulltext.KeywordHit]:
+    def memory_hits(self, conn: Connection, query: str, where: Any, limit: int, *, selective: bool,
+                    columns: Sequence[Any] = ()) -> list[fulltext.KeywordHit]:
         # Unless selective, the best PREFILTER_FACTOR * limit matches first: the same hits with fewer row lookups
         # (docs/search.md); a selective filter would drop most of them, so it goes straight to every match.
         terms = fulltext.query_terms(query)
@@ -116,10 +116,10 @@ class SqliteDialect(Dialect):
             return []
         match = fulltext.fts5_match(terms)
         if not selective:
-            hits = fulltext.ranked(conn, _fts5_matches(match, top=PREFILTER_FACTOR * limit), where, limit)
+            hits = fulltext.ranked(conn, _fts5_matches(match, top=PREFILTER_FACTOR * limit), where, limit, columns)
             if len(hits) == limit:
                 return hits
-        return fulltext.ranked(conn, _fts5_matches(match), where, limit)
+        return fulltext.ranked(conn, _fts5_matches(match), where, limit, columns)
 
     def ids_in(self, column: ColumnElement[Any], ids: Sequence[str]) -> ColumnElement[bool]:
         # One JSON parameter: the statement compiles once, where an expanded IN list is rendered anew per length.
