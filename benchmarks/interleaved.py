@@ -22,6 +22,7 @@ from m3.actors.system import query_variant, search_weights, store_options
 from m3.embed.base import Embedder
 from m3.embed.minilm import MiniLMEmbedder
 from m3.protocols.messages.memory import MemoryFilter, SearchMemories
+from m3.retrieval.search_statements import KeptStatements
 
 #: Questions answered first and left out of the figures (the model's and the store's caches warm up).
 WARMUP = 10
@@ -59,10 +60,14 @@ def compare(searcher: Searcher, queries: list[str], arms: dict[str, Arm], base: 
     flt = flt or MemoryFilter()
     warm = min(WARMUP, len(queries) // 2)  # a small data set has fewer questions than asked
     latencies: dict[str, list[float]] = {name: [] for name in arms}
+    # Each arm keeps statements of its own (the Searcher keeps them per filter from one search to the next): an
+    # arm that builds them another way never runs the other arm's.
+    kept = {name: KeptStatements() for name in arms}
     differing = 0
     for i, query in enumerate(queries):
         answers = {}
         for name in sorted(arms, reverse=i % 2 == 1):
+            searcher._kept = kept[name]
             with arms[name]():
                 started = time.perf_counter()
                 with searcher.conn.begin():

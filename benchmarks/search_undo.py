@@ -42,7 +42,11 @@ first, in one process on one store. The changes:
   (``--agent A`` searches with ``agent_id=A``: counted in the owner index type by type);
 * ``rows-with-hits`` (either store): the keyword statement reads its hits' ranking columns (and, on PostgreSQL,
   stored vectors) itself; undone, it reads ids and scores, and a statement of their own reads the rows, as until
-  2026-12-05.
+  2026-12-05;
+* ``statements-per-filter`` (either store): a Searcher keeps each filter's clause and the statements built on
+  it (the keyword statement, the candidates' rows) for its next search under that filter
+  (:mod:`m3.retrieval.search_statements`); undone, a search builds them anew, with its time written into the
+  clause, as until 2026-12-05.
 
 The query is embedded live (MiniLM, one onnxruntime thread) unless ``--cached`` (vectors from the embedding
 cache). Prints p50/p95 of each arm, the ratio of the medians (now ÷ undone) and how many questions' answers
@@ -68,22 +72,21 @@ from benchmarks.interleaved import WARMUP, as_it_is, compare_on, live_searcher, 
 from benchmarks.perf_search import corpus, on_filled_store
 from benchmarks.precomputed import PrecomputedEmbedder
 from benchmarks.report import rows_text
-from m3.actors import searcher as searcher_module
 from m3.actors.searcher import Searcher
 from m3.embed.minilm import MiniLMEmbedder
 from m3.protocols.messages.memory import MemoryFilter, SearchMemories
-from m3.retrieval import native, ranking
+from m3.retrieval import native, ranking, search_statements
 from m3.retrieval.candidate_rows import CandidateRows
 from m3.retrieval.dense import PROPOSED_PER_HIT, MatrixLeg, SqlLeg
 from m3.store import id_reads, pg_fulltext
 from m3.store.dialect import Dialect
-from m3.store.filters import narrows
+from m3.store.filters import narrows, now_parameter, search_clause
 from m3.store.schema import memories as m
 from m3.store.sqlite import SqliteDialect
 
 CHANGES = ("int8-scan", "row-vectors", "ids-drive", "window-drive", "broad-filter", "unlisted-counted",
            "lexemes-kept", "embedding-first", "first-proposals", "statements-kept",
-           "signals-early", "full-statement-kept", "int8-queries", "rows-with-hits")
+           "signals-early", "full-statement-kept", "int8-queries", "rows-with-hits", "statements-per-filter")
 
 
 @contextmanager
@@ -111,13 +114,10 @@ def _vectors_apart(searcher: Searcher) -> AbstractContextManager[None]:
 
 
 def _type_drives_windows() -> AbstractContextManager[None]:
-    # The Searcher's own name for it (it imported the function).
-    own = vars(searcher_module)["search_clause"]
+    def as_before(flt: MemoryFilter, now: Any, *, by_valid_time: bool = False) -> Any:
+        return search_clause(flt, now)
 
-    def as_before(flt: MemoryFilter, now: datetime, *, by_valid_time: bool = False) -> Any:
-        return own(flt, now)
-
-    return _replaced(searcher_module, search_clause=as_before)
+    return _replaced(search_statements, search_clause=as_before)
 
 
 @contextmanager
@@ -179,6 +179,13 @@ def _statement_per_read() -> AbstractContextManager[None]:
     return _replaced(CandidateRows, __init__=init, complete=complete)
 
 
+class _Unkept:
+    """A Searcher's statements as before they were kept: built for each search, its time written in."""
+
+    def at(self, now: datetime, flt: MemoryFilter) -> search_statements.FilterStatements:
+        return search_statements.FilterStatements(flt, now_parameter(lambda: now), search_clause(flt, now))
+
+
 def _hits_without_rows(searcher: Searcher) -> AbstractContextManager[None]:
     own = searcher._dialect.memory_hits
 
@@ -206,6 +213,8 @@ def arms(change: str, searcher: Searcher, args: argparse.Namespace
         exact = MiniLMEmbedder(threads=1)
         exact.load()
         return {"now": as_it_is, "undone": lambda: _replaced(searcher, _query_embedder=exact)}
+    if change == "statements-per-filter":
+        return {"now": as_it_is, "undone": lambda: _replaced(searcher, _kept=_Unkept())}
     if change == "rows-with-hits":
         return {"now": as_it_is, "undone": lambda: _hits_without_rows(searcher)}
     if change == "full-statement-kept":

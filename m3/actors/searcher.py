@@ -50,6 +50,7 @@ from m3.retrieval import chat_search, native, pool, ranking, timewords
 from m3.retrieval.candidate_rows import CandidateRows
 from m3.retrieval.dense import DenseLeg, Vector, leg_for
 from m3.retrieval.query_embedding import QueryEmbedding
+from m3.retrieval.search_statements import KeptStatements
 from m3.store import (
     chat_reads,
     conversations,
@@ -67,7 +68,7 @@ from m3.store import (
 from m3.store import memories as rows
 from m3.store.dialect import dialect_for
 from m3.store.engine import StoreOptions
-from m3.store.filters import chat_isolation_clause, isolation_clause, narrows, search_clause, time_clause
+from m3.store.filters import chat_isolation_clause, isolation_clause, narrows, time_clause
 from m3.store.schema import chatlog
 from m3.store.schema import memories as m
 
@@ -102,6 +103,8 @@ class Searcher(StoreReader):
         self._writer = writer
         self._dialect = dialect_for(options.url)
         self._dense: DenseLeg = leg_for(self._dialect, self._side_connection)
+        #: The clauses and statements of the filters searched last, kept for the next search under them.
+        self._kept = KeptStatements()
         #: One thread embedding queries while the Searcher's own thread runs the keyword leg.
         self._embedding_pool: ThreadPoolExecutor | None = None
 
@@ -163,19 +166,20 @@ class Searcher(StoreReader):
         # works out the filter and named times and reads the keyword matches and their rows (the model, the index
         # and SQLite release the GIL). The query vector is awaited only when nothing else is left to do.
         started = self._embed_query(msg.query, n, msg.filter.include_archived)
-        clause = search_clause(msg.filter, now)
+        kept = self._kept.at(now, msg.filter)
+        clause = kept.clause
         # The question's time: relative times in the query and recency count from it.
         asked = msg.now or msg.filter.as_of or now
         named = timewords.windows(msg.query, asked)
-        window = self._window(search_clause(msg.filter, now, by_valid_time=True) if named else clause, named)
+        window = self._window(kept.by_valid_time if named else clause, named)
         embedding = self._leg_refreshed(started, clause, window)
         terms = fulltext.query_terms(msg.query)
         # Narrow rows (no content) for ranking; the chosen few are completed below. The keyword hits come with
         # theirs, read by the keyword statement itself while the query still embeds.
         loaded = CandidateRows(self.conn, clause, vector_model=self._model if embedding is not None
-                               and self._dense.vectors_with_rows else None)
+                               and self._dense.vectors_with_rows else None, kept=kept.rows)
         hits = self._dialect.memory_hits(self.conn, msg.query, clause, n, selective=self._selective(msg.filter),
-                                         columns=loaded.columns(with_vectors=True))
+                                         columns=loaded.columns(with_vectors=True), kept=kept.keyword)
         loaded.adopt({h.id: h.row for h in hits if h.row is not None}, with_vectors=True)
         early = None
         if embedding is None or not embedding.done():

@@ -70,8 +70,11 @@ class CandidateRow(Mapping[str, Any]):
 class CandidateRows:
     """Narrow rows of one search's candidates under one filter, completed on demand; lives for one request."""
 
-    def __init__(self, conn: Connection, where: Any, *, vector_model: str | None = None):
-        """``vector_model``: read each row with its stored vector of this model (see :attr:`vectors`)."""
+    def __init__(self, conn: Connection, where: Any, *, vector_model: str | None = None,
+                 kept: dict[Any, Any] | None = None):
+        """``vector_model``: read each row with its stored vector of this model (see :attr:`vectors`); ``kept``:
+        where the statements for ``where`` on ``conn`` are kept from one search to the next (default: this
+        object's own, for one request)."""
         self._conn = conn
         #: The search's filter: only rows satisfying it are loaded, so a loaded row has passed it.
         self._where = where
@@ -80,13 +83,16 @@ class CandidateRows:
         self.vectors: dict[str, npt.NDArray[np.float32]] = {}
         #: Ids read ``with_vectors`` (found or not): any of them missing from :attr:`vectors` has no vector.
         self.read_with_vectors: set[str] = set()
+        #: One statement per column set, built on first use and run for every id list (of later searches too).
+        self._readers: dict[Any, Any] = {} if kept is None else kept
         self._with_vectors: tuple[Any, ...] | None = None
         if vector_model is not None:
-            # By the (memory_id, model) key, row by row: never a join (see m3.store.vectors.vectors_of).
-            stored = select(e.c.vector).where(e.c.memory_id == m.c.id, e.c.model == vector_model)
-            self._with_vectors = (*id_reads.RANKING_COLUMNS, stored.scalar_subquery().label(_VECTOR))
-        #: One statement per column set, built on first use and run for every id list of this search.
-        self._readers: dict[tuple[Any, ...], id_reads.IdReader] = {}
+            self._with_vectors = self._readers.get((_VECTOR, vector_model))
+            if self._with_vectors is None:
+                # By the (memory_id, model) key, row by row: never a join (see m3.store.vectors.vectors_of).
+                stored = select(e.c.vector).where(e.c.memory_id == m.c.id, e.c.model == vector_model)
+                columns = (*id_reads.RANKING_COLUMNS, stored.scalar_subquery().label(_VECTOR))
+                self._with_vectors = self._readers[(_VECTOR, vector_model)] = columns
         self._full: id_reads.IdReader | None = None
 
     def columns(self, *, with_vectors: bool = False) -> tuple[Any, ...]:

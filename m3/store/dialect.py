@@ -83,13 +83,14 @@ class Dialect(Protocol):
         return []
 
     def memory_hits(self, conn: Connection, query: str, where: Any, limit: int, *, selective: bool,
-                    columns: Sequence[Any] = ()) -> list[KeywordHit]:
+                    columns: Sequence[Any] = (), kept: dict[Any, Any] | None = None) -> list[KeywordHit]:
         """Memories matching ``where`` and any word of ``query``: best keyword score first, then newest.
 
         ``selective`` says the filter will likely drop most matches (one conversation, one type, one agent), which
         a dialect may use to choose how it searches; the hits are the same either way. ``columns`` (memories'
         columns, ``id`` among them, or labelled expressions over them): each hit comes with them as its ``row``,
-        read by the same statement.
+        read by the same statement. ``kept``: where the statements built for ``where`` on ``conn`` are kept for
+        the next search under it (the caller's, cleared when ``where`` is no longer used).
         """
 
     def chat_matches(self, conn: Connection, query: str) -> TextClause | None:

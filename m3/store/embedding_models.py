@@ -16,10 +16,13 @@ from sqlalchemy import Connection, or_, select, update
 from m3.store import vectors
 from m3.store.schema import embedding_models as t
 
+#: Read before every search: built once (a statement built per call costs more than it takes to run).
+_ACTIVE = select(t.c.model).where(t.c.state == "active")
+
 
 def active(conn: Connection) -> str | None:
     """The model search uses, or None before any model was chosen."""
-    row = conn.execute(select(t.c.model).where(t.c.state == "active")).first()
+    row = conn.execute(_ACTIVE).first()
     return None if row is None else str(row[0])
 
 

@@ -6,15 +6,27 @@ isolation rule cannot be forgotten on one leg of retrieval.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, exists, func, or_, select, true
+from sqlalchemy import BindParameter, ColumnElement, and_, bindparam, exists, func, or_, select, true
 
 from m3.protocols.messages.memory import FILE_CHUNK, MemoryFilter
 from m3.store.schema import chatlog as c
 from m3.store.schema import memories as m
 from m3.store.schema import memory_grants as g
+from m3.store.types import UTCDateTime
+
+#: The time a clause counts from: a time, or a parameter read when a statement runs (:func:`now_parameter`).
+Now = datetime | BindParameter[datetime]
+
+
+def now_parameter(read: Callable[[], datetime]) -> BindParameter[datetime]:
+    """The current time as a parameter whose value ``read`` gives each time a statement using it runs: a clause
+    built on it (and the statements built on that) can be kept and run again later, where a time written into
+    the clause would go stale and a new clause per search costs SQLAlchemy's construction and cache key again."""
+    return bindparam("m3_now", type_=UTCDateTime(), callable_=read)
 
 
 def private_rows_clause(scope: ColumnElement[Any], owner: ColumnElement[Any], reader_agent_id: str | None,
@@ -43,7 +55,7 @@ def chat_isolation_clause(flt: MemoryFilter) -> ColumnElement[bool]:
     return private_rows_clause(c.c.scope, c.c.agent_id, flt.reader_agent_id, flt.enforce_isolation)
 
 
-def time_clause(flt: MemoryFilter, now: datetime) -> ColumnElement[bool]:
+def time_clause(flt: MemoryFilter, now: Now) -> ColumnElement[bool]:
     """Rows current at ``as_of`` (transaction time), or current now; with ``valid_at``, the rows that held at that
     valid time as the store knew it then (see :func:`valid_clause`). Archived and expired rows are left out
     unless ``flt.include_archived`` (see :func:`archive_clause`)."""
@@ -56,7 +68,7 @@ def time_clause(flt: MemoryFilter, now: datetime) -> ColumnElement[bool]:
     return and_(m.c.retired_at.is_(None), archive_clause(flt, now))
 
 
-def archive_clause(flt: MemoryFilter, at: datetime) -> ColumnElement[bool]:
+def archive_clause(flt: MemoryFilter, at: Now) -> ColumnElement[bool]:
     """Rows neither archived by ``at`` nor expired at ``at``; everything with ``flt.include_archived``.
 
     An expired memory counts as archived from the moment it expires: the decay pass only makes that explicit
@@ -70,7 +82,7 @@ def archive_clause(flt: MemoryFilter, at: datetime) -> ColumnElement[bool]:
                 or_(m.c.expires_at.is_(None), m.c.expires_at > at))
 
 
-def valid_clause(valid_at: datetime, known_at: datetime) -> ColumnElement[bool]:
+def valid_clause(valid_at: datetime, known_at: Now) -> ColumnElement[bool]:
     """Rows that held in the world at ``valid_at`` by what the store knew at ``known_at``.
 
     Known at ``known_at``: recorded by then and not yet retired — or retired by a newer fact about the world
@@ -113,7 +125,7 @@ def source_clause(prefix: str | None) -> ColumnElement[bool]:
     return or_(m.c.source == prefix, func.substr(m.c.source, 1, len(prefix) + 1) == prefix + "/")
 
 
-def search_clause(flt: MemoryFilter, now: datetime, *, by_valid_time: bool = False) -> ColumnElement[bool]:
+def search_clause(flt: MemoryFilter, now: Now, *, by_valid_time: bool = False) -> ColumnElement[bool]:
     """Everything a search may see: time, fields and isolation. A search naming no type leaves out file chunks
     (files_search asks for them by type). ``by_valid_time``: the caller adds a window of valid time, which is
     to find the rows, not the type (the type's index would read every memory of the type)."""

@@ -8,11 +8,11 @@ quotes, ``*`` and ``field:value`` are words, never syntax; PostgreSQL's rules ar
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, Float, Integer, Row, Table, TextClause, select
+from sqlalchemy import Connection, Float, Integer, Row, Table, TextClause, bindparam, select
 
 from m3.store.dialect import dialect_for
 from m3.store.schema import chatlog, memories
@@ -56,27 +56,38 @@ class KeywordHit:
     row: dict[str, Any] | None = field(default=None, compare=False, hash=False)
 
 
-def _best(conn: Connection, matches: TextClause, table: Table, columns: Sequence[Any], where: Any,
-          limit: int) -> list[Row[Any]]:
-    """The best ``limit`` rows of ``table`` (``columns`` and ``score``) among ``matches`` (seq, score) that
-    satisfy ``where``: best score first, then newest."""
-    k = matches.columns(seq=Integer, score=Float).subquery("k")
-    stmt = (select(*columns, k.c.score).select_from(k.join(table, table.c.seq == k.c.seq)).where(where)
-            .order_by(k.c.score.desc(), table.c.seq.desc()).limit(limit))
-    return list(conn.execute(stmt))
+def _best(conn: Connection, matches: TextClause, table: Table, columns: Sequence[Any], where: Any, limit: int,
+          params: Mapping[str, Any] | None = None, kept: dict[Any, Any] | None = None) -> list[Row[Any]]:
+    """The best ``limit`` rows of ``table`` (``columns`` and ``score``) among ``matches`` (seq, score, run with
+    ``params``) that satisfy ``where``: best score first, then newest. ``kept``: where the statement is kept for
+    the next run with this ``where`` (one per ``matches`` and ``columns``)."""
+    key = (matches, tuple(columns))
+    stmt = None if kept is None else kept.get(key)
+    if stmt is None:
+        k = matches.columns(seq=Integer, score=Float).subquery("k")
+        stmt = (select(*columns, k.c.score).select_from(k.join(table, table.c.seq == k.c.seq)).where(where)
+                .order_by(k.c.score.desc(), table.c.seq.desc()).limit(bindparam(_LIMIT)))
+        if kept is not None:
+            kept[key] = stmt
+    return list(conn.execute(stmt, {**(params or {}), _LIMIT: limit}))
 
 
-def ranked(conn: Connection, matches: TextClause, where: Any, limit: int,
-           columns: Sequence[Any] = ()) -> list[KeywordHit]:
-    """The best ``limit`` of ``matches`` (seq, score) among memories matching ``where``, best first, then newest;
-    with ``columns`` (``id`` among them), each hit carries them as its ``row``."""
+#: The parameter the keyword statements take their limit in.
+_LIMIT = "m3_limit"
+
+
+def ranked(conn: Connection, matches: TextClause, where: Any, limit: int, columns: Sequence[Any] = (), *,
+           params: Mapping[str, Any] | None = None, kept: dict[Any, Any] | None = None) -> list[KeywordHit]:
+    """The best ``limit`` of ``matches`` (seq, score; run with ``params``) among memories matching ``where``, best
+    first, then newest; with ``columns`` (``id`` among them), each hit carries them as its ``row``. ``kept``: where
+    the statement is kept for the next search under this ``where``."""
     if not columns:
-        found = _best(conn, matches, memories, [memories.c.id], where, limit)
+        found = _best(conn, matches, memories, [memories.c.id], where, limit, params, kept)
         return [KeywordHit(row.id, max(0.0, float(row.score))) for row in found]
     names = [c.name for c in columns]
     hits = []
     # Plain tuples zipped with the names, as m3.store.id_reads reads rows (a RowMapping per row costs more).
-    for values in _best(conn, matches, memories, columns, where, limit):
+    for values in _best(conn, matches, memories, columns, where, limit, params, kept):
         row = dict(zip(names, values[:-1], strict=True))
         hits.append(KeywordHit(row["id"], max(0.0, float(values[-1])), row))
     return hits

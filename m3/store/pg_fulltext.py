@@ -20,6 +20,7 @@ memories; a count is at most a minute old, and frequencies are as old as the las
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -165,11 +166,18 @@ def tsqueries(conn: Connection, table: str, query: str) -> tuple[str, str] | Non
     return _tsquery(lexemes), _tsquery([lexemes[i] for i in chosen])
 
 
-def matches(conn: Connection, table: str, matching: str, query: str) -> TextClause | None:
+def matches(conn: Connection, table: str, matching: str, query: str) -> tuple[TextClause, dict[str, str]] | None:
     """(seq, score) of the rows of ``table`` (as ``t``) where ``matching`` holds for the selecting tsquery ``:msq``,
-    scored by ``ts_rank`` against the whole query's ``:tsq``; None when the query has no lexeme."""
+    scored by ``ts_rank`` against the whole query's ``:tsq``, and the parameters to run it with (the statement
+    is one per ``table`` and ``matching``, so a statement built on it can be kept); None when the query has no
+    lexeme."""
     found = tsqueries(conn, table, query)
     if found is None:
         return None
+    return _matches(table, matching), {"tsq": found[0], "msq": found[1]}
+
+
+@functools.cache
+def _matches(table: str, matching: str) -> TextClause:
     return text(f"SELECT t.seq, ts_rank(t.fts_content, CAST(:tsq AS tsquery), 1) AS score FROM {table} AS t "
-                f"WHERE {matching}").bindparams(tsq=found[0], msq=found[1])
+                f"WHERE {matching}")

@@ -121,14 +121,18 @@ class PostgresDialect(Dialect):
         return [_vector_extension(conn), *_index_health(conn)]
 
     def memory_hits(self, conn: Connection, query: str, where: Any, limit: int, *, selective: bool,
-                    columns: Sequence[Any] = ()) -> list[KeywordHit]:
+                    columns: Sequence[Any] = (), kept: dict[Any, Any] | None = None) -> list[KeywordHit]:
         # The title is searched but not scored, as on SQLite.
         matching = "t.fts_content @@ CAST(:msq AS tsquery) OR t.fts_title @@ CAST(:msq AS tsquery)"
         found = matches(conn, "memories", matching, query)
-        return [] if found is None else ranked(conn, found, where, limit, columns)
+        if found is None:
+            return []
+        statement, params = found
+        return ranked(conn, statement, where, limit, columns, params=params, kept=kept)
 
     def chat_matches(self, conn: Connection, query: str) -> TextClause | None:
-        return matches(conn, "chatlog", "t.fts_content @@ CAST(:msq AS tsquery)", query)
+        found = matches(conn, "chatlog", "t.fts_content @@ CAST(:msq AS tsquery)", query)
+        return None if found is None else found[0].bindparams(**found[1])
 
     def ids_in(self, column: ColumnElement[Any], ids: Sequence[str]) -> ColumnElement[bool]:
         # One array parameter: an expanded IN list of a search's 100-200 candidates is rendered and bound value by

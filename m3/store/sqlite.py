@@ -108,7 +108,7 @@ class SqliteDialect(Dialect):
         return not database or database == ":memory:" or Path(database).expanduser().exists()
 
     def memory_hits(self, conn: Connection, query: str, where: Any, limit: int, *, selective: bool,
-                    columns: Sequence[Any] = ()) -> list[fulltext.KeywordHit]:
+                    columns: Sequence[Any] = (), kept: dict[Any, Any] | None = None) -> list[fulltext.KeywordHit]:
         # Unless selective, the best PREFILTER_FACTOR * limit matches first: the same hits with fewer row lookups
         # (docs/search.md); a selective filter would drop most of them, so it goes straight to every match.
         terms = fulltext.query_terms(query)
@@ -116,10 +116,11 @@ class SqliteDialect(Dialect):
             return []
         match = fulltext.fts5_match(terms)
         if not selective:
-            hits = fulltext.ranked(conn, _fts5_matches(match, top=PREFILTER_FACTOR * limit), where, limit, columns)
+            hits = fulltext.ranked(conn, _FTS5_BEST, where, limit, columns, kept=kept,
+                                   params={"match": match, "top": PREFILTER_FACTOR * limit})
             if len(hits) == limit:
                 return hits
-        return fulltext.ranked(conn, _fts5_matches(match), where, limit, columns)
+        return fulltext.ranked(conn, _FTS5_ALL, where, limit, columns, params={"match": match}, kept=kept)
 
     def ids_in(self, column: ColumnElement[Any], ids: Sequence[str]) -> ColumnElement[bool]:
         # One JSON parameter: the statement compiles once, where an expanded IN list is rendered anew per length.
@@ -260,12 +261,10 @@ class SqliteDialect(Dialect):
 DIALECT: Dialect = SqliteDialect()
 
 
-def _fts5_matches(match: str, top: int | None = None) -> TextClause:
-    """(seq, score) of FTS5 matches; with ``top``, only the best ``top`` in the final order."""
-    sql = f"SELECT rowid AS seq, -{_FTS5_SCORE} AS score FROM memories_fts WHERE memories_fts MATCH :match"
-    if top is None:
-        return text(sql).bindparams(match=match)
-    return text(f"{sql} ORDER BY {_FTS5_SCORE}, rowid DESC LIMIT :top").bindparams(match=match, top=top)
+#: (seq, score) of the FTS5 matches of ``:match``.
+_FTS5_ALL = text(f"SELECT rowid AS seq, -{_FTS5_SCORE} AS score FROM memories_fts WHERE memories_fts MATCH :match")
+#: The same, only the best ``:top`` in the final order.
+_FTS5_BEST = text(f"{_FTS5_ALL.text} ORDER BY {_FTS5_SCORE}, rowid DESC LIMIT :top")
 
 
 def _private_database(db: Path) -> None:

@@ -53,10 +53,15 @@ def _matrix(vectors: Sequence[Matrix]) -> Matrix:
     return np.vstack(vectors).astype(np.float32, copy=False)
 
 
+#: Run before every search on SQLite (the in-memory leg's refresh): built once, given its values when it runs.
+_AFTER = (select(e.c.seq, e.c.memory_id, e.c.vector)
+          .where(e.c.model == bindparam("model"), e.c.seq > bindparam("after")).order_by(e.c.seq)
+          .limit(bindparam("limit")))
+
+
 def load_after(conn: Connection, model: str, after_seq: int, limit: int = 20_000) -> tuple[int, list[str], Matrix]:
     """Vectors of ``model`` with seq > ``after_seq``, oldest first: (last seq, ids, matrix)."""
-    rows = conn.execute(select(e.c.seq, e.c.memory_id, e.c.vector)
-                        .where(e.c.model == model, e.c.seq > after_seq).order_by(e.c.seq).limit(limit)).all()
+    rows = conn.execute(_AFTER, {"model": model, "after": after_seq, "limit": limit}).all()
     last = int(rows[-1][0]) if rows else after_seq
     return last, [row[1] for row in rows], _matrix([row[2] for row in rows])
 

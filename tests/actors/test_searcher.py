@@ -170,9 +170,9 @@ def test_the_keyword_leg_checks_the_best_matches_first_under_a_filter_holding_mu
     memory_hits = kind.memory_hits
 
     def recording(self: Any, conn: Any, query: str, where: Any, limit: int, *, selective: bool,
-                  columns: Any = ()) -> Any:
+                  **given: Any) -> Any:
         asked.append(selective)
-        return memory_hits(self, conn, query, where, limit, selective=selective, columns=columns)
+        return memory_hits(self, conn, query, where, limit, selective=selective, **given)
 
     monkeypatch.setattr(kind, "memory_hits", recording)
     found = {}
