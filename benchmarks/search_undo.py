@@ -189,8 +189,9 @@ class _Unkept:
 def _hits_without_rows(searcher: Searcher) -> AbstractContextManager[None]:
     own = searcher._dialect.memory_hits
 
-    def ids_and_scores(conn: Any, query: str, where: Any, limit: int, *, selective: bool, columns: Any = ()) -> Any:
-        return own(conn, query, where, limit, selective=selective)
+    def ids_and_scores(conn: Any, query: str, where: Any, limit: int, *, selective: bool, columns: Any = (),
+                       kept: Any = None) -> Any:
+        return own(conn, query, where, limit, selective=selective, kept=kept)
 
     return _replaced(searcher._dialect, memory_hits=ids_and_scores)
 

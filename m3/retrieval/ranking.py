@@ -18,9 +18,10 @@ closeness of the memory's valid time to the named windows, with weight
 from __future__ import annotations
 
 import math
+import operator
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -83,20 +84,29 @@ def fuse(cands: list[Candidate], terms: list[str], weights: SearchWeights, now: 
     own_total = sum(w[name] for name in OWN_SIGNALS) or 1.0
     total = sum(w.values()) or 1.0
     # A signal of weight 0 adds exactly 0.0 to a sum: leaving it out changes no score, and saves most of the
-    # Python time per candidate when a mode weighs a single signal.
-    own_weights = [(name, w[name]) for name in OWN_SIGNALS if w[name]]
-    all_weights = [(name, w[name]) for name in SIGNALS if w[name]]
+    # Python time per candidate when a mode weighs a single signal. The products are summed in the order of
+    # SIGNALS either way (map and itemgetter only take the per-candidate loop out of Python's bytecode).
+    own_values, own_weights = _weighted(w, OWN_SIGNALS)
+    all_values, all_weights = _weighted(w, SIGNALS)
     for c in cands:
         if c.prepared_best != best_bm25:
             c.signals = _signals(c, best_bm25, wanted, weights, now, windows)
         signals = c.signals
         signals["dense"] = max(0.0, c.cosine) if c.cosine is not None else 0.0
-        c.own = sum([weight * signals[name] for name, weight in own_weights]) / own_total
-    _conversation_support(cands, weights.conversation_top)
-    _neighbour_support(cands)
+        c.own = sum(map(operator.mul, own_weights, own_values(signals))) / own_total
+    conversations = [c.row.get("conversation_id") for c in cands]
+    _conversation_support(cands, conversations, weights.conversation_top)
+    _neighbour_support(cands, conversations)
     for c in cands:
-        signals = c.signals
-        c.score = sum([weight * signals[name] for name, weight in all_weights]) / total
+        c.score = sum(map(operator.mul, all_weights, all_values(c.signals))) / total
+
+
+def _weighted(w: dict[str, float], names: Sequence[str]) -> tuple[Callable[[dict[str, float]], Any], list[float]]:
+    """For the signals among ``names`` that weigh anything: what reads their values from a candidate's signals
+    (always a tuple), and their weights, in the same order."""
+    kept = [name for name in names if w[name]]
+    getter = operator.itemgetter(*kept) if len(kept) > 1 else (lambda signals: tuple(signals[n] for n in kept))
+    return getter, [w[name] for name in kept]
 
 
 def _signals(c: Candidate, best_bm25: float, wanted: set[str], weights: SearchWeights, now: datetime,
@@ -115,11 +125,11 @@ def _signals(c: Candidate, best_bm25: float, wanted: set[str], weights: SearchWe
     }
 
 
-def _conversation_support(cands: list[Candidate], top: int) -> None:
-    """Set the ``conversation`` signal: the mean of the ``top`` best own relevances in the memory's conversation."""
+def _conversation_support(cands: list[Candidate], conversations: list[str | None], top: int) -> None:
+    """Set the ``conversation`` signal: the mean of the ``top`` best own relevances in the memory's conversation
+    (``conversations``: each candidate's)."""
     by_conversation: dict[str, list[Candidate]] = defaultdict(list)
-    for c in cands:
-        conversation = c.row.get("conversation_id")
+    for c, conversation in zip(cands, conversations, strict=True):
         if conversation is None:
             c.signals["conversation"] = c.own
         else:
@@ -131,16 +141,16 @@ def _conversation_support(cands: list[Candidate], top: int) -> None:
             c.signals["conversation"] = support
 
 
-def _neighbour_support(cands: list[Candidate]) -> None:
+def _neighbour_support(cands: list[Candidate], conversations: list[str | None]) -> None:
     """Set the ``neighbour`` signal: the best own relevance of the memory and its pool neighbours.
 
     Neighbours are the memories of the same conversation recorded just before and just after it, among
     the pool (ordered by ``recorded_at``, then id). The memory's own value is included, so the signal
     only ever lifts a memory towards a better neighbour and never lowers the best one. A memory without
-    a conversation is its own neighbour (the signal equals its own relevance)."""
+    a conversation is its own neighbour (the signal equals its own relevance); ``conversations``: each
+    candidate's."""
     by_conversation: dict[str, list[Candidate]] = defaultdict(list)
-    for c in cands:
-        conversation = c.row.get("conversation_id")
+    for c, conversation in zip(cands, conversations, strict=True):
         c.signals["neighbour"] = c.own
         if conversation is not None:
             by_conversation[conversation].append(c)

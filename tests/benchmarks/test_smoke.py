@@ -48,10 +48,9 @@ from benchmarks.data import Haystack, default_data_dir, load_locomo, load_longme
 from benchmarks.precomputed import synthetic_vector
 from benchmarks.retrieval import run_benchmark
 from benchmarks.summarize import table_from_log
-from m3.actors import searcher as searcher_module
-from m3.retrieval import native
+from m3.retrieval import native, search_statements
 from m3.retrieval.dense import SqlLeg
-from m3.store import filters
+from m3.store import filters, postgres, sqlite
 from m3.store.dialect import Dialect
 from m3.store.sqlite import SqliteDialect
 from tests.benchmarks.synthetic import write_dev_data
@@ -307,7 +306,10 @@ def test_query_handover_times_both_arms_on_one_store_and_finds_the_same_answers(
                                                ("embedding-first", "postgres"), ("first-proposals", "sqlite"),
                                                ("statements-kept", "sqlite"), ("statements-kept", "postgres"),
                                                ("signals-early", "sqlite"), ("full-statement-kept", "sqlite"),
-                                               ("full-statement-kept", "postgres"), ("int8-queries", "sqlite")])
+                                               ("full-statement-kept", "postgres"), ("int8-queries", "sqlite"),
+                                               ("rows-with-hits", "sqlite"), ("rows-with-hits", "postgres"),
+                                               ("statements-per-filter", "sqlite"),
+                                               ("statements-per-filter", "postgres")])
 def test_search_undo_times_a_change_now_and_undone_on_one_store_and_finds_the_same_answers(
         tmp_path: Path, data: Path, change: str, store: str) -> None:
     if change == "int8-scan" and not native.available():
@@ -322,7 +324,9 @@ def test_search_undo_times_a_change_now_and_undone_on_one_store_and_finds_the_sa
     assert rows[1]["p50_x"] == 1.0 and (rows[0]["answers_differing"] == 0 or change == "int8-queries")
     # Every arm puts back what it changed.
     assert native.INT8_FROM_ROWS > 1 and SqlLeg.vectors_with_rows and SqliteDialect.by_ids is not Dialect.by_ids
-    assert vars(searcher_module)["search_clause"] is filters.search_clause
+    assert vars(search_statements)["search_clause"] is filters.search_clause
+    assert not any("memory_hits" in vars(dialect) for dialect in (sqlite.DIALECT, postgres.DIALECT))
+    assert gc.get_freeze_count() == 0  # the heap settled for the run is put back
     assert search_undo.pg_fulltext._count_unlisted.__name__ == "_count_unlisted"
     assert search_undo.pg_fulltext.tsqueries.__module__ == "m3.store.pg_fulltext"
     assert search_undo.MatrixLeg.propose.__qualname__ == "MatrixLeg.propose"
