@@ -46,7 +46,10 @@ first, in one process on one store. The changes:
 * ``statements-per-filter`` (either store): a Searcher keeps each filter's clause and the statements built on
   it (the keyword statement, the candidates' rows) for its next search under that filter
   (:mod:`m3.retrieval.search_statements`); undone, a search builds them anew, with its time written into the
-  clause, as until 2026-12-05.
+  clause, as until 2026-12-05;
+* ``matches-counted`` (SQLite): the keyword statement over FTS5's best matches says how many there were, so a
+  search finding fewer hits than it asks for among them does not rank every match again when they were every
+  match; undone, it always does, as until 2026-12-05.
 
 The query is embedded live (MiniLM, one onnxruntime thread) unless ``--cached`` (vectors from the embedding
 cache). Prints p50/p95 of each arm, the ratio of the medians (now ÷ undone) and how many questions' answers
@@ -63,7 +66,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, text
 
 from benchmarks import pg_selection_sql
 from benchmarks.data import load_longmemeval
@@ -78,7 +81,8 @@ from m3.protocols.messages.memory import MemoryFilter, SearchMemories
 from m3.retrieval import native, ranking, search_statements
 from m3.retrieval.candidate_rows import CandidateRows
 from m3.retrieval.dense import PROPOSED_PER_HIT, MatrixLeg, SqlLeg
-from m3.store import id_reads, pg_fulltext
+from m3.store import fulltext, id_reads, pg_fulltext
+from m3.store import sqlite as sqlite_store
 from m3.store.dialect import Dialect
 from m3.store.filters import narrows, now_parameter, search_clause
 from m3.store.schema import memories as m
@@ -86,7 +90,8 @@ from m3.store.sqlite import SqliteDialect
 
 CHANGES = ("int8-scan", "row-vectors", "ids-drive", "window-drive", "broad-filter", "unlisted-counted",
            "lexemes-kept", "embedding-first", "first-proposals", "statements-kept",
-           "signals-early", "full-statement-kept", "int8-queries", "rows-with-hits", "statements-per-filter")
+           "signals-early", "full-statement-kept", "int8-queries", "rows-with-hits", "statements-per-filter",
+           "matches-counted")
 
 
 @contextmanager
@@ -186,6 +191,17 @@ class _Unkept:
         return search_statements.FilterStatements(flt, now_parameter(lambda: now), search_clause(flt, now))
 
 
+def _matches_uncounted() -> AbstractContextManager[None]:
+    """FTS5's best matches without their count: fewer hits than asked for always means a second statement."""
+    best = text(f"{sqlite_store._FTS5_ALL.text} ORDER BY {sqlite_store._FTS5_SCORE}, rowid DESC LIMIT :top")
+
+    def within(conn: Any, matches: Any, where: Any, limit: int, top: int, columns: Any = (), **given: Any) -> Any:
+        hits = fulltext.ranked(conn, best, where, limit, columns, **given)
+        return hits if len(hits) == limit else None
+
+    return _replaced(fulltext, ranked_within=within)
+
+
 def _hits_without_rows(searcher: Searcher) -> AbstractContextManager[None]:
     own = searcher._dialect.memory_hits
 
@@ -224,6 +240,10 @@ def arms(change: str, searcher: Searcher, args: argparse.Namespace
         if args.store != "sqlite":
             raise SystemExit("first-proposals is SQLite's change: use --store sqlite")
         return {"now": as_it_is, "undone": _proposals_four_per_hit}
+    if change == "matches-counted":
+        if args.store != "sqlite":
+            raise SystemExit("matches-counted is SQLite's change: use --store sqlite")
+        return {"now": as_it_is, "undone": _matches_uncounted}
     if change in ("ids-drive", "window-drive", "broad-filter"):
         if args.store != "sqlite":
             raise SystemExit(f"{change} is SQLite's change: use --store sqlite")

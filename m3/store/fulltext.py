@@ -57,15 +57,18 @@ class KeywordHit:
 
 
 def _best(conn: Connection, matches: TextClause, table: Table, columns: Sequence[Any], where: Any, limit: int,
-          params: Mapping[str, Any] | None = None, kept: dict[Any, Any] | None = None) -> list[Row[Any]]:
-    """The best ``limit`` rows of ``table`` (``columns`` and ``score``) among ``matches`` (seq, score, run with
-    ``params``) that satisfy ``where``: best score first, then newest. ``kept``: where the statement is kept for
-    the next run with this ``where`` (one per ``matches`` and ``columns``)."""
+          params: Mapping[str, Any] | None = None, kept: dict[Any, Any] | None = None,
+          extra: Sequence[str] = ()) -> list[Row[Any]]:
+    """The best ``limit`` rows of ``table`` (``columns``, then ``score`` and the ``extra`` integer columns of
+    ``matches``) among ``matches`` (seq, score, run with ``params``) that satisfy ``where``: best score first, then
+    newest. ``kept``: where the statement is kept for the next run with this ``where`` (one per ``matches`` and
+    ``columns``)."""
     key = (matches, tuple(columns))
     stmt = None if kept is None else kept.get(key)
     if stmt is None:
-        k = matches.columns(seq=Integer, score=Float).subquery("k")
-        stmt = (select(*columns, k.c.score).select_from(k.join(table, table.c.seq == k.c.seq)).where(where)
+        k = matches.columns(seq=Integer, score=Float, **dict.fromkeys(extra, Integer)).subquery("k")
+        stmt = (select(*columns, k.c.score, *(k.c[name] for name in extra))
+                .select_from(k.join(table, table.c.seq == k.c.seq)).where(where)
                 .order_by(k.c.score.desc(), table.c.seq.desc()).limit(bindparam(_LIMIT)))
         if kept is not None:
             kept[key] = stmt
@@ -81,13 +84,29 @@ def ranked(conn: Connection, matches: TextClause, where: Any, limit: int, column
     """The best ``limit`` of ``matches`` (seq, score; run with ``params``) among memories matching ``where``, best
     first, then newest; with ``columns`` (``id`` among them), each hit carries them as its ``row``. ``kept``: where
     the statement is kept for the next search under this ``where``."""
+    return _hits(_best(conn, matches, memories, columns or [memories.c.id], where, limit, params, kept), columns)
+
+
+def ranked_within(conn: Connection, matches: TextClause, where: Any, limit: int, top: int,
+                  columns: Sequence[Any] = (), *, params: Mapping[str, Any] | None = None,
+                  kept: dict[Any, Any] | None = None) -> list[KeywordHit] | None:
+    """:func:`ranked` over ``matches`` that are only the best ``top`` matches and say how many there were (an
+    integer column ``matched``, at most ``top``): the hits when they are those of every match (``limit`` of them,
+    or fewer because there were fewer than ``top`` matches), else None (rank every match instead)."""
+    found = _best(conn, matches, memories, columns or [memories.c.id], where, limit, params, kept, ("matched",))
+    if len(found) == limit or (found and found[0][-1] < top):
+        return _hits([values[:-1] for values in found], columns)
+    return None
+
+
+def _hits(found: Sequence[Sequence[Any]], columns: Sequence[Any]) -> list[KeywordHit]:
+    """Keyword hits from rows of ``columns`` (default: the id alone) and the score."""
     if not columns:
-        found = _best(conn, matches, memories, [memories.c.id], where, limit, params, kept)
-        return [KeywordHit(row.id, max(0.0, float(row.score))) for row in found]
+        return [KeywordHit(values[0], max(0.0, float(values[-1]))) for values in found]
     names = [c.name for c in columns]
     hits = []
     # Plain tuples zipped with the names, as m3.store.id_reads reads rows (a RowMapping per row costs more).
-    for values in _best(conn, matches, memories, columns, where, limit, params, kept):
+    for values in found:
         row = dict(zip(names, values[:-1], strict=True))
         hits.append(KeywordHit(row["id"], max(0.0, float(values[-1])), row))
     return hits

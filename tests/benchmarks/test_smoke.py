@@ -309,7 +309,8 @@ def test_query_handover_times_both_arms_on_one_store_and_finds_the_same_answers(
                                                ("full-statement-kept", "postgres"), ("int8-queries", "sqlite"),
                                                ("rows-with-hits", "sqlite"), ("rows-with-hits", "postgres"),
                                                ("statements-per-filter", "sqlite"),
-                                               ("statements-per-filter", "postgres")])
+                                               ("statements-per-filter", "postgres"),
+                                               ("matches-counted", "sqlite")])
 def test_search_undo_times_a_change_now_and_undone_on_one_store_and_finds_the_same_answers(
         tmp_path: Path, data: Path, change: str, store: str) -> None:
     if change == "int8-scan" and not native.available():
@@ -327,6 +328,7 @@ def test_search_undo_times_a_change_now_and_undone_on_one_store_and_finds_the_sa
     assert vars(search_statements)["search_clause"] is filters.search_clause
     assert not any("memory_hits" in vars(dialect) for dialect in (sqlite.DIALECT, postgres.DIALECT))
     assert gc.get_freeze_count() == 0  # the heap settled for the run is put back
+    assert search_undo.fulltext.ranked_within.__module__ == "m3.store.fulltext"
     assert search_undo.pg_fulltext._count_unlisted.__name__ == "_count_unlisted"
     assert search_undo.pg_fulltext.tsqueries.__module__ == "m3.store.pg_fulltext"
     assert search_undo.MatrixLeg.propose.__qualname__ == "MatrixLeg.propose"
