@@ -40,6 +40,9 @@ from m3.store.engine import StoreOptions, migrate_store
 
 log = logging.getLogger(__name__)
 
+#: Longest a stop waits for the query model's warm-up (deriving it takes a few seconds, loading it under one).
+WARM_UP_JOIN_S = 60.0
+
 
 def store_options(config: Config) -> StoreOptions:
     return StoreOptions(url=config.store_url, sqlite_synchronous=config["store.sqlite_synchronous"],
@@ -123,6 +126,7 @@ class ActorSystem:
         #: Whether this process works the embedding backlog (a long-running one that holds the job).
         self.background = background
         self._started = False
+        self._warming: threading.Thread | None = None
         policy = SupersessionPolicy(threshold=config["supersede.threshold"],
                                     # A file chunk is replaced by re-indexing its file, never by a look-alike.
                                     exempt_types=frozenset(config["supersede.exempt_types"]) | {FILE_CHUNK})
@@ -223,7 +227,19 @@ class ActorSystem:
 
         thread = threading.Thread(target=warm, name="m3-warm-queries", daemon=True)
         thread.start()
+        self._warming = thread
         return thread
+
+    def _await_warm_up(self) -> None:
+        """Let a query model still loading (or being derived) finish before the process may exit: an interpreter
+        shutting down under onnxruntime's loader aborted the process and left a traceback in the engine's log."""
+        thread, self._warming = self._warming, None
+        if thread is None:
+            return
+        thread.join(WARM_UP_JOIN_S)
+        if thread.is_alive():
+            log.warning("stopping while the query model still loads (over %s s); the next start loads it again",
+                        WARM_UP_JOIN_S)
 
     def wait_embedded(self, timeout: float | None = None) -> None:
         """Block until every memory written so far has its vector stored (tests, CLI shutdown)."""
@@ -255,6 +271,7 @@ class ActorSystem:
         for handle in reversed(self._handles):
             handle.stop()
         self.resolve.close()
+        self._await_warm_up()
         if self._owns_backend:
             close_embedder(self.embedder_backend)
         if interrupted is not None:

@@ -29,14 +29,13 @@ from m3.config import Config
 from m3.errors import AddressInUse, M3Error, Unauthorized
 from m3.gateway.http_guard import BodyGuard, netloc, serve_asgi
 from m3.gateway.mcp_server import build_server
-from m3.gateway.rest import TOOLS_PATH, rest_routes
+from m3.gateway.rest import MCP_PATH, TOOLS_PATH, rest_routes
 from m3.gateway.service import CallContext, Service
 from m3.protocols.messages.coordination import LookupToken
 from m3.store.agents import hash_token
 
 log = logging.getLogger(__name__)
 
-MCP_PATH = "/mcp"
 SCOPE = "m3"
 
 

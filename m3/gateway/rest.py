@@ -28,6 +28,8 @@ from m3.gateway.service import CallContext, Service
 log = logging.getLogger(__name__)
 
 TOOLS_PATH = "/v1/tools"
+#: Where MCP over Streamable HTTP is served (``m3 serve`` and the engine).
+MCP_PATH = "/mcp"
 OPENAPI_PATH = "/v1/openapi.json"
 
 #: Who a request acts as; raises :class:`Unauthorized` when it carries no valid token.

@@ -22,6 +22,7 @@ import pytest
 from benchmarks import (
     backlog_count,
     embed_idle,
+    engine_start,
     entity_index,
     files_reindex,
     gc_pauses,
@@ -170,6 +171,13 @@ def test_embed_idle_times_each_query_after_every_gap_and_compares_the_medians(da
     rows = embed_idle.main(["--data", str(data), "--queries", "3", "--gaps", "0,2"])
     assert [(r["idle_before_ms"], r["queries"]) for r in rows] == [(0.0, 3), (2.0, 3)]
     assert rows[0]["p50_x"] == 1.0 and rows[1]["p50_ms"] > 0
+
+
+def test_engine_start_times_each_first_command_of_a_new_store_in_its_own_home() -> None:
+    rows = engine_start.main(["--rounds", "1"])
+    assert [(r["step"], r["version"], r["rounds"]) for r in rows] == [
+        (step, "after", 1) for step, _ in engine_start.STEPS]
+    assert all(r["median_s"] > 0 and r["x"] == 1.0 for r in rows)
 
 
 def test_perf_write_compares_a_baseline_checkout_with_this_one_round_by_round(tmp_path: Path, data: Path) -> None:

@@ -26,23 +26,20 @@ from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp
 
 from m3 import __version__
 from m3.actors.base import percentiles
 from m3.config import Config, load_config
-from m3.errors import EngineSettingsMismatch, EngineVersionMismatch, M3Error, Unauthorized
+from m3.errors import M3Error
 from m3.gateway.engine import manifest
 from m3.gateway.engine.client import (
-    AGENT_HEADER,
     FLUSH_PATH,
-    SETTINGS_HEADER,
     STATS_PATH,
     STATUS_PATH,
     STOP_PATH,
-    USER_HEADER,
-    VERSION_HEADER,
 )
+from m3.gateway.engine.gate import Gate, header_identity
 from m3.gateway.engine.paths import READY_FD_ENV, EnginePaths, bind, engine_paths, make_run_dir, settings_fingerprint
 from m3.gateway.engine.shared import shared_store_work
 from m3.gateway.service import CallContext, Service
@@ -53,7 +50,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-_ENGINE_PREFIX = "/v1/engine/"
 _LATENCIES_KEPT = 2048
 
 
@@ -72,6 +68,7 @@ class EngineState:
         self.shared: Any = None  # a SharedWork (m3.gateway.engine.shared)
         self.settings = settings_fingerprint(config)
         self.scheduler: Any = None
+        self.mcp: Any = None  # the LazyMcp of /mcp (m3.gateway.engine.mcp_endpoint)
 
     def record(self, actor: str, seconds: float) -> None:
         self.latencies.setdefault(actor, deque(maxlen=_LATENCIES_KEPT)).append(seconds)
@@ -82,6 +79,7 @@ class EngineState:
                 "uptime_s": round(time.time() - self.started, 3), "inflight": self.inflight,
                 "requests": self.requests, "idle_s": round(time.monotonic() - self.last_activity, 3),
                 "idle_exit_s": self.config["engine.idle_exit_s"],
+                "mcp_started": self.mcp is not None and self.mcp.started,
                 **(self.shared.status() if self.shared is not None else {})}
 
 
@@ -106,84 +104,6 @@ class MeasuredService(Service):
         except Exception:
             return "unknown"
         return spec.actor or "handler"
-
-
-IDENTITY_SCOPE_KEY = "m3.identity"
-
-
-class Gate:
-    """Counts requests in flight (the idle clock), refuses those of another m3 version, and checks bearer tokens.
-
-    A request with ``Authorization: Bearer`` (relayed by ``m3 serve``) acts as its token's agent, bound to it
-    (``scope["m3.identity"]``); an invalid token is 401. Without one, the headers of a local front-end say who.
-    """
-
-    def __init__(self, app: ASGIApp, state: EngineState, service: Service):
-        from m3.gateway.http_server import StoreTokenVerifier
-
-        self.app = app
-        self.state = state
-        self.verifier = StoreTokenVerifier(service)
-        self.user = service.config["identity.user_id"] or None
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        if scope["path"].startswith(_ENGINE_PREFIX):  # status, stats, stop: neither calls nor activity
-            await self.app(scope, receive, send)
-            return
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-        theirs = headers.get(VERSION_HEADER.lower())
-        settings = headers.get(SETTINGS_HEADER.lower())
-        if theirs == __version__ and settings is not None and settings != self.state.settings:
-            other = EngineSettingsMismatch(
-                "the engine runs with other settings than this front-end's",
-                details={"busy": self.state.inflight, "pid": os.getpid()})
-            await JSONResponse({"error": other.to_dict()}, status_code=other.http_status)(scope, receive, send)
-            return
-        if theirs is not None and theirs != __version__:
-            error = EngineVersionMismatch(
-                f"the engine runs m3 {__version__} and this front-end is m3 {theirs}",
-                details={"engine_version": __version__, "frontend_version": theirs,
-                         "busy": self.state.inflight, "pid": os.getpid()})
-            await JSONResponse({"error": error.to_dict()}, status_code=error.http_status)(scope, receive, send)
-            return
-        authorization = headers.get("authorization")
-        if authorization is not None:
-            scheme, _, token = authorization.partition(" ")
-            access = await self.verifier.verify_token(token.strip()) if scheme.lower() == "bearer" else None
-            if access is None:
-                unauthorized = Unauthorized("this route needs a valid bearer token")
-                await JSONResponse({"error": unauthorized.to_dict()}, status_code=401,
-                                   headers={"WWW-Authenticate": 'Bearer realm="m3"'})(scope, receive, send)
-                return
-            scope[IDENTITY_SCOPE_KEY] = CallContext(agent_id=access.client_id, user_id=self.user, bound=True)
-        state = self.state
-        state.inflight += 1
-        state.requests += 1
-        try:
-            await self.app(scope, receive, send)
-        finally:
-            state.inflight -= 1
-            state.last_activity = time.monotonic()
-
-
-def header_identity(config: Config) -> Any:
-    """Who a request acts as: its ``X-M3-Agent``/``X-M3-User`` headers, else the engine's configured identity."""
-    default_agent = config["identity.agent_id"] or None
-    default_user = config["identity.user_id"] or None
-
-    def of_headers(headers: Any, scope: Any = None) -> CallContext:
-        bound: CallContext | None = (scope or {}).get(IDENTITY_SCOPE_KEY)
-        if bound is not None:
-            return bound
-        agent = headers.get(AGENT_HEADER, None)
-        user = headers.get(USER_HEADER, None)
-        return CallContext(agent_id=(agent or None) if agent is not None else default_agent,
-                           user_id=(user or None) if user is not None else default_user)
-
-    return of_headers
 
 
 def thread_cpu() -> dict[str, float]:
@@ -253,26 +173,36 @@ def _embed_routes(service: Service) -> tuple[list[Any], Any]:
 
 
 def build_engine_app(service: Service, state: EngineState) -> ASGIApp:
-    """``/mcp``, the tool routes, the OpenAPI document and the engine's own routes, behind the gate."""
-    from mcp.server.transport_security import TransportSecuritySettings
+    """``/mcp`` (built on its first request), the tool routes, the OpenAPI document and the engine's own routes,
+    behind the gate."""
+    from starlette.applications import Starlette
 
+    from m3.gateway.engine.mcp_endpoint import LazyMcp
     from m3.gateway.http_guard import BodyGuard
-    from m3.gateway.http_server import MCP_PATH
-    from m3.gateway.mcp_server import build_server
-    from m3.gateway.rest import rest_routes
+    from m3.gateway.rest import MCP_PATH, rest_routes
 
     of_headers = header_identity(service.config)
     embed_routes, scheduler = _embed_routes(service)
     state.scheduler = scheduler
-    server = build_server(service, lambda ctx: of_headers(ctx.request.headers, ctx.request.scope)
-                          if ctx.request is not None else of_headers({}))
-    app = server.streamable_http_app(
-        streamable_http_path=MCP_PATH, json_response=True,
-        # Reached only through an owner-only socket: there is no browser to rebind a name for.
-        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
-        custom_starlette_routes=[*rest_routes(service, lambda request: of_headers(request.headers, request.scope)),
-                                 *engine_routes(service, state), *embed_routes],
-    )
+
+    def session_manager() -> Any:
+        from mcp.server.transport_security import TransportSecuritySettings
+
+        from m3.gateway.mcp_server import build_server
+
+        server = build_server(service, lambda ctx: of_headers(ctx.request.headers, ctx.request.scope)
+                              if ctx.request is not None else of_headers({}))
+        server.streamable_http_app(
+            streamable_http_path=MCP_PATH, json_response=True,
+            # Reached only through an owner-only socket: there is no browser to rebind a name for.
+            transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
+        return server.session_manager
+
+    mcp = state.mcp = LazyMcp(session_manager)
+    app = Starlette(routes=[Route(MCP_PATH, endpoint=mcp),
+                            *rest_routes(service, lambda request: of_headers(request.headers, request.scope)),
+                            *engine_routes(service, state), *embed_routes],
+                    lifespan=mcp.lifespan)
     # The gate behind the guard: a refused request's body has been read, so the connection stays usable.
     return BodyGuard(Gate(app, state, service), max_bytes=service.config["serve.max_body_bytes"],
                      timeout_s=service.config["serve.body_timeout_s"])

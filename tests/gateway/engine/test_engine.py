@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import stat
 import subprocess
@@ -19,7 +20,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
+import trio
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 from m3.config import load_config
 from m3.gateway.engine import client
@@ -212,3 +217,40 @@ def test_status_with_stats_reports_each_actor_and_an_idle_engine_exits_by_itself
     finally:
         os.close(fd)
     assert m3("engine", "status").document()["running"] is False
+
+
+@PLUMBING
+def test_the_engine_builds_its_mcp_server_on_the_first_request_to_mcp_and_never_for_tool_calls(
+        m3: Run, env: dict[str, str]) -> None:
+    """The CLI's tool calls go to the tool routes, so the MCP SDK is not even imported; an MCP client of the socket
+    (the official SDK over the Unix socket) is served on its first request all the same."""
+    assert m3("memory", "write", "--content", "the MCP server waits for a client").status == 0
+    assert m3("memory", "search", "--query", "MCP server").status == 0
+    status = m3("engine", "status").document()
+    assert status["mcp_started"] is False
+
+    async def listed() -> tuple[list[str], dict[str, Any]]:
+        transport = httpx2.AsyncHTTPTransport(uds=status["socket"])
+        async with httpx2.AsyncClient(transport=transport, timeout=httpx2.Timeout(30, read=60)) as http, \
+                Client(streamable_http_client("http://engine/mcp", http_client=http), mode="legacy") as mcp:
+            names = [t.name for t in (await mcp.list_tools()).tools]
+            found = await mcp.call_tool("memory_search", {"query": "MCP server"})
+        assert found.structured_content is not None
+        return names, found.structured_content
+
+    names, found = trio.run(listed)
+    assert {"memory_write", "memory_search", "m3_call"} <= set(names)
+    assert [item["content"] for item in found["items"]] == ["the MCP server waits for a client"]
+    assert m3("engine", "status").document()["mcp_started"] is True
+
+
+@PLUMBING
+def test_an_engine_stopped_right_after_it_started_leaves_no_traceback_in_its_log(m3: Run, env: dict[str, str]
+                                                                                  ) -> None:
+    """The query model loads on a background thread (derived first in a home without it, seconds of work); a stop
+    waits for it instead of exiting under it (which aborted the process in onnxruntime's loader)."""
+    shutil.rmtree(load_config(env).home / "models" / "minilm-queries")
+    started = m3("engine", "start").document()
+    assert m3("engine", "stop").status == 0
+    log_text = Path(started["log"]).read_text(encoding="utf-8")
+    assert "Traceback" not in log_text and "terminate called" not in log_text
