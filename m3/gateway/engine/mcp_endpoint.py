@@ -3,9 +3,9 @@
 Importing the SDK (its protocol types, two eras of them, are some hundreds of pydantic models) and building the
 server took about 1.7 s of the engine's 3.3 s start, timed inside it on this machine (docs/benchmarks.md, "Engine
 start", for the CLI's view), and most engines never serve MCP over their socket: the CLI and the stdio
-front-ends call the tool routes (``/v1/tools/{name}``), and the stdio relay speaks MCP itself. Only a client of the socket's ``/mcp``, or ``m3 serve`` relaying a remote client, needs the SDK, and
-that first request waits for it once (the import runs on a worker thread, so the event loop keeps serving the
-tool routes meanwhile).
+front-ends call the tool routes (``/v1/tools/{name}``), and the stdio relay speaks MCP itself. Only a client of
+the socket's ``/mcp``, or ``m3 serve`` relaying a remote client, needs the SDK, and that first request waits for
+it once (the import runs on a worker thread, so the event loop keeps serving the tool routes meanwhile).
 
 :class:`LazyMcp` is an ASGI endpoint and the app's lifespan: the lifespan holds the task group in which the
 SDK's session manager runs once started, and cancels it at shutdown, as the SDK's own app does with its
