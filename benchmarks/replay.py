@@ -46,10 +46,13 @@ def replay(pools: list[dict[str, Any]], weights: SearchWeights, ks: list[int],
                  for c in q["cands"]]
         label = {c["id"]: c[level] for c in q["cands"]}
         gold = q["gold_sessions"] if level == "session" else q["gold_turns"]
-        ranking.fuse(cands, q["terms"], weights, now, timewords.windows(q["question"], now))
+        named = timewords.windows(q["question"], now)
         for group in ("overall", q["qtype"]):
             count[group] += 1
         for k in ks:
+            # As a search for k does: the proximity signal is read for the head of k's pool.
+            ranking.fuse(cands, q["terms"], weights, now, named)
+            ranking.add_proximity(cands, q["terms"], weights, k, named)
             hit = any(label[c.id] in gold for c in ranking.mmr(cands, k, weights.mmr_lambda))
             for group in ("overall", q["qtype"]):
                 hits[group][k] += hit

@@ -49,11 +49,15 @@ first, in one process on one store. The changes:
   clause, as until 2026-12-05;
 * ``matches-counted`` (SQLite): the keyword statement over FTS5's best matches says how many there were, so a
   search finding fewer hits than it asks for among them does not rank every match again when they were every
-  match; undone, it always does, as until 2026-12-05.
+  match; undone, it always does, as until 2026-12-05;
+* ``proximity`` (either store): the best candidates' texts are read for the term-proximity signal
+  (``search.weight_proximity``, :mod:`m3.retrieval.proximity`); undone, the signal weighs 0, as until 2026-12-05.
+  Like ``int8-queries`` it changes answers (that is its purpose).
 
 The query is embedded live (MiniLM, one onnxruntime thread) unless ``--cached`` (vectors from the embedding
 cache). Prints p50/p95 of each arm, the ratio of the medians (now ÷ undone) and how many questions' answers
-(ids in order) differed: none may, each change but ``int8-queries`` leaves the results as they were.
+(ids in order) differed: none may, each change but ``int8-queries`` and ``proximity`` leaves the results as they
+were.
 """
 
 from __future__ import annotations
@@ -91,7 +95,7 @@ from m3.store.sqlite import SqliteDialect
 CHANGES = ("int8-scan", "row-vectors", "ids-drive", "window-drive", "broad-filter", "unlisted-counted",
            "lexemes-kept", "embedding-first", "first-proposals", "statements-kept",
            "signals-early", "full-statement-kept", "int8-queries", "rows-with-hits", "statements-per-filter",
-           "matches-counted")
+           "matches-counted", "proximity")
 
 
 @contextmanager
@@ -230,6 +234,9 @@ def arms(change: str, searcher: Searcher, args: argparse.Namespace
         exact = MiniLMEmbedder(threads=1)
         exact.load()
         return {"now": as_it_is, "undone": lambda: _replaced(searcher, _query_embedder=exact)}
+    if change == "proximity":
+        without = searcher._weights.model_copy(update={"proximity": 0.0})
+        return {"now": as_it_is, "undone": lambda: _replaced(searcher, _weights=without)}
     if change == "statements-per-filter":
         return {"now": as_it_is, "undone": lambda: _replaced(searcher, _kept=_Unkept())}
     if change == "rows-with-hits":

@@ -128,6 +128,15 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("search.weight_neighbour", float, 0.3,
             "Fusion weight of neighbour support: the best relevance among the memory and the memories recorded "
             "just before and after it in its conversation (in the candidate pool)."),
+    Setting("search.weight_proximity", float, 0.3,
+            "Fusion weight of term proximity: the share of the query's neighbouring keyword pairs that a memory "
+            "holds within search.proximity_window words of each other (read for the best candidates only). 0 "
+            "when the query has fewer than two keywords."),
+    Setting("search.proximity_window", int, 4,
+            "Words within which the two words of a keyword pair count as close for the proximity signal."),
+    Setting("search.proximity_depth", int, 10,
+            "How many of the best candidates (at least k) have their text read for the proximity signal; the "
+            "others count 0 for it."),
     Setting("search.conversation_top", int, 2,
             "How many of a conversation's best-matching memories its support averages (missing ones count 0)."),
     Setting("supersede.threshold", float, 0.92,

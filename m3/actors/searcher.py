@@ -194,10 +194,12 @@ class Searcher(StoreReader):
         cands = self._candidates_from(found, hits, [(i, s) for i, s in dense if i in found], query_vec, loaded,
                                      early)
         ranking.fuse(cands, terms, self._weights, asked, named)
+        ranking.add_proximity(cands, terms, self._weights, k, named, read=loaded.complete)
         by_relevance = {c.id: r for r, c in enumerate(sorted(cands, key=lambda c: c.score, reverse=True), 1)}
         chosen = ranking.mmr(cands, k, self._weights.mmr_lambda)
         loaded.complete([c.id for c in chosen])
-        items = [self._item(c, msg.explain, rank, by_relevance[c.id], named) for rank, c in enumerate(chosen, 1)]
+        items = [self._item(c, msg.explain, rank, by_relevance[c.id], named, terms)
+                 for rank, c in enumerate(chosen, 1)]
         self._touch([c.id for c in chosen], now)
         return r.MemorySearchResult(count=len(items), items=items, query=msg.query, grade_with="score")
 
@@ -307,10 +309,10 @@ class Searcher(StoreReader):
         return list(cands.values())
 
     def _item(self, c: ranking.Candidate, explain: bool, rank: int, relevance_rank: int,
-              named: list[timewords.Window]) -> r.SearchItem:
+              named: list[timewords.Window], terms: list[str]) -> r.SearchItem:
         explanation = None
         if explain:
-            explanation = ranking.explain(c, self._weights, rank, relevance_rank, named)
+            explanation = ranking.explain(c, self._weights, rank, relevance_rank, named, terms)
             # The one model whose vectors gave the cosine (query and memory alike).
             explanation["dense_model"] = self._model if c.cosine is not None else None
         return r.SearchItem(**{name: c.row[name] for name in ITEM_COLUMNS}, bm25_score=round(c.bm25, 6),

@@ -70,7 +70,8 @@ def search_weights(config: Config) -> SearchWeights:
     """Each signal's ``search.weight_<signal>``, and the other ``search.*`` settings of the ranking."""
     return SearchWeights(**{name: config[f"search.weight_{name}"] for name in SIGNALS},
                          **{name: config[f"search.{name}"]
-                            for name in ("recency_half_life_days", "mmr_lambda", "conversation_top")})
+                            for name in ("recency_half_life_days", "mmr_lambda", "conversation_top",
+                                         "proximity_window", "proximity_depth")})
 
 
 def entity_extractor(config: Config) -> Extractor:

@@ -13,6 +13,10 @@ signal, and the measurements behind the default weights: docs/search.md.
 The ``time`` signal counts only when the query names a time (:mod:`m3.retrieval.timewords`): then it is the
 closeness of the memory's valid time to the named windows, with weight
 ``time``; otherwise its weight is 0, so a query without a time ranks exactly as if the signal did not exist.
+
+The ``proximity`` signal (:mod:`m3.retrieval.proximity`) counts only when the query has two keyword terms or more,
+and only for the best ``max(k, proximity_depth)`` candidates (reading their text is what it costs); it is 0 for
+the others, and :func:`fuse` leaves it at 0 for all: :func:`add_proximity` adds it once their texts are read.
 """
 
 from __future__ import annotations
@@ -30,11 +34,11 @@ import numpy as np
 import numpy.typing as npt
 
 from m3.protocols.messages.memory import SearchWeights
-from m3.retrieval import native, timewords
+from m3.retrieval import native, proximity, timewords
 
-#: The memory's own signals, then the ones taken from its conversation.
+#: The memory's own signals, then the ones taken from its conversation, then the one read in the head's texts.
 OWN_SIGNALS = ("dense", "bm25", "title", "importance", "recency", "access", "pin", "time")
-SIGNALS = (*OWN_SIGNALS, "conversation", "neighbour")
+SIGNALS = (*OWN_SIGNALS, "conversation", "neighbour", "proximity")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _WORD = re.compile(r"\w+", re.UNICODE)
 _LOG_101 = math.log1p(100)
@@ -80,7 +84,7 @@ def fuse(cands: list[Candidate], terms: list[str], weights: SearchWeights, now: 
     best_bm25 = max((c.bm25 for c in cands), default=0.0)
     wanted = set(terms)
     windows = list(named)
-    w = weight_map(weights, timed=bool(named))
+    w = weight_map(weights, timed=bool(named), paired=bool(proximity.pairs(terms)))
     own_total = sum(w[name] for name in OWN_SIGNALS) or 1.0
     total = sum(w.values()) or 1.0
     # A signal of weight 0 adds exactly 0.0 to a sum: leaving it out changes no score, and saves most of the
@@ -99,6 +103,33 @@ def fuse(cands: list[Candidate], terms: list[str], weights: SearchWeights, now: 
     _neighbour_support(cands, conversations)
     for c in cands:
         c.score = sum(map(operator.mul, all_weights, all_values(c.signals))) / total
+
+
+def head(cands: Sequence[Candidate], k: int) -> list[Candidate]:
+    """The best ``max(4k, 20)`` candidates by score, best first: the pool :func:`mmr` picks ``k`` from."""
+    return sorted(cands, key=lambda c: c.score, reverse=True)[: max(k * 4, 20)]
+
+
+def add_proximity(cands: Sequence[Candidate], terms: list[str], weights: SearchWeights, k: int,
+                  named: Sequence[timewords.Window] = (), read: Callable[[list[str]], None] | None = None) -> None:
+    """Set the ``proximity`` signal of the best of ``cands`` (fused by :func:`fuse` with the same ``terms``,
+    ``weights`` and ``named``) and add it to their scores.
+
+    Only the best ``max(k, weights.proximity_depth)`` of the head are read; ``read`` is given their ids before their
+    ``content`` is read (None: the rows hold it), and only when the signal weighs anything. A score only rises, so
+    the head stays the same set and the others, at 0, could not have entered it."""
+    wanted = proximity.pairs(terms)
+    w = weight_map(weights, timed=bool(named), paired=bool(wanted))
+    if not w["proximity"]:
+        return
+    total = sum(w.values())
+    values, all_weights = _weighted(w, SIGNALS)
+    best = head(cands, k)[: max(k, weights.proximity_depth)]
+    if read is not None:
+        read([c.id for c in best])
+    for c in best:
+        c.signals["proximity"] = proximity.closeness(c.row["content"], wanted, weights.proximity_window)
+        c.score = sum(map(operator.mul, all_weights, values(c.signals))) / total
 
 
 def _weighted(w: dict[str, float], names: Sequence[str]) -> tuple[Callable[[dict[str, float]], Any], list[float]]:
@@ -122,6 +153,7 @@ def _signals(c: Candidate, best_bm25: float, wanted: set[str], weights: SearchWe
         "access": min(1.0, math.log1p(row["access_count"]) / _LOG_101),
         "pin": 1.0 if row["pinned"] else 0.0,
         "time": time_signal(row, windows) if windows else 0.0,
+        "proximity": 0.0,
     }
 
 
@@ -169,14 +201,16 @@ def time_signal(row: Any, named: list[timewords.Window]) -> float:
     return timewords.closeness(row["valid_from"], named)
 
 
-def weight_map(weights: SearchWeights, *, timed: bool) -> dict[str, float]:
-    """Each signal's weight; ``time`` weighs 0 unless the query named a time (``timed``)."""
-    return {name: float(getattr(weights, name)) if name != "time" or timed else 0.0 for name in SIGNALS}
+def weight_map(weights: SearchWeights, *, timed: bool, paired: bool) -> dict[str, float]:
+    """Each signal's weight; ``time`` weighs 0 unless the query named a time (``timed``), ``proximity`` unless it
+    has a pair of terms (``paired``)."""
+    off = {name for name, on in (("time", timed), ("proximity", paired)) if not on}
+    return {name: 0.0 if name in off else float(getattr(weights, name)) for name in SIGNALS}
 
 
 def explain(c: Candidate, weights: SearchWeights, rank: int, relevance_rank: int,
-            named: Sequence[timewords.Window] = ()) -> dict[str, Any]:
-    w = weight_map(weights, timed=bool(named))
+            named: Sequence[timewords.Window] = (), terms: Sequence[str] = ()) -> dict[str, Any]:
+    w = weight_map(weights, timed=bool(named), paired=bool(proximity.pairs(terms)))
     total = sum(w.values()) or 1.0
     return {
         "signals": {
@@ -195,8 +229,10 @@ def explain(c: Candidate, weights: SearchWeights, rank: int, relevance_rank: int
         "formula": ("own = weighted mean of the memory's own signals; conversation = mean of the conversation_top "
                     "best own values in its conversation (its own value without one); neighbour = best own value "
                     "of the memory and the memories recorded just before and after it in its conversation; "
+                    "proximity = share of the query's neighbouring keyword pairs found within proximity_window "
+                    "words of each other, read for the best max(k, proximity_depth) by score (0 for the others); "
                     "score = sum(weight * value) / sum(weights) over every signal (time weighs 0 when the query "
-                    "names no time); "
+                    "names no time, proximity when it has fewer than two keywords); "
                     "order = MMR(lambda) over the pool"),
     }
 
@@ -222,7 +258,7 @@ def mmr(cands: list[Candidate], k: int, lam: float) -> list[Candidate]:
     :mod:`m3.retrieval.native`), or the word-set Jaccard when either has no vector yet. A pool whose
     every member has a vector is picked by :func:`native.mmr_order` (the same arithmetic, native or numpy).
     """
-    pool = sorted(cands, key=lambda c: c.score, reverse=True)[: max(k * 4, 20)]
+    pool = head(cands, k)
     if lam >= 1.0 or len(pool) <= 1:
         return pool[:k]
     vectors = [c.vector for c in pool]

@@ -222,3 +222,20 @@ def test_a_long_lived_process_loads_the_query_model_before_the_first_search(conf
     finally:
         system.stop()
     assert status["description"]["search_path"]["query_embedding"] == "int8"
+
+
+def test_the_searcher_reads_term_proximity_in_the_texts_of_its_best_candidates(system: ActorSystem) -> None:
+    together = system.writer.ask(write_one("Last week I replaced the bike chain and cassette."), WAIT_S)[0]
+    apart = system.writer.ask(write_one(
+        "The chain of the old bike squeaked, so I oiled it on Sunday; later, sorting the attic, I found a cassette "
+        "player and some tapes."), WAIT_S)[0]
+    system.wait_embedded()
+    found = system.searcher.ask(SearchMemories(query="bike chain cassette", k=2, filter=MemoryFilter(),
+                                               explain=True), WAIT_S)
+    signals = {i["id"]: i["explanation"]["signals"] for i in found.model_dump()["items"]}
+    assert signals[together.id]["proximity"]["value"] == 1.0
+    assert signals[apart.id]["proximity"]["value"] == 0.5
+    assert signals[together.id]["proximity"]["weight"] == system.config["search.weight_proximity"] > 0
+    for item in found.model_dump()["items"]:
+        parts = item["explanation"]["signals"]
+        assert sum(p["contribution"] for p in parts.values()) == pytest.approx(item["score"], abs=1e-5)

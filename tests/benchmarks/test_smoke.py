@@ -318,7 +318,7 @@ def test_query_handover_times_both_arms_on_one_store_and_finds_the_same_answers(
                                                ("rows-with-hits", "sqlite"), ("rows-with-hits", "postgres"),
                                                ("statements-per-filter", "sqlite"),
                                                ("statements-per-filter", "postgres"),
-                                               ("matches-counted", "sqlite")])
+                                               ("matches-counted", "sqlite"), ("proximity", "sqlite")])
 def test_search_undo_times_a_change_now_and_undone_on_one_store_and_finds_the_same_answers(
         tmp_path: Path, data: Path, change: str, store: str) -> None:
     if change == "int8-scan" and not native.available():
@@ -329,8 +329,9 @@ def test_search_undo_times_a_change_now_and_undone_on_one_store_and_finds_the_sa
                                else []), *(["--sessions"] if change == "unlisted-counted" else [])])
     assert [row["arm"] for row in rows] == ["now", "undone"]
     assert rows[0]["queries"] == rows[1]["queries"] > 0 and all(row["p50_ms"] > 0 for row in rows)
-    # The 8-bit query vector may reorder a few answers; every other change must leave them as they were.
-    assert rows[1]["p50_x"] == 1.0 and (rows[0]["answers_differing"] == 0 or change == "int8-queries")
+    # The 8-bit query vector and the proximity signal may reorder a few answers; every other change must leave
+    # them as they were.
+    assert rows[1]["p50_x"] == 1.0 and (rows[0]["answers_differing"] == 0 or change in ("int8-queries", "proximity"))
     # Every arm puts back what it changed.
     assert native.INT8_FROM_ROWS > 1 and SqlLeg.vectors_with_rows and SqliteDialect.by_ids is not Dialect.by_ids
     assert vars(search_statements)["search_clause"] is filters.search_clause

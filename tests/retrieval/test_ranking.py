@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from m3.protocols.messages.memory import SearchWeights
-from m3.retrieval.ranking import SIGNALS, Candidate, explain, fuse, mmr, prepare
+from m3.retrieval.ranking import SIGNALS, Candidate, add_proximity, explain, fuse, head, mmr, prepare
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 DEFAULT = SearchWeights(dense=0.75, bm25=0.15, title=0.04, importance=0.03, recency=0.02, access=0.005,
@@ -295,3 +295,54 @@ def test_signals_prepared_while_the_query_embeds_give_exactly_the_scores_of_fusi
     fuse(in_two_steps, ["x", "y"], weights, NOW)
     assert [(c.id, c.signals, c.own, c.score) for c in in_two_steps] == \
         [(c.id, c.signals, c.own, c.score) for c in at_once]
+
+
+# -- term proximity ------------------------------------------------------------------------------
+
+WITH_PROXIMITY = DEFAULT.model_copy(update={"proximity": 0.3, "proximity_window": 4})
+
+
+def test_without_two_keywords_the_proximity_weight_changes_no_score_and_no_order() -> None:
+    """The proximity signal weighs 0 when the query has no pair of keywords, so its weight cannot move anything."""
+    def ranked(weights: SearchWeights) -> list[tuple[str, float]]:
+        pool = [cand(f"m{i}", cosine=0.1 * i, bm25=float(i % 3), vector=unit(1.0, 0.1 * i), importance=0.1 * i,
+                     content="chain cassette " * i) for i in range(1, 8)]
+        fuse(pool, ["chain"], weights, NOW)
+        add_proximity(pool, ["chain"], weights, 4)
+        return [(c.id, c.score) for c in mmr(pool, 4, weights.mmr_lambda)]
+
+    assert ranked(WITH_PROXIMITY) == ranked(DEFAULT)
+
+
+def test_a_memory_holding_the_query_words_side_by_side_outranks_one_holding_them_apart() -> None:
+    terms = ["chain", "cassette"]
+    apart = cand("apart", cosine=0.5, bm25=2.0, content="The chain " + "was fine and " * 10 + "the cassette too.")
+    together = cand("together", cosine=0.5, bm25=2.0, content="I replaced the chain and cassette on Sunday.")
+    pool = [apart, together]
+    fuse(pool, terms, WITH_PROXIMITY, NOW)
+    assert apart.score == together.score
+    add_proximity(pool, terms, WITH_PROXIMITY, 1)
+    assert together.score > apart.score
+    out = explain(together, WITH_PROXIMITY, rank=1, relevance_rank=1, terms=terms)
+    total = sum(WITH_PROXIMITY.model_dump()[name] for name in SIGNALS)
+    assert out["signals"]["proximity"] == {"value": 1.0, "weight": 0.3, "contribution": round(0.3 / total, 6)}
+    assert sum(p["contribution"] for p in out["signals"].values()) == pytest.approx(together.score, abs=1e-5)
+
+
+@pytest.mark.parametrize(("k", "depth", "read_count"), [(2, 10, 10), (12, 10, 12), (2, 80, 20)])
+def test_proximity_reads_only_the_best_candidates_up_to_its_depth_and_leaves_the_others_at_zero(
+        k: int, depth: int, read_count: int) -> None:
+    """At least k and at most MMR's pool (max(4k, 20)) are read; a lifted score stays in that pool."""
+    weights = WITH_PROXIMITY.model_copy(update={"proximity_depth": depth})
+    pool = [cand(f"m{i:02d}", cosine=0.02 * i, content="chain cassette") for i in range(30)]
+    fuse(pool, ["chain", "cassette"], weights, NOW)
+    before = {c.id: c.score for c in pool}
+    read: list[list[str]] = []
+    add_proximity(pool, ["chain", "cassette"], weights, k, read=read.append)
+    ranked = sorted(before, key=before.__getitem__, reverse=True)
+    assert read == [ranked[:read_count]]
+    for c in pool:
+        lifted = c.id in read[0]
+        assert c.signals["proximity"] == (1.0 if lifted else 0.0)
+        assert (c.score > before[c.id]) is lifted
+    assert {c.id for c in head(pool, k)} == set(ranked[: max(4 * k, 20)])

@@ -298,6 +298,12 @@ class SearchWeights(Message):
     time: float = 0.0
     #: Weight of the neighbour signal (the best of the memory and its conversation neighbours, ranking.py).
     neighbour: float = 0.0
+    #: Weight of the proximity signal (the query's neighbouring keyword pairs held close together, ranking.py).
+    proximity: float = 0.0
+    #: Words within which the two words of a pair count as close (proximity.py).
+    proximity_window: int = 4
+    #: How many of the best candidates (at least k) have their text read for the proximity signal.
+    proximity_depth: int = 10
 
 
 class SearchMemories(Request["memory.MemorySearchResult"]):
