@@ -51,8 +51,8 @@ first, in one process on one store. The changes:
   search finding fewer hits than it asks for among them does not rank every match again when they were every
   match; undone, it always does, as until 2026-12-05;
 * ``proximity`` (either store): the best candidates' texts are read for the term-proximity signal
-  (``search.weight_proximity``, :mod:`m3.retrieval.proximity`); undone, the signal weighs 0, as until 2026-12-05.
-  Like ``int8-queries`` it changes answers (that is its purpose).
+  (:mod:`m3.retrieval.proximity`) at ``search.weight_proximity`` = 0.3 (or the weight configured, if not 0);
+  undone, the signal weighs 0, the default. Like ``int8-queries`` it changes answers (that is its purpose).
 
 The query is embedded live (MiniLM, one onnxruntime thread) unless ``--cached`` (vectors from the embedding
 cache). Prints p50/p95 of each arm, the ratio of the medians (now ÷ undone) and how many questions' answers
@@ -91,6 +91,9 @@ from m3.store.dialect import Dialect
 from m3.store.filters import narrows, now_parameter, search_clause
 from m3.store.schema import memories as m
 from m3.store.sqlite import SqliteDialect
+
+#: The proximity weight measured (docs/search.md, "Term proximity").
+PROXIMITY_ON = 0.3
 
 CHANGES = ("int8-scan", "row-vectors", "ids-drive", "window-drive", "broad-filter", "unlisted-counted",
            "lexemes-kept", "embedding-first", "first-proposals", "statements-kept",
@@ -235,8 +238,10 @@ def arms(change: str, searcher: Searcher, args: argparse.Namespace
         exact.load()
         return {"now": as_it_is, "undone": lambda: _replaced(searcher, _query_embedder=exact)}
     if change == "proximity":
-        without = searcher._weights.model_copy(update={"proximity": 0.0})
-        return {"now": as_it_is, "undone": lambda: _replaced(searcher, _weights=without)}
+        weights = searcher._weights
+        on = weights.model_copy(update={"proximity": weights.proximity or PROXIMITY_ON})
+        off = weights.model_copy(update={"proximity": 0.0})
+        return {"now": lambda: _replaced(searcher, _weights=on), "undone": lambda: _replaced(searcher, _weights=off)}
     if change == "statements-per-filter":
         return {"now": as_it_is, "undone": lambda: _replaced(searcher, _kept=_Unkept())}
     if change == "rows-with-hits":

@@ -128,10 +128,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("search.weight_neighbour", float, 0.3,
             "Fusion weight of neighbour support: the best relevance among the memory and the memories recorded "
             "just before and after it in its conversation (in the candidate pool)."),
-    Setting("search.weight_proximity", float, 0.3,
+    Setting("search.weight_proximity", float, 0.0,
             "Fusion weight of term proximity: the share of the query's neighbouring keyword pairs that a memory "
-            "holds within search.proximity_window words of each other (read for the best candidates only). 0 "
-            "when the query has fewer than two keywords."),
+            "holds within search.proximity_window words of each other (read for the best candidates only; 0 "
+            "when the query has fewer than two keywords). Off by default: 0.3 lifted a store pooling many "
+            "people's conversations but not the one-person sets (docs/search.md)."),
     Setting("search.proximity_window", int, 4,
             "Words within which the two words of a keyword pair count as close for the proximity signal."),
     Setting("search.proximity_depth", int, 10,

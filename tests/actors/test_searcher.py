@@ -224,7 +224,17 @@ def test_a_long_lived_process_loads_the_query_model_before_the_first_search(conf
     assert status["description"]["search_path"]["query_embedding"] == "int8"
 
 
-def test_the_searcher_reads_term_proximity_in_the_texts_of_its_best_candidates(system: ActorSystem) -> None:
+def test_the_searcher_reads_term_proximity_in_the_texts_of_its_best_candidates_when_it_weighs_something(
+        config: Config, embedder: MiniLMEmbedder) -> None:
+    assert config["search.weight_proximity"] == 0.0  # off by default
+    system = ActorSystem(config.with_overrides(search__weight_proximity=0.3), embedder).start()
+    try:
+        _proximity_read(system)
+    finally:
+        system.stop(drain_embeddings=False)
+
+
+def _proximity_read(system: ActorSystem) -> None:
     together = system.writer.ask(write_one("Last week I replaced the bike chain and cassette."), WAIT_S)[0]
     apart = system.writer.ask(write_one(
         "The chain of the old bike squeaked, so I oiled it on Sunday; later, sorting the attic, I found a cassette "
@@ -235,7 +245,7 @@ def test_the_searcher_reads_term_proximity_in_the_texts_of_its_best_candidates(s
     signals = {i["id"]: i["explanation"]["signals"] for i in found.model_dump()["items"]}
     assert signals[together.id]["proximity"]["value"] == 1.0
     assert signals[apart.id]["proximity"]["value"] == 0.5
-    assert signals[together.id]["proximity"]["weight"] == system.config["search.weight_proximity"] > 0
+    assert signals[together.id]["proximity"]["weight"] == 0.3
     for item in found.model_dump()["items"]:
         parts = item["explanation"]["signals"]
         assert sum(p["contribution"] for p in parts.values()) == pytest.approx(item["score"], abs=1e-5)

@@ -302,16 +302,21 @@ def test_signals_prepared_while_the_query_embeds_give_exactly_the_scores_of_fusi
 WITH_PROXIMITY = DEFAULT.model_copy(update={"proximity": 0.3, "proximity_window": 4})
 
 
-def test_without_two_keywords_the_proximity_weight_changes_no_score_and_no_order() -> None:
-    """The proximity signal weighs 0 when the query has no pair of keywords, so its weight cannot move anything."""
-    def ranked(weights: SearchWeights) -> list[tuple[str, float]]:
+@pytest.mark.parametrize(("terms", "weight"), [(["chain"], 0.3), (["chain", "cassette"], 0.0)],
+                         ids=["one-keyword", "weight-0"])
+def test_with_one_keyword_or_no_weight_proximity_changes_no_score_and_no_order_and_reads_nothing(
+        terms: list[str], weight: float) -> None:
+    """The signal weighs 0 without a pair of keywords, and by default (weight 0): no text is read, nothing moves."""
+    def ranked(weights: SearchWeights, with_proximity: bool) -> list[tuple[str, float]]:
         pool = [cand(f"m{i}", cosine=0.1 * i, bm25=float(i % 3), vector=unit(1.0, 0.1 * i), importance=0.1 * i,
                      content="chain cassette " * i) for i in range(1, 8)]
-        fuse(pool, ["chain"], weights, NOW)
-        add_proximity(pool, ["chain"], weights, 4)
+        fuse(pool, terms, weights, NOW)
+        if with_proximity:
+            add_proximity(pool, terms, weights, 4, read=lambda ids: pytest.fail(f"read {ids}"))
         return [(c.id, c.score) for c in mmr(pool, 4, weights.mmr_lambda)]
 
-    assert ranked(WITH_PROXIMITY) == ranked(DEFAULT)
+    weights = DEFAULT.model_copy(update={"proximity": weight})
+    assert ranked(weights, True) == ranked(DEFAULT, False)
 
 
 def test_a_memory_holding_the_query_words_side_by_side_outranks_one_holding_them_apart() -> None:
